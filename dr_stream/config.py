@@ -1,0 +1,295 @@
+"""Flow configuration (DESIGN 1.3): typed, validated, loaded from YAML.
+
+Invariants: every problem is reported as one `ConfigError` line that names the file and
+the key path; unknown keys are errors; `${env:NAME}` is substituted in every string, and
+error messages quote the text as written in the file, so a secret from the environment is
+never printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|milliseconds?|seconds?|minutes?)\s*$")
+_SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|key\b|\.key$", re.IGNORECASE)
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """One line: `<file>: <key.path>: <what is wrong>`."""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    alias: str
+    bootstrap_servers: str
+    kafka: dict[str, str] = field(default_factory=dict)
+
+    def client_properties(self) -> dict[str, str]:
+        """librdkafka/Java client properties: bootstrap plus the `kafka:` extras."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
+
+    def redacted_kafka(self) -> dict[str, str]:
+        return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.kafka.items()}
+
+
+@dataclass(frozen=True)
+class TopicsConfig:
+    include: tuple[str, ...] = (".*",)
+    exclude: tuple[str, ...] = ()
+    rename: str = "${topic}"
+    preserve_partitions: bool = True
+    sync_configs: bool = True
+
+
+@dataclass(frozen=True)
+class FilterOverride:
+    """Lets records through the cycle rule: header cluster and topic match, timestamp in range."""
+
+    cluster: str
+    topic: str
+    from_ms: int | None = None
+    to_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class ProvenanceConfig:
+    enabled: bool = True
+    header: str = "__replicator_id"
+    filter_overrides: tuple[FilterOverride, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupsConfig:
+    include: tuple[str, ...] = (".*",)
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OffsetsConfig:
+    translate: bool = True
+    groups: GroupsConfig = GroupsConfig()
+    sync_to_destination: bool = True
+
+
+@dataclass(frozen=True)
+class StreamingConfig:
+    checkpoint_dir: str
+    offset_index: str
+    trigger: str = "1s"
+    max_records_per_batch: int = 200_000
+    starting_offsets: str = "earliest"
+
+    @property
+    def trigger_interval(self) -> str:
+        """The trigger as Spark's processingTime string ("1 second", "500 milliseconds")."""
+        number, unit = _DURATION.match(self.trigger).groups()  # validated on load
+        unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}.get(unit, unit.rstrip("s") + "s")
+        return f"{number} {unit}"
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    name: str
+    source: ClusterConfig
+    destination: ClusterConfig
+    topics: TopicsConfig
+    provenance: ProvenanceConfig
+    offsets: OffsetsConfig
+    streaming: StreamingConfig
+    path: str = "<memory>"
+
+
+def _join(key: str, name: str) -> str:
+    return f"{key}.{name}" if key else name
+
+
+class _Reader:
+    """Walks the raw YAML, checking keys and types, and keeps the file name for errors."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {key}: {message}")
+
+    def mapping(self, value: Any, key: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise self.fail(key or "<top>", f"expected a mapping, got {type(value).__name__}")
+        for k in value:
+            if k not in allowed:
+                raise self.fail(_join(key, str(k)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        for k in sorted(required):
+            if value.get(k) in (None, ""):
+                raise self.fail(_join(key, k), "is required")
+        return value
+
+    def expand(self, value: str, key: str) -> str:
+        def lookup(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in os.environ:
+                raise self.fail(key, f"environment variable {name} is not set")
+            return os.environ[name]
+
+        return _ENV.sub(lookup, value)
+
+    def string(self, raw: dict, name: str, key: str, default: str | None = None) -> str:
+        value = raw.get(name, default)
+        if not isinstance(value, str) or value == "":
+            raise self.fail(_join(key, name), f"expected a non-empty string, got {value!r}")
+        return self.expand(value, _join(key, name))
+
+    def boolean(self, raw: dict, name: str, key: str, default: bool) -> bool:
+        value = raw.get(name, default)
+        if not isinstance(value, bool):
+            raise self.fail(_join(key, name), f"expected true or false, got {value!r}")
+        return value
+
+    def integer(self, raw: dict, name: str, key: str, default: int | None, minimum: int) -> int | None:
+        value = raw.get(name, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(_join(key, name), f"expected an integer >= {minimum}, got {value!r}")
+        return value
+
+    def regexes(self, raw: dict, name: str, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = raw.get(name, list(default))
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(_join(key, name), "expected a list of regex strings")
+        out = []
+        for i, pattern in enumerate(value):
+            where = f"{key}.{name}[{i}]"
+            out.append(self.regex(self.expand(pattern, where), where, shown=pattern))
+        return tuple(out)
+
+    def regex(self, pattern: str, where: str, shown: str | None = None) -> str:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise self.fail(where, f"invalid regex {shown or pattern!r}: {exc}") from None
+        return pattern
+
+    def each(self, raw: dict, name: str, key: str, parse: Callable[[Any, str], T]) -> tuple[T, ...]:
+        value = raw.get(name) or []
+        if not isinstance(value, list):
+            raise self.fail(_join(key, name), "expected a list")
+        return tuple(parse(item, f"{key}.{name}[{i}]") for i, item in enumerate(value))
+
+
+def _cluster(r: _Reader, raw: Any, key: str) -> ClusterConfig:
+    raw = r.mapping(raw, key, {"alias", "bootstrap_servers", "kafka"}, required={"alias", "bootstrap_servers"})
+    alias = r.string(raw, "alias", key)
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", alias):
+        raise r.fail(f"{key}.alias", f"{alias!r} may hold only letters, digits, '.', '_' and '-'")
+    kafka_raw = raw.get("kafka") or {}
+    if not isinstance(kafka_raw, dict):
+        raise r.fail(f"{key}.kafka", "expected a mapping of client properties")
+    kafka: dict[str, str] = {}
+    for k, v in kafka_raw.items():
+        if k == "bootstrap.servers":
+            raise r.fail(f"{key}.kafka.{k}", "set bootstrap_servers instead")
+        if isinstance(v, (dict, list)) or v is None:
+            raise r.fail(f"{key}.kafka.{k}", "expected a scalar value")
+        kafka[str(k)] = r.expand(str(v).lower() if isinstance(v, bool) else str(v), f"{key}.kafka.{k}")
+    return ClusterConfig(alias, r.string(raw, "bootstrap_servers", key), kafka)
+
+
+def _override(r: _Reader, raw: Any, key: str) -> FilterOverride:
+    raw = r.mapping(raw, key, {"cluster", "topic", "from_ms", "to_ms"}, required={"cluster", "topic"})
+    cluster = r.regex(r.string(raw, "cluster", key), f"{key}.cluster")
+    topic = r.regex(r.string(raw, "topic", key), f"{key}.topic")
+    from_ms = r.integer(raw, "from_ms", key, None, 0)
+    to_ms = r.integer(raw, "to_ms", key, None, 0)
+    if from_ms is not None and to_ms is not None and from_ms > to_ms:
+        raise r.fail(f"{key}.from_ms", f"{from_ms} is after to_ms {to_ms}")
+    return FilterOverride(cluster, topic, from_ms, to_ms)
+
+
+def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
+    r = _Reader(path)
+    top = r.mapping(
+        raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming"},
+        required={"source", "destination"},
+    )
+    source = _cluster(r, top["source"], "source")
+    destination = _cluster(r, top["destination"], "destination")
+    if source.alias == destination.alias:
+        raise r.fail("destination.alias", f"is the same as source.alias ({source.alias!r})")
+    name = r.string(top, "name", "", default=f"{source.alias}-to-{destination.alias}")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise r.fail("name", f"{name!r} may hold only letters, digits, '.', '_' and '-'")
+
+    t = r.mapping(top.get("topics"), "topics",
+                  {"include", "exclude", "rename", "preserve_partitions", "sync_configs"})
+    rename = r.string(t, "rename", "topics", default="${topic}")
+    if rename.count("${topic}") != 1:
+        raise r.fail("topics.rename", f"{rename!r} must contain ${{topic}} exactly once")
+    if not re.fullmatch(r"[A-Za-z0-9._-]*", rename.replace("${topic}", "")):
+        raise r.fail("topics.rename", f"{rename!r} would make an invalid topic name")
+    topics = TopicsConfig(
+        include=r.regexes(t, "include", "topics", (".*",)),
+        exclude=r.regexes(t, "exclude", "topics", ()),
+        rename=rename,
+        preserve_partitions=r.boolean(t, "preserve_partitions", "topics", True),
+        sync_configs=r.boolean(t, "sync_configs", "topics", True),
+    )
+
+    p = r.mapping(top.get("provenance"), "provenance", {"enabled", "header", "filter_overrides"})
+    provenance = ProvenanceConfig(
+        enabled=r.boolean(p, "enabled", "provenance", True),
+        header=r.string(p, "header", "provenance", default="__replicator_id"),
+        filter_overrides=r.each(p, "filter_overrides", "provenance", lambda v, k: _override(r, v, k)),
+    )
+
+    o = r.mapping(top.get("offsets"), "offsets", {"translate", "groups", "sync_to_destination"})
+    g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
+    offsets = OffsetsConfig(
+        translate=r.boolean(o, "translate", "offsets", True),
+        groups=GroupsConfig(r.regexes(g, "include", "offsets.groups", (".*",)),
+                            r.regexes(g, "exclude", "offsets.groups", ())),
+        sync_to_destination=r.boolean(o, "sync_to_destination", "offsets", True),
+    )
+
+    s = r.mapping(top.get("streaming"), "streaming",
+                  {"checkpoint_dir", "offset_index", "trigger", "max_records_per_batch", "starting_offsets"})
+    trigger = r.string(s, "trigger", "streaming", default="1s")
+    if not _DURATION.match(trigger):
+        raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
+    starting = r.string(s, "starting_offsets", "streaming", default="earliest")
+    if starting not in ("earliest", "latest"):
+        raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
+    streaming = StreamingConfig(
+        checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
+        offset_index=r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index"),
+        trigger=trigger,
+        max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
+        starting_offsets=starting,
+    )
+    return FlowConfig(name, source, destination, topics, provenance, offsets, streaming, path)
+
+
+def load_flow(path: str | Path) -> FlowConfig:
+    path = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "<yaml>"
+        raise ConfigError(f"{path}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return parse_flow(raw, path)

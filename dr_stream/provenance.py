@@ -1,0 +1,116 @@
+"""The provenance header (DESIGN 1.4) as Spark SQL Column expressions.
+
+A record copied from cluster X, topic T, partition P, offset O carries one header
+`__replicator_id = {"cluster": X's cluster.id, "topic": T, "partition": P, "offset": O,
+"timestamp": ms when copied}`; each hop appends one and keeps the earlier ones.
+
+Invariants: everything here is a Column expression evaluated in the JVM (no Python UDF);
+a header value that is not provenance JSON counts as no provenance and never fails a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from dr_stream.config import FilterOverride
+
+PROVENANCE_SCHEMA = StructType([
+    StructField("cluster", StringType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", LongType()),
+])
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+PROVENANCE = "_provenance"
+MALFORMED = "_malformed_provenance"
+
+
+def _is_provenance(entry: Column) -> Column:
+    return (
+        entry.isNotNull()
+        & entry["cluster"].isNotNull()
+        & entry["topic"].isNotNull()
+        & entry["partition"].isNotNull()
+        & entry["offset"].isNotNull()
+    )
+
+
+def headers_or_empty(headers: Column) -> Column:
+    """Kafka's source gives null, not [], for a record without headers."""
+    return F.coalesce(headers, F.array().cast(HEADERS_TYPE))
+
+
+def with_provenance(header: str) -> callable:
+    """Adds `_provenance` (the record's valid provenance entries, oldest hop first) and
+    `_malformed_provenance` (true when a header under that key did not parse)."""
+
+    def step(df: DataFrame) -> DataFrame:
+        parsed = F.transform(
+            F.filter(headers_or_empty(F.col("headers")), lambda h: h["key"] == F.lit(header)),
+            lambda h: F.from_json(h["value"].cast("string"), PROVENANCE_SCHEMA, {"mode": "PERMISSIVE"}),
+        )
+        return (
+            df.withColumn("_parsed_provenance", parsed)
+            .withColumn(PROVENANCE, F.filter(F.col("_parsed_provenance"), _is_provenance))
+            .withColumn(MALFORMED, F.size(F.col("_parsed_provenance")) > F.size(F.col(PROVENANCE)))
+            .drop("_parsed_provenance")
+        )
+
+    return step
+
+
+def _override_allows(entry: Column, override: FilterOverride) -> Column:
+    allowed = entry["cluster"].rlike(f"^(?:{override.cluster})$") & entry["topic"].rlike(f"^(?:{override.topic})$")
+    if override.from_ms is not None:
+        allowed = allowed & (F.coalesce(entry["timestamp"], F.lit(-1)) >= F.lit(override.from_ms))
+    if override.to_ms is not None:
+        allowed = allowed & (F.coalesce(entry["timestamp"], F.lit(-1)) <= F.lit(override.to_ms))
+    return allowed
+
+
+def is_cycle(destination_cluster_id: str, destination_topic: Column,
+             overrides: Sequence[FilterOverride] = ()) -> Column:
+    """True when the record already passed through the destination topic: a provenance
+    entry names the destination's cluster.id and topic, and no filter override lets it through."""
+
+    def came_from_destination(entry: Column) -> Column:
+        hit = (entry["cluster"] == F.lit(destination_cluster_id)) & (entry["topic"] == destination_topic)
+        for override in overrides:
+            hit = hit & ~_override_allows(entry, override)
+        return hit
+
+    return F.exists(F.col(PROVENANCE), came_from_destination)
+
+
+def provenance_value(source_cluster_id: str) -> Column:
+    """This hop's header value, built from the source record's own columns."""
+    return F.to_json(
+        F.struct(
+            F.lit(source_cluster_id).alias("cluster"),
+            F.col("topic").alias("topic"),
+            F.col("partition").alias("partition"),
+            F.col("offset").alias("offset"),
+            F.unix_millis(F.current_timestamp()).alias("timestamp"),
+        )
+    ).cast("binary")
+
+
+def append_header(headers: Column, key: str, value: Column) -> Column:
+    return F.concat(
+        headers_or_empty(headers),
+        F.array(F.struct(F.lit(key).alias("key"), value.alias("value"))),
+    )
