@@ -109,7 +109,9 @@ class CopiedScanner:
         return out
 
 
-def drop_already_copied(spark: SparkSession, watermarks: list[tuple[str, int, int]]) -> Callable[[DataFrame], DataFrame]:
+def drop_already_copied(
+    spark: SparkSession, watermarks: list[tuple[str, int, int]]
+) -> Callable[[DataFrame], DataFrame]:
     """Keeps records whose origin offset is above what the destination already holds."""
 
     def step(df: DataFrame) -> DataFrame:

@@ -42,6 +42,14 @@ _BROKER_SETTINGS = {
 }
 
 
+def _port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class LocalCluster:
     """One single-node KRaft cluster on loopback: broker on `port`, controller on `port + 1`."""
@@ -67,6 +75,12 @@ class LocalCluster:
             pid = int(self._pid_file.read_text().strip())
         except (OSError, ValueError):
             return None
+        try:
+            # Reap it if it is our own child: a dead child stays a zombie that kill(pid, 0) still finds.
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return None
+        except ChildProcessError:
+            pass  # started by another process (an earlier `dev up`)
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -118,6 +132,9 @@ class LocalCluster:
         if self.is_running():
             self.wait_ready(timeout)
             return
+        for port in (self.port, self.port + 1):
+            if _port_open(port):
+                raise RuntimeError(f"{self.alias}: port {port} is already in use by another process")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         config = self._write_config()
         if not (self.home / "data" / "meta.properties").exists():
@@ -142,7 +159,8 @@ class LocalCluster:
                 raise RuntimeError(f"{self.alias}: broker exited during start-up; see {self.log_file}")
             try:
                 # Probe the port first: a client pointed at a closed port logs every retry.
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                if not _port_open(self.port):
+                    raise ConnectionError(f"port {self.port} not open yet")
                 AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=5)
                 return
             except Exception as exc:  # the broker is still starting

@@ -77,6 +77,7 @@ class ReplicationFlow:
 
     def __post_init__(self) -> None:
         self.log = self.log or _log_to(self.config.name)
+        self.progress = ProgressPrinter(self.config.name)
         self._source_admin = admin_client(self.config.source.client_properties())
         self._dest_admin = admin_client(self.config.destination.client_properties())
         self.source_cluster_id = cluster_id(self._source_admin)
@@ -167,7 +168,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-    listener = ProgressPrinter(flow.config.name)
+    listener = flow.progress
     flow.spark.streams.addListener(listener)
     backoff = 1.0
     try:

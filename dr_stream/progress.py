@@ -28,19 +28,23 @@ class ProgressPrinter(StreamingQueryListener):
 
     def __init__(self, flow_name: str) -> None:
         self.flow_name = flow_name
+        self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
 
-    def onQueryStarted(self, event) -> None:  # noqa: N802 (Spark's listener API)
+    def onQueryStarted(self, event) -> None:
         pass
 
-    def onQueryProgress(self, event) -> None:  # noqa: N802
+    def onQueryProgress(self, event) -> None:
         p = event.progress
-        if not (p.name or "").startswith("replicate-"):
+        if p.name != f"replicate-{self.flow_name}":
             return
         metrics = p.observedMetrics.get("replicate")
         records = p.numInputRows
         skipped = int(metrics["skipped_cycle"] or 0) if metrics else 0
         malformed = int(metrics["malformed_provenance"] or 0) if metrics else 0
         lag = sum(filter(None, (offsets_behind(s.latestOffset, s.endOffset) for s in p.sources)))
+        for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
+                           ("skipped_cycle", skipped), ("malformed_provenance", malformed)):
+            self.totals[key] += value
         line = (
             f"[{self.flow_name}] batch {p.batchId}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
@@ -48,8 +52,8 @@ class ProgressPrinter(StreamingQueryListener):
         )
         print(line, file=sys.stdout, flush=True)
 
-    def onQueryIdle(self, event) -> None:  # noqa: N802
+    def onQueryIdle(self, event) -> None:
         pass
 
-    def onQueryTerminated(self, event) -> None:  # noqa: N802
+    def onQueryTerminated(self, event) -> None:
         pass

@@ -9,7 +9,7 @@ tombstone stays a tombstone; nothing here runs Python per record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -43,7 +43,7 @@ class ReplicationPlan:
 
     source_cluster_id: str
     destination_cluster_id: str
-    renamer: TopicRenamer = TopicRenamer()
+    renamer: TopicRenamer = field(default_factory=TopicRenamer)
     header: str = "__replicator_id"
     provenance_enabled: bool = True
     filter_overrides: Sequence[FilterOverride] = ()

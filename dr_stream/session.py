@@ -20,6 +20,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
             .config("spark.jars", ",".join(str(j) for j in spark_jars()))
             .config("spark.driver.memory", os.environ.get("DR_STREAM_DRIVER_MEMORY", "2g"))
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
         )
     return (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")

@@ -1,0 +1,109 @@
+"""Session-scoped real infrastructure: one Spark session, test KRaft clusters, running flows.
+
+The test clusters use their own ports and directory so a developer's `dr-stream dev up`
+clusters are never touched; every process started here is stopped by its PID at the end.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from dr_stream.config import FlowConfig, parse_flow
+from dr_stream.dev import LocalCluster
+from dr_stream.paths import cache_dir
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from dr_stream.session import spark_session
+
+    session = spark_session("dr-stream-tests", master="local[2]")
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_home() -> Iterator[Path]:
+    base = cache_dir() / "test-clusters"
+    base.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _cluster(home: Path, alias: str, port: int) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(alias, port, home / alias)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def dc1(cluster_home) -> Iterator[LocalCluster]:
+    yield from _cluster(cluster_home, "dc1", 39092)
+
+
+@pytest.fixture(scope="session")
+def dc2(cluster_home) -> Iterator[LocalCluster]:
+    yield from _cluster(cluster_home, "dc2", 49092)
+
+
+@pytest.fixture(scope="session")
+def dc3(cluster_home) -> Iterator[LocalCluster]:
+    yield from _cluster(cluster_home, "dc3", 59092)
+
+
+def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, **sections) -> FlowConfig:
+    raw = {
+        "source": {"alias": source.alias, "bootstrap_servers": source.bootstrap},
+        "destination": {"alias": destination.alias, "bootstrap_servers": destination.bootstrap},
+        "streaming": {
+            "checkpoint_dir": str(work / f"{source.alias}-to-{destination.alias}" / "checkpoints"),
+            "offset_index": str(work / f"{source.alias}-to-{destination.alias}" / "offset-index"),
+            "trigger": "500ms",
+        },
+    }
+    for key, value in sections.items():
+        raw[key] = {**raw.get(key, {}), **value}
+    return parse_flow(raw, "<test>")
+
+
+@contextmanager
+def running_flow(spark, config: FlowConfig):
+    """Runs a flow's replication query in this process until the block ends."""
+    from dr_stream.flow import ReplicationFlow, run_until_stopped
+
+    flow = ReplicationFlow(config, spark)
+    stop = threading.Event()
+    thread = threading.Thread(target=run_until_stopped, args=(flow, stop), daemon=True)
+    thread.start()
+    try:
+        yield flow
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "flow did not stop within 60s"
+
+
+@pytest.fixture
+def topics(dc1, dc2, request) -> Iterator[list[str]]:
+    """Names a test registers here are deleted from every test cluster afterwards."""
+    from tests.kafka_tools import delete_topics
+
+    names: list[str] = []
+    yield names
+    clusters = [dc1, dc2]
+    if "dc3" in request.fixturenames:
+        clusters.append(request.getfixturevalue("dc3"))
+    for cluster in clusters:
+        delete_topics(cluster.bootstrap, names)

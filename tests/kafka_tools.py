@@ -1,0 +1,128 @@
+"""Small helpers the tests use to talk to the real test brokers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+
+@dataclass(frozen=True)
+class Record:
+    key: bytes | None
+    value: bytes | None
+    partition: int
+    offset: int
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:8]}"
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict[str, str] | None = None) -> None:
+    client = admin(bootstrap)  # the client must outlive its futures
+    client.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(timeout=30)
+
+
+def add_partitions(bootstrap: str, name: str, total: int) -> None:
+    client = admin(bootstrap)
+    client.create_partitions([NewPartitions(name, total)])[name].result(timeout=30)
+
+
+def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
+    client = admin(bootstrap)
+    existing = set(client.list_topics(timeout=10).topics)
+    names = [n for n in names if n in existing]
+    if names:
+        for future in client.delete_topics(names, operation_timeout=30).values():
+            future.result(timeout=30)
+
+
+def topic_config(bootstrap: str, name: str) -> dict[str, str]:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    client = admin(bootstrap)
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    entries = client.describe_configs([resource])[resource].result(timeout=30)
+    return {k: e.value for k, e in entries.items()}
+
+
+def partition_count(bootstrap: str, name: str) -> int:
+    topic = admin(bootstrap).list_topics(name, timeout=10).topics.get(name)
+    return len(topic.partitions) if topic and not topic.error else 0
+
+
+def topic_exists(bootstrap: str, name: str) -> bool:
+    topic = admin(bootstrap).list_topics(timeout=10).topics.get(name)
+    return topic is not None and topic.error is None
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[dict], **config) -> int:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
+    n = 0
+    for r in records:
+        producer.produce(topic, **r)
+        n += 1
+        if n % 10000 == 0:
+            producer.flush()
+    producer.flush(30)
+    return n
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dr-stream-tests-peek"})
+    try:
+        count = partition_count(bootstrap, topic)
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(count)}
+    finally:
+        consumer.close()
+
+
+def count(bootstrap: str, topic: str) -> int:
+    """Records in the topic (end - start per partition; no transactions or compaction in play)."""
+    return sum(high - low for low, high in end_offsets(bootstrap, topic).values())
+
+
+def consume_all(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[Record]:
+    marks = end_offsets(bootstrap, topic)
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": unique("dr-stream-tests-"), "enable.auto.commit": False,
+        "isolation.level": isolation, "enable.partition.eof": True,
+    })
+    out: list[Record] = []
+    try:
+        pending = {p for p, (low, high) in marks.items() if high > low}
+        consumer.assign([TopicPartition(topic, p, marks[p][0]) for p in pending])
+        deadline = time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=10000, timeout=1):
+                if msg.error():
+                    pending.discard(msg.partition())
+                    continue
+                ts = msg.timestamp()[1]
+                out.append(Record(msg.key(), msg.value(), msg.partition(), msg.offset(), ts,
+                                  tuple(msg.headers() or ())))
+                if msg.offset() >= marks[msg.partition()][1] - 1:
+                    pending.discard(msg.partition())
+    finally:
+        consumer.close()
+    return out
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
