@@ -78,7 +78,7 @@ class CopiedScanner:
         best: int | None = None
         seen = 0
         while True:
-            messages = consumer.consume(num_messages=5000, timeout=5)
+            messages = consumer.consume(num_messages=5000, timeout=1)
             if not messages:
                 break  # nothing more readable below `end` (aborted or compacted away)
             done = False
@@ -89,12 +89,15 @@ class CopiedScanner:
                 if msg.offset() >= end:
                     done = True
                     break
+                done = msg.offset() >= end - 1
                 seen += 1
                 origin = origin_of(msg.headers(), self.header)
                 if (origin and origin.get("cluster") == self.source_cluster_id
                         and origin.get("topic") == source_topic and origin.get("partition") == partition
                         and isinstance(origin.get("offset"), int)):
                     best = origin["offset"] if best is None else max(best, origin["offset"])
+                if done:
+                    break
             if done:
                 break
         return best, seen

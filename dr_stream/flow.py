@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -124,30 +124,19 @@ class ReplicationFlow:
                                 self.source_cluster_id, log=self.log)
         pairs = [(t, p, self.renamer.format_remote_topic(t)) for t, n in replicated.items() for p in range(n)]
         marks = scanner.watermarks(pairs)
-        if not marks:
-            return batch
-        observation = Observation(f"already_copied_{batch_id}")
-        kept = (
-            batch.transform(drop_already_copied(self.spark, marks))
-            .observe(observation, F.sum(F.col("_already_copied").cast("long")).alias("skipped"))
-            .where(~F.col("_already_copied"))
-        )
-        self._pending_observation = observation
-        return kept
+        if marks:
+            shown = ", ".join(f"{t}[{p}]<={o}" for t, p, o in marks[:6]) + (" ..." if len(marks) > 6 else "")
+            self.log(f"batch {batch_id}: first batch since start; the destination already holds origin offsets "
+                     f"{shown}; records at or below those are skipped, not written twice")
+        return batch.transform(drop_already_copied(self.spark, marks)).where(~F.col("_already_copied"))
 
     def start(self) -> StreamingQuery:
         self.topic_sync.sync()
         state = {"first": True}
-        self._pending_observation = None
 
         def write(batch: DataFrame, batch_id: int) -> None:
             first, state["first"] = state["first"], False
             self._write_batch(batch, batch_id, first)
-            if self._pending_observation is not None:
-                skipped = self._pending_observation.get.get("skipped") or 0
-                self._pending_observation = None
-                if skipped:
-                    self.log(f"batch {batch_id}: skipped {skipped} records already written before the restart")
 
         stream = (
             self.spark.readStream.format("kafka").options(**source_options(self.config)).load()
