@@ -60,11 +60,10 @@ class CopiedScanner:
         })
         try:
             low, high = consumer.get_watermark_offsets(TopicPartition(remote_topic, partition), timeout=15)
-            window, scanned = self.first_window, 0
+            window = self.first_window
             while high > low:
                 start = max(low, high - window)
-                found, n = self._scan(consumer, source_topic, partition, remote_topic, start, high)
-                scanned += n
+                found, _ = self._scan(consumer, source_topic, partition, remote_topic, start, high)
                 if found is not None:
                     return found
                 high, window = start, window * 4

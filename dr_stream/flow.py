@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -73,7 +73,6 @@ class ReplicationFlow:
     config: FlowConfig
     spark: SparkSession
     log: Callable[[str], None] | None = None
-    _restarts: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.log = self.log or _log_to(self.config.name)

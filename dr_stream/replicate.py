@@ -18,7 +18,6 @@ from dr_stream.config import FilterOverride
 from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import (
     MALFORMED,
-    PROVENANCE,
     append_header,
     headers_or_empty,
     is_cycle,
@@ -127,15 +126,3 @@ def to_sink_rows(preserve_partitions: bool) -> Step:
 
     return step
 
-
-__all__ = [
-    "MALFORMED",
-    "PROVENANCE",
-    "ReplicationPlan",
-    "drop_cycles",
-    "mark_cycles",
-    "prepare",
-    "route_to_destination",
-    "stamp_provenance",
-    "to_sink_rows",
-]
