@@ -1,9 +1,11 @@
-"""`dr-stream` command line: local clusters, running a flow, setup."""
+"""`dr-stream` command line: local clusters, running a flow, translation, failover, status, setup."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import asdict
 
 from dr_stream.config import ConfigError, load_flow
 
@@ -50,6 +52,85 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spark(config):
+    from dr_stream.session import spark_session
+
+    spark = spark_session(f"dr-stream-{config.name}-cli")
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _positions(args: argparse.Namespace, commit: bool) -> int:
+    from dr_stream.failover import failover, format_positions, translate_positions
+
+    config = load_flow(args.config)
+    spark = _spark(config)
+    if commit:
+        positions = failover(config, spark, args.group, dry_run=args.dry_run, force=args.force)
+    else:
+        positions = translate_positions(config, spark, args.group)
+    if args.json:
+        print(json.dumps({"source_reachable": positions.source_reachable, "origin": positions.origin,
+                          "positions": [p.as_dict() for p in positions.rows]}, indent=2))
+    else:
+        print(format_positions(positions))
+    failed = [p for p in positions.rows if p.action.startswith("failed")]
+    return 1 if failed else 0
+
+
+def _translate(args: argparse.Namespace) -> int:
+    args.group = _exact(args.group)
+    return _positions(args, commit=False)
+
+
+def _failover(args: argparse.Namespace) -> int:
+    return _positions(args, commit=True)
+
+
+def _exact(group: str) -> str:
+    import re
+
+    return re.escape(group)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from dr_stream.status import format_status, replication_lag, translation_ages
+
+    config = load_flow(args.config)
+    spark = _spark(config)
+    lags, ages = replication_lag(config, spark), translation_ages(config, spark)
+    if args.json:
+        print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages]},
+                         indent=2))
+    else:
+        print(format_status(lags, ages))
+    return 0
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from dr_stream.reset_offsets import parse_datetime, reset_to_datetime
+
+    config = load_flow(args.config)
+    clusters = {c.alias: c for c in (config.source, config.destination)}
+    if args.cluster not in clusters:
+        print(f"dr-stream: --cluster must be one of {', '.join(clusters)} (from {args.config})", file=sys.stderr)
+        return 2
+    try:
+        at_ms = parse_datetime(args.to_datetime)
+    except ValueError as exc:
+        print(f"dr-stream: --to-datetime: {exc}", file=sys.stderr)
+        return 2
+    actions = reset_to_datetime(clusters[args.cluster].client_properties(), args.group, args.topic, at_ms,
+                                dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps([asdict(a) for a in actions], indent=2))
+    else:
+        for a in actions:
+            print(f"{a.group} {a.topic}[{a.partition}]: {a.current if a.current is not None else '-'} -> "
+                  f"{a.offset}: {a.action}")
+    return 0
+
+
 def _setup(_: argparse.Namespace) -> int:
     from dr_stream.jvm import setup_jars
 
@@ -78,6 +159,35 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check-config", help="validate a flow YAML and exit")
     check.add_argument("--config", required=True)
     check.set_defaults(func=_check)
+
+    translate = sub.add_parser("translate", help="translated offsets of one group on the destination (no commit)")
+    translate.add_argument("--config", required=True)
+    translate.add_argument("--group", required=True, help="group id (exact)")
+    translate.add_argument("--json", action="store_true")
+    translate.set_defaults(func=_translate)
+
+    fail = sub.add_parser("failover", help="commit translated offsets to the destination for matching groups")
+    fail.add_argument("--config", required=True)
+    fail.add_argument("--group", default=".*", help="regex over group ids (whole name); default all")
+    fail.add_argument("--dry-run", action="store_true", help="show what would be committed, commit nothing")
+    fail.add_argument("--force", action="store_true", help="also rewind destination groups that are ahead")
+    fail.add_argument("--json", action="store_true")
+    fail.set_defaults(func=_failover)
+
+    status = sub.add_parser("status", help="replication lag per partition and translation age")
+    status.add_argument("--config", required=True)
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_status)
+
+    reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")
+    reset.add_argument("--config", required=True)
+    reset.add_argument("--cluster", required=True, help="alias of the flow's source or destination")
+    reset.add_argument("--group", required=True)
+    reset.add_argument("--to-datetime", required=True, help="ISO 8601; without a zone it is UTC")
+    reset.add_argument("--topic", default=".*", help="regex over topic names (whole name); default all")
+    reset.add_argument("--dry-run", action="store_true")
+    reset.add_argument("--json", action="store_true")
+    reset.set_defaults(func=_reset)
 
     setup = sub.add_parser("setup-jars", help="fetch the pinned JVM dependencies into .cache/jars")
     setup.set_defaults(func=_setup)

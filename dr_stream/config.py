@@ -85,6 +85,7 @@ class OffsetsConfig:
 class StreamingConfig:
     checkpoint_dir: str
     offset_index: str
+    translations: str = ".cache/flows/translations"
     trigger: str = "1s"
     max_records_per_batch: int = 200_000
     starting_offsets: str = "earliest"
@@ -263,16 +264,22 @@ def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
     )
 
     s = r.mapping(top.get("streaming"), "streaming",
-                  {"checkpoint_dir", "offset_index", "trigger", "max_records_per_batch", "starting_offsets"})
+                  {"checkpoint_dir", "offset_index", "translations", "trigger", "max_records_per_batch",
+                   "starting_offsets"})
     trigger = r.string(s, "trigger", "streaming", default="1s")
     if not _DURATION.match(trigger):
         raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
     starting = r.string(s, "starting_offsets", "streaming", default="earliest")
     if starting not in ("earliest", "latest"):
         raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
+    offset_index = r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index")
     streaming = StreamingConfig(
         checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
-        offset_index=r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index"),
+        offset_index=offset_index,
+        # Not in DESIGN 1.3's example: where the translate query records each translation (a Delta
+        # table beside the offset index unless set).
+        translations=r.string(s, "translations", "streaming",
+                              default=str(Path(offset_index).parent / "translations")),
         trigger=trigger,
         max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
         starting_offsets=starting,

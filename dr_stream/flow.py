@@ -1,9 +1,13 @@
-"""One replication flow: the streaming query that copies source topics to the destination.
+"""One replication flow: a Spark application with three streaming queries and a poller.
 
-The record path is Spark's Kafka source -> `replicate.prepare` (Column expressions) ->
-`foreachBatch` -> Spark's Kafka sink. The batch function does the driver-side work that
-must happen before a write: create or grow destination topics, and on the first batch
-after a (re)start, skip what a killed run already wrote (`already_copied`).
+1. replicate: Spark's Kafka source -> `replicate.prepare` (Column expressions) ->
+   `foreachBatch` -> Spark's Kafka sink. The batch function does the driver-side work that
+   must happen before a write: create or grow destination topics, and on the first batch
+   after a (re)start, skip what a killed run already wrote (`already_copied`).
+2. index: the destination's copies read back into the offset index (`index`).
+3. translate: `__consumer_timestamps` -> translated offsets -> destination groups
+   (`translate_query`), fed by the committed-offset poller (`group_poller`).
+Each query has its own checkpoint and restarts on its own after a failure.
 """
 
 from __future__ import annotations
@@ -11,19 +15,27 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from dr_stream import consumer_timestamps
 from dr_stream.already_copied import CopiedScanner, drop_already_copied
 from dr_stream.config import FlowConfig
-from dr_stream.policy import TopicFilter, TopicRenamer
+from dr_stream.group_poller import CommittedOffsetPoller
+from dr_stream.index import OffsetIndex, OffsetIndexer
+from dr_stream.offset_sync import OffsetSync
+from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 from dr_stream.progress import ProgressPrinter
 from dr_stream.replicate import TIMESTAMP_INTERCEPTOR, ReplicationPlan, prepare, to_sink_rows
-from dr_stream.topics import TopicSync, admin_client, cluster_id
+from dr_stream.topics import TopicSync, admin_client, cluster_id, log_bounds, partition_counts
+from dr_stream.translate import OffsetTranslator
+from dr_stream.translate_query import TranslateQuery
+from dr_stream.translation_log import TranslationLog
 
 
 def _log_to(name: str) -> Callable[[str], None]:
@@ -33,10 +45,16 @@ def _log_to(name: str) -> Callable[[str], None]:
     return log
 
 
-def source_options(config: FlowConfig) -> dict[str, str]:
+def _client_options(cluster) -> dict[str, str]:
+    options = {"kafka.bootstrap.servers": cluster.bootstrap_servers}
+    options.update({f"kafka.{k}": v for k, v in cluster.kafka.items()})
+    return options
+
+
+def source_options(config: FlowConfig, pattern: str | None = None) -> dict[str, str]:
     topic_filter = TopicFilter(config.topics.include, config.topics.exclude)
     options = {
-        "subscribePattern": topic_filter.subscribe_pattern(),
+        "subscribePattern": pattern or topic_filter.subscribe_pattern(),
         "includeHeaders": "true",
         "startingOffsets": config.streaming.starting_offsets,
         "maxOffsetsPerTrigger": str(config.streaming.max_records_per_batch),
@@ -47,9 +65,14 @@ def source_options(config: FlowConfig) -> dict[str, str]:
         "kafka.metadata.max.age.ms": "5000",
         "kafka.isolation.level": "read_committed",
     }
-    options["kafka.bootstrap.servers"] = config.source.bootstrap_servers
-    options.update({f"kafka.{k}": v for k, v in config.source.kafka.items()})
-    return options
+    return {**options, **_client_options(config.source)}
+
+
+def index_options(config: FlowConfig) -> dict[str, str]:
+    """The index query reads the flow's destination topics the way replicate reads the source."""
+    renamer = TopicRenamer(config.topics.rename)
+    pattern = renamer.remote_filter(TopicFilter(config.topics.include, config.topics.exclude)).subscribe_pattern()
+    return {**source_options(config, pattern), **_client_options(config.destination)}
 
 
 def sink_options(config: FlowConfig) -> dict[str, str]:
@@ -102,10 +125,77 @@ class ReplicationFlow:
         if not topics.preserve_partitions or not self.config.provenance.enabled:
             self.log("warning: exactly-once after a crash needs preserve_partitions and provenance; "
                      "this flow is at-least-once (a replayed batch may be written twice)")
+        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
+        self.translate_query = self._translate_query()
+        self.indexer = self._indexer() if self.config.provenance.enabled else None
+        if self.indexer is None:
+            self.log("warning: provenance is off, so there is no offset index and no offset translation")
+        self.poller = self._poller() if self.translate_query else None
+
+    def _checkpoint(self, query: str) -> str:
+        return f"{self.config.streaming.checkpoint_dir.rstrip('/')}/{query}"
+
+    def _indexer(self) -> OffsetIndexer:
+        remote = self.renamer.remote_filter(TopicFilter(self.config.topics.include, self.config.topics.exclude))
+
+        def log_starts() -> list[tuple[str, int, int]]:
+            partitions = [(t, p) for t, n in partition_counts(self._dest_admin).items() if remote.matches(t)
+                          for p in range(n)]
+            return [(t, p, start) for (t, p), (start, _) in log_bounds(self._dest_admin, partitions).items()]
+
+        return OffsetIndexer(
+            spark=self.spark, index=self.index, kafka_options=index_options(self.config),
+            source_cluster_id=self.source_cluster_id, header=self.config.provenance.header, renamer=self.renamer,
+            query_name=f"index-{self.config.name}", checkpoint=self._checkpoint("index"),
+            trigger=self.config.streaming.trigger_interval, log_starts=log_starts,
+            on_advanced=self.translate_query.on_index_advanced if self.translate_query else (lambda: None),
+            log=self.log,
+        )
+
+    def _translate_query(self) -> TranslateQuery | None:
+        offsets = self.config.offsets
+        if not offsets.translate or not self.config.provenance.enabled:
+            return None
+        if not self.plan.preserve_partitions:
+            self.log("warning: offset translation needs preserve_partitions: true; offsets are not translated")
+            return None
+        if consumer_timestamps.ensure_topic(self._source_admin):
+            self.log(f"topic {consumer_timestamps.TOPIC}: created on {self.config.source.alias} (compacted)")
+        translator = OffsetTranslator(
+            self.spark, self.index, self.renamer, self.config.destination.client_properties(),
+            source=self.config.source.client_properties(), origin_cluster=self.source_cluster_id,
+        )
+        query = TranslateQuery(
+            spark=self.spark, translator=translator,
+            record=TranslationLog(self.spark, self.config.streaming.translations),
+            sync=OffsetSync(self.config.destination.client_properties(), self.config.name)
+            if offsets.sync_to_destination else None,
+            groups=GroupFilter(offsets.groups.include, offsets.groups.exclude),
+            topics=TopicFilter(self.config.topics.include, self.config.topics.exclude),
+            kafka_options=_client_options(self.config.source), query_name=f"translate-{self.config.name}",
+            checkpoint=self._checkpoint("translate"), trigger=self.config.streaming.trigger_interval, log=self.log,
+        )
+        query.restore()
+        return query
+
+    def _poller(self) -> CommittedOffsetPoller:
+        offsets = self.config.offsets
+        return CommittedOffsetPoller(
+            self.config.source.client_properties(), GroupFilter(offsets.groups.include, offsets.groups.exclude),
+            TopicFilter(self.config.topics.include, self.config.topics.exclude), log=self.log,
+        )
+
+    def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
+        out = [(f"replicate-{self.config.name}", self.start)]
+        if self.indexer:
+            out.append((self.indexer.query_name, self.indexer.start))
+        if self.translate_query:
+            out.append((self.translate_query.query_name, self.translate_query.start))
+        return out
 
     @property
     def checkpoint(self) -> str:
-        return f"{self.config.streaming.checkpoint_dir.rstrip('/')}/replicate"
+        return self._checkpoint("replicate")
 
     def _write_batch(self, batch: DataFrame, batch_id: int, first: bool) -> None:
         replicated = self.topic_sync.sync()
@@ -150,36 +240,92 @@ class ReplicationFlow:
         )
 
 
+def _error_line(error) -> str:
+    """One readable line: for an error raised in a foreachBatch function, the Python exception."""
+    if not error:
+        return "query stopped"
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if "Python Proxy" in lines[0]:
+        python = [line for line in lines if not line.startswith(("at ", "File ", "^", "~"))]
+        errors = [line for line in python if ("Error" in line or "Exception" in line) and ":" in line]
+        return errors[-1] if errors else lines[-1]
+    return lines[0]
+
+
+@dataclass
+class _Supervised:
+    name: str
+    start: Callable[[], StreamingQuery]
+    query: StreamingQuery | None = None
+    started_at: float = 0.0
+    backoff: float = 1.0
+    restart_at: float | None = 0.0
+
+    def launch(self) -> None:
+        self.query, self.started_at, self.restart_at = self.start(), time.monotonic(), None
+
+
+@dataclass
+class _Supervisor:
+    """Keeps each query of a flow running; a failed one restarts from its checkpoint with backoff."""
+
+    flow: ReplicationFlow
+    max_backoff_s: float
+    parts: list[_Supervised] = field(default_factory=list)
+
+    def check(self) -> None:
+        now = time.monotonic()
+        for part in self.parts:
+            if part.restart_at is not None:
+                if now >= part.restart_at:
+                    part.launch()
+                continue
+            if part.query.isActive:
+                continue
+            first_line = _error_line(part.query.exception())
+            if now - part.started_at > 60:
+                part.backoff = 1.0
+            self.flow.log(f"{part.name} failed: {first_line}; restarting from its checkpoint in {part.backoff:.0f}s")
+            part.restart_at = now + part.backoff
+            part.backoff = min(part.backoff * 2, self.max_backoff_s)
+
+    def stop(self) -> None:
+        for part in self.parts:
+            if part.query is not None and part.query.isActive:
+                part.query.stop()
+
+
 def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0) -> None:
-    """Runs the flow until SIGINT/SIGTERM (or `stop`), restarting the query after a failure."""
+    """Runs the flow's queries and poller until SIGINT/SIGTERM (or `stop`), restarting failed queries."""
     stop = stop or threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
     listener = flow.progress
     flow.spark.streams.addListener(listener)
-    backoff = 1.0
+    supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()])
+    poller = None
+    if flow.poller:
+        poller = threading.Thread(target=flow.poller.run, args=(stop,), name=f"poller-{flow.config.name}", daemon=True)
+        poller.start()
     try:
+        supervisor.check()
+        flow.log(f"replicating {flow.config.source.alias} ({flow.source_cluster_id}) -> "
+                 f"{flow.config.destination.alias} ({flow.destination_cluster_id}); queries "
+                 f"{', '.join(p.name for p in supervisor.parts)}; "
+                 f"checkpoints under {flow.config.streaming.checkpoint_dir}")
         while not stop.is_set():
-            query = flow.start()
-            flow.log(f"replicating {flow.config.source.alias} ({flow.source_cluster_id}) -> "
-                     f"{flow.config.destination.alias} ({flow.destination_cluster_id}); "
-                     f"checkpoint {flow.checkpoint}")
-            while query.isActive and not stop.is_set():
-                query.awaitTermination(1)
-            if stop.is_set():
-                query.stop()
-                break
-            error = query.exception()
-            first_line = str(error).strip().splitlines()[0] if error else "query stopped"
-            flow.log(f"query failed: {first_line}; restarting from the checkpoint in {backoff:.0f}s")
-            stop.wait(backoff)
-            backoff = min(backoff * 2, max_backoff_s)
+            stop.wait(1)
+            if not stop.is_set():
+                supervisor.check()
     finally:
+        stop.set()
         try:
+            supervisor.stop()
             flow.spark.streams.removeListener(listener)
         except Exception:  # the JVM may already be gone when the whole process group got the signal
             pass
+        if poller:
+            poller.join(timeout=15)
         flow.log("stopped")
         sys.stdout.flush()
-

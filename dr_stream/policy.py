@@ -85,3 +85,29 @@ class TopicRenamer:
         if self.is_identity():
             return topic
         return F.concat(F.lit(prefix), topic, F.lit(suffix))
+
+    def remote_filter(self, source: TopicFilter) -> TopicFilter:
+        """The filter that selects, on the destination, the topics `source` selects on the source."""
+        prefix, suffix = (re.escape(a) for a in self._affixes)
+
+        def wrap(pattern: str) -> str:
+            return pattern if self.is_identity() else f"{prefix}(?:{pattern}){suffix}"
+
+        return TopicFilter(tuple(wrap(p) for p in source.include), tuple(wrap(p) for p in source.exclude))
+
+
+# Groups that belong to replicators and tools, never to applications: never translated.
+INTERNAL_GROUPS: tuple[str, ...] = (r"spark-kafka-.*", r"dr-stream-.*", r"connect-.*", r"_confluent.*")
+
+
+@dataclass(frozen=True)
+class GroupFilter:
+    """Which consumer groups a flow translates (`offsets.groups`), internal ones never."""
+
+    include: tuple[str, ...] = (".*",)
+    exclude: tuple[str, ...] = ()
+
+    def matches(self, group: str) -> bool:
+        if any(re.fullmatch(p, group) for p in (*self.exclude, *INTERNAL_GROUPS)):
+            return False
+        return any(re.fullmatch(p, group) for p in self.include)

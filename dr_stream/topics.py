@@ -56,6 +56,26 @@ def partition_counts(admin: AdminClient, timeout: float = 15.0) -> dict[str, int
     return {name: len(t.partitions) for name, t in admin.list_topics(timeout=timeout).topics.items()}
 
 
+def log_bounds(admin: AdminClient, partitions: list[tuple[str, int]],
+               timeout: float = 15.0) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (log start offset, log end offset); partitions that do not exist are left out."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    if not partitions:
+        return {}
+    existing = partition_counts(admin, timeout)
+    wanted = sorted({(t, p) for t, p in partitions if p < existing.get(t, 0)})
+    if not wanted:
+        return {}
+    bounds: dict[tuple[str, int], list[int]] = {}
+    for spec, slot in ((OffsetSpec.earliest(), 0), (OffsetSpec.latest(), 1)):
+        futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted}, request_timeout=timeout)
+        for tp, future in futures.items():
+            bounds.setdefault((tp.topic, tp.partition), [0, 0])[slot] = future.result(timeout=timeout).offset
+    return {k: (v[0], v[1]) for k, v in bounds.items()}
+
+
 def copyable_configs(admin: AdminClient, topic: str, timeout: float = 15.0) -> dict[str, str]:
     """The topic-level overrides set on `topic`, less the cluster-local ones."""
     resource = ConfigResource(ResourceType.TOPIC, topic)

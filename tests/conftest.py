@@ -63,7 +63,10 @@ def dc3(cluster_home) -> Iterator[LocalCluster]:
     yield from _cluster(cluster_home, "dc3", 59092)
 
 
-def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, **sections) -> FlowConfig:
+def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, name: str | None = None,
+                **sections) -> FlowConfig:
+    """A flow between two test clusters; `name` must differ from any flow running at the same time
+    (Spark query names are unique within the session)."""
     raw = {
         "source": {"alias": source.alias, "bootstrap_servers": source.bootstrap},
         "destination": {"alias": destination.alias, "bootstrap_servers": destination.bootstrap},
@@ -73,6 +76,8 @@ def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, **s
             "trigger": "500ms",
         },
     }
+    if name:
+        raw["name"] = name
     for key, value in sections.items():
         raw[key] = {**raw.get(key, {}), **value}
     return parse_flow(raw, "<test>")

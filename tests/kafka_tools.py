@@ -126,3 +126,79 @@ def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 
             return True
         time.sleep(interval)
     return predicate()
+
+
+def delete_records_before(bootstrap: str, topic: str, partition: int, offset: int) -> None:
+    """Moves the partition's log start to `offset`, as retention would."""
+    client = admin(bootstrap)
+    futures = client.delete_records([TopicPartition(topic, partition, offset)])
+    for future in futures.values():
+        future.result(timeout=30)
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str, upto: dict[int, int], helper: bool) -> None:
+    """A consumer of `group` reads each partition from its start up to offset `upto[p]` (exclusive)
+    and commits there; with `helper`, through dr-stream's ConsumerTimestamps, else as an
+    unmodified application would."""
+    from dr_stream.consumer_timestamps import ConsumerTimestamps
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    stamps = ConsumerTimestamps(consumer, group, {"bootstrap.servers": bootstrap}) if helper else None
+    try:
+        marks = end_offsets(bootstrap, topic)
+        wanted = {p: o for p, o in upto.items() if o > marks[p][0]}
+        consumer.assign([TopicPartition(topic, p, marks[p][0]) for p in wanted])
+        last: dict[int, int] = {}
+        deadline = time.monotonic() + 120
+        while any(last.get(p, -1) < o - 1 for p, o in wanted.items()) and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=5000, timeout=1):
+                p = msg.partition()
+                if msg.error() or msg.offset() >= wanted[p]:
+                    continue
+                last[p] = msg.offset()
+                if stamps:
+                    stamps.observe(msg)
+        assert all(last.get(p) == o - 1 for p, o in wanted.items()), f"could not read up to {wanted}: {last}"
+        if stamps:
+            stamps.commit()
+            stamps.close()
+        else:
+            consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in wanted.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def resume_as_group(bootstrap: str, topic: str, group: str, partitions: int) -> list[Record]:
+    """What `group` reads on this cluster from its committed offsets to the current end."""
+    marks = end_offsets(bootstrap, topic)
+    start = committed(bootstrap, group, topic, partitions)
+    assert set(start) == set(range(partitions)), f"group {group} has no committed offset for some partitions: {start}"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("dr-stream-tests-"),
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    out: list[Record] = []
+    try:
+        pending = {p for p in range(partitions) if marks[p][1] > start[p]}
+        consumer.assign([TopicPartition(topic, p, start[p]) for p in pending])
+        deadline = time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=10000, timeout=1):
+                if msg.error():
+                    pending.discard(msg.partition())
+                    continue
+                out.append(Record(msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1],
+                                  tuple(msg.headers() or ())))
+                if msg.offset() >= marks[msg.partition()][1] - 1:
+                    pending.discard(msg.partition())
+    finally:
+        consumer.close()
+    return out
