@@ -289,10 +289,16 @@ class _Supervisor:
             part.restart_at = now + part.backoff
             part.backoff = min(part.backoff * 2, self.max_backoff_s)
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 30.0) -> None:
+        """Stops each query between batches when it can: an interrupted batch would have to be
+        replayed, and an interrupted translation-log write would lose the newest positions."""
+        deadline = time.monotonic() + grace_s
         for part in self.parts:
-            if part.query is not None and part.query.isActive:
-                part.query.stop()
+            if part.query is None or not part.query.isActive:
+                continue
+            while part.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            part.query.stop()
 
 
 def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0) -> None:
