@@ -1,8 +1,11 @@
-"""`make demo`: active-active dc1 <-> dc2 on sample data, printed as it happens.
+"""`make demo`: active-active dc1 <-> dc2 on sample data, then a failover, printed as it happens.
 
-Starts the local clusters (unless already up), writes sample records under the same topic
-names in both, runs both flows in one Spark application, and prints per-topic counts until
-both clusters hold every record once and the counts stay put (no loop). Stops what it started.
+Act 1: starts the local clusters (unless already up), writes sample records under the same
+topic names in both, runs both flows in one Spark application, and prints per-topic counts
+until both clusters hold every record once and the counts stay put (no loop).
+Act 2: an ordinary consumer group (no dr-stream code in it) reads part of `demo.shipments`
+in dc1 and commits; dc1 goes away; `failover` moves the group to dc2, where it resumes; the
+demo counts the records it read twice or never (0 and 0). Stops what it started.
 """
 
 from __future__ import annotations
@@ -16,24 +19,29 @@ from dataclasses import replace
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from dr_stream.config import load_flow
+from dr_stream.config import FlowConfig, load_flow
 from dr_stream.dev import dev_clusters
+from dr_stream.groups import list_groups
 from dr_stream.paths import cache_dir, project_root
 from dr_stream.topics import admin_client, partition_counts
 
 TOPICS = {"demo.orders": 3, "demo.payments": 2}
 PER_TOPIC = 5000
+SHIPMENTS, SHIPMENTS_PARTITIONS, SHIPMENTS_RECORDS, CONSUMED_PER_PARTITION = "demo.shipments", 3, 9000, 2000
+GROUP = "demo-shipping"
 
 
-def _fresh_topics(bootstrap: str) -> None:
+def _fresh_topics(bootstrap: str, topics: dict[str, int]) -> None:
     admin = admin_client({"bootstrap.servers": bootstrap})
-    stale = [t for t in TOPICS if t in partition_counts(admin)]
+    for group in ([GROUP] if GROUP in list_groups(admin) else []):
+        admin.delete_consumer_groups([group])[group].exception(timeout=30)
+    stale = [t for t in topics if t in partition_counts(admin)]
     if stale:
         for future in admin.delete_topics(stale, operation_timeout=30).values():
             future.result(timeout=30)
         while any(t in partition_counts(admin) for t in stale):
             time.sleep(0.5)
-    created = admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
+    created = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
     for future in created.values():
         future.result(timeout=30)
 
@@ -77,7 +85,7 @@ def main() -> int:
     threads: list[threading.Thread] = []
     try:
         for cluster in clusters:
-            _fresh_topics(cluster.bootstrap)
+            _fresh_topics(cluster.bootstrap, {**TOPICS, SHIPMENTS: SHIPMENTS_PARTITIONS})
             _produce(cluster.bootstrap, cluster.alias)
         print(f"produced {PER_TOPIC} records into each of {', '.join(TOPICS)} in both dc1 and dc2")
 
@@ -85,11 +93,12 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
         spark = spark_session("dr-stream-demo")
         spark.sparkContext.setLogLevel("ERROR")
+        configs: dict[str, FlowConfig] = {}
         for name in ("dc1-to-dc2", "dc2-to-dc1"):
             config = load_flow(project_root() / "conf" / f"{name}.yaml")
-            config = replace(config, streaming=replace(
+            configs[name] = config = replace(config, streaming=replace(
                 config.streaming, checkpoint_dir=str(work / name / "checkpoints"),
-                offset_index=str(work / name / "offset-index")))
+                offset_index=str(work / name / "offset-index"), translations=str(work / name / "translations")))
             flow = ReplicationFlow(config, spark)
             thread = threading.Thread(target=run_until_stopped, args=(flow, stop), daemon=True)
             thread.start()
@@ -111,7 +120,7 @@ def main() -> int:
                       f"({rate:.0f} records/s replicated across both flows)")
             if done and now == last and time.monotonic() - stable_since >= 10:
                 print("counts stable for 10s: every record exactly once in each cluster, nothing loops")
-                return 0
+                return _failover_act(spark, configs["dc1-to-dc2"], clusters, stop, threads)
             if not done:
                 stable_since = None
             last = now
@@ -123,9 +132,104 @@ def main() -> int:
             thread.join(timeout=60)
         if spark is not None:
             spark.stop()
-        for cluster in started:
-            cluster.stop()
-            print(f"{cluster.alias}: stopped")
+        for cluster in clusters:
+            if cluster in started:
+                cluster.stop()
+                print(f"{cluster.alias}: stopped")
+            elif not cluster.is_running():  # the failover act took down a cluster that was up before
+                cluster.start()
+                print(f"{cluster.alias}: started again, as it was before the demo")
+
+
+def _consume_and_commit(bootstrap: str) -> dict[int, int]:
+    """An ordinary application: reads CONSUMED_PER_PARTITION records of each partition, commits."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(SHIPMENTS, p, 0) for p in range(SHIPMENTS_PARTITIONS)])
+        read = dict.fromkeys(range(SHIPMENTS_PARTITIONS), 0)
+        while any(n < CONSUMED_PER_PARTITION for n in read.values()):
+            for msg in consumer.consume(num_messages=1000, timeout=1):
+                if not msg.error() and msg.offset() < CONSUMED_PER_PARTITION:
+                    read[msg.partition()] += 1
+        offsets = dict.fromkeys(range(SHIPMENTS_PARTITIONS), CONSUMED_PER_PARTITION)
+        consumer.commit(offsets=[TopicPartition(SHIPMENTS, p, o) for p, o in offsets.items()], asynchronous=False)
+        return offsets
+    finally:
+        consumer.close()
+
+
+def _committed(bootstrap: str) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+    try:
+        found = consumer.committed([TopicPartition(SHIPMENTS, p) for p in range(SHIPMENTS_PARTITIONS)], timeout=15)
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+    finally:
+        consumer.close()
+
+
+def _resume(bootstrap: str) -> dict[int, list[int]]:
+    """The group on dc2, from its committed offsets to the end; origin offsets by partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from dr_stream.already_copied import origin_of
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    try:
+        starts = _committed(bootstrap)
+        consumer.assign([TopicPartition(SHIPMENTS, p, o) for p, o in starts.items()])
+        origins: dict[int, list[int]] = {p: [] for p in starts}
+        open_partitions = set(starts)
+        while open_partitions:
+            for msg in consumer.consume(num_messages=1000, timeout=2):
+                if msg.error():
+                    open_partitions.discard(msg.partition())
+                    continue
+                origin = origin_of(msg.headers(), "__replicator_id")
+                origins[msg.partition()].append(origin["offset"])
+        return origins
+    finally:
+        consumer.close()
+
+
+def _failover_act(spark, config: FlowConfig, clusters, stop: threading.Event, threads) -> int:
+    from dr_stream.failover import failover, format_positions
+
+    dc1, dc2 = clusters
+    print(f"\n== failover: {SHIPMENTS_RECORDS} records into {SHIPMENTS} on dc1 only; group {GROUP} reads "
+          f"{CONSUMED_PER_PARTITION} of each partition's {SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS} and commits")
+    producer = Producer({"bootstrap.servers": dc1.bootstrap, "linger.ms": 20})
+    for i in range(SHIPMENTS_RECORDS):
+        producer.produce(SHIPMENTS, key=f"s{i}".encode(), value=f"shipment {i}".encode(),
+                         partition=i % SHIPMENTS_PARTITIONS)
+    producer.flush(30)
+    committed = _consume_and_commit(dc1.bootstrap)
+    began = time.monotonic()
+    while time.monotonic() - began < 120 and len(_committed(dc2.bootstrap)) < SHIPMENTS_PARTITIONS:
+        time.sleep(0.2)
+    print(f"the flow translated the commits and synced them to dc2 {time.monotonic() - began:.1f}s after the "
+          f"commit on dc1: {dict(sorted(_committed(dc2.bootstrap).items()))}")
+
+    print("dc1 goes away (flows stopped, broker stopped)")
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    dc1.stop()
+    print(f"$ dr-stream failover --config conf/dc1-to-dc2.yaml --group {GROUP}")
+    print(format_positions(failover(config, spark, GROUP)))
+
+    resumed = _resume(dc2.bootstrap)
+    reread = sum(1 for p, offsets in resumed.items() for o in offsets if o < committed[p])
+    reread += sum(len(o) - len(set(o)) for o in resumed.values())
+    per_partition = SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS
+    skipped = sum(len(set(range(committed[p], per_partition)) - set(o)) for p, o in resumed.items())
+    read = sum(len(o) for o in resumed.values())
+    print(f"group {GROUP} resumed on dc2 and read {read} records: {reread} re-read, {skipped} skipped")
+    return 0 if (reread, skipped, read) == (0, 0, SHIPMENTS_RECORDS - sum(committed.values())) else 1
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ def format_positions(positions: Positions) -> str:
         if t.note:
             notes.append(f"  {t.group} {t.dest_topic}[{t.partition}]: {t.note}")
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
-    out = [f"positions from {positions.origin}"]
+    out = [f"source positions: {positions.origin}"]
     out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in lines]
     if notes:
         out += ["reported:", *notes]
