@@ -362,3 +362,45 @@ class TestActiveActive:
         expected = {o for o in local_on_dc1 if o >= committed_at}
         assert len(expected) == 1500
         assert sorted(resumed) == sorted(expected)  # each once: nothing re-read, nothing skipped
+
+
+class TestNotebook:
+    def test_offset_index_notebook_runs_against_this_run_and_its_hand_worked_translation_matches(
+            self, flow, dc1, dc2, tmp_path):
+        import os
+
+        import nbformat
+        import yaml
+        from nbclient import NotebookClient
+
+        from dr_stream.paths import project_root
+
+        topic, group = unique("xlate.nb."), unique("xg-nb-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(1000))
+        wait_replicated(flow, dc2, topic, 0, 999)
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 600}, helper=True)
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 600, 60)
+        c = flow.config
+        config_file = tmp_path / "flow.yaml"
+        config_file.write_text(yaml.safe_dump({
+            "name": c.name,
+            "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
+            "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
+            "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
+                          "translations": c.streaming.translations},
+        }))
+        notebook = nbformat.read(project_root() / "notebooks" / "offset_index.ipynb", as_version=4)
+        os.environ["DR_STREAM_CONFIG"] = str(config_file)
+        try:
+            NotebookClient(notebook, timeout=300, kernel_name="python3",
+                           resources={"metadata": {"path": str(project_root())}}).execute()
+        finally:
+            os.environ.pop("DR_STREAM_CONFIG", None)
+
+        text = "\n".join(o.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                         for o in cell.get("outputs", []))
+        assert "worked by hand: matches" in text
+        assert "runs stand for" in text
+        images = [o for cell in notebook.cells for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        assert images, "the lag plot was not rendered"
