@@ -404,3 +404,71 @@ class TestNotebook:
         assert "runs stand for" in text
         images = [o for cell in notebook.cells for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
         assert images, "the lag plot was not rendered"
+
+
+class TestIndexUpkeep:
+    def test_runs_merge_and_follow_the_destination_retention(self, spark, flow, dc1, dc2):
+        topic = unique("xlate.keep.")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        for _ in range(3):  # three batches -> at least three runs before upkeep
+            produce(dc1.bootstrap, topic, records(20_000))
+            time.sleep(1.5)
+        wait_replicated(flow, dc2, topic, 0, 59_999)
+        mine = f"origin_topic = '{topic}'"
+
+        flow.indexer.maintain()
+        runs = flow.index.runs().where(mine).collect()
+        assert [(r.origin_start, r.origin_end, r.dest_start, r.dest_end) for r in runs] == [(0, 59_999, 0, 59_999)]
+        size = flow.index.size_in_bytes()
+        total = flow.index.runs().agg({"records": "sum"}).first()[0]
+        print(f"offset index after upkeep: {size} bytes for {total} records "
+              f"({size / total * 1e6:.0f} bytes per million replicated records)")
+
+        delete_records_before(dc2.bootstrap, topic, 0, 60_000)  # retention removed every copy on dc2
+        flow.indexer.maintain()
+        assert flow.index.runs().where(mine).count() == 0
+
+
+class TestCommandLine:
+    def test_failover_dry_run_status_and_reset_offsets_print_json(self, flow, dc1, dc2, tmp_path):
+        import json
+        import subprocess
+        import sys
+
+        import yaml
+
+        topic, group = unique("xlate.cli."), unique("xg-cli-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(500))
+        wait_replicated(flow, dc2, topic, 0, 499)
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 123}, helper=False)
+        c = flow.config
+        config_file = tmp_path / "flow.yaml"
+        config_file.write_text(yaml.safe_dump({
+            "name": c.name,
+            "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
+            "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
+            "topics": {"include": [r"xlate\..*"]},
+            "offsets": {"groups": {"include": ["xg-.*"]}, "sync_to_destination": False},
+            "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
+                          "translations": c.streaming.translations},
+        }))
+
+        def cli(*args: str) -> dict | list:
+            done = subprocess.run([sys.executable, "-m", "dr_stream.cli", *args, "--config", str(config_file),
+                                   "--json"], capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+            return json.loads(done.stdout)
+
+        out = cli("failover", "--group", group, "--dry-run")
+        [row] = out["positions"]
+        assert (row["source_offset"], row["offset"], row["method"]) == (123, 123, "exact")
+        assert row["action"] in ("would commit", "unchanged")
+
+        status = cli("status")
+        mine = [p for p in status["replication"] if p["topic"] == topic]
+        assert mine and mine[0]["lag_records"] == 0 and mine[0]["last_copied"] == 499
+
+        reset = cli("reset-offsets", "--cluster", "dc2", "--group", unique("xg-reset-"), "--topic", topic,
+                    "--to-datetime", "2000-01-01T00:00:00")
+        assert [(a["partition"], a["offset"], a["action"]) for a in reset] == [(0, 0, "committed")]
