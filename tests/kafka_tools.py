@@ -95,22 +95,27 @@ def count(bootstrap: str, topic: str) -> int:
 
 def consume_all(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[Record]:
     marks = end_offsets(bootstrap, topic)
+    return read_range(bootstrap, topic, {p: low for p, (low, _) in marks.items()}, marks, isolation)
+
+
+def read_range(bootstrap: str, topic: str, start: dict[int, int], marks: dict[int, tuple[int, int]],
+               isolation: str = "read_committed") -> list[Record]:
+    """Every record from `start[p]` up to the end offset in `marks[p]`, per partition."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": unique("dr-stream-tests-"), "enable.auto.commit": False,
         "isolation.level": isolation, "enable.partition.eof": True,
     })
     out: list[Record] = []
     try:
-        pending = {p for p, (low, high) in marks.items() if high > low}
-        consumer.assign([TopicPartition(topic, p, marks[p][0]) for p in pending])
+        pending = {p for p in start if marks[p][1] > start[p]}
+        consumer.assign([TopicPartition(topic, p, start[p]) for p in pending])
         deadline = time.monotonic() + 60
         while pending and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=10000, timeout=1):
                 if msg.error():
                     pending.discard(msg.partition())
                     continue
-                ts = msg.timestamp()[1]
-                out.append(Record(msg.key(), msg.value(), msg.partition(), msg.offset(), ts,
+                out.append(Record(msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1],
                                   tuple(msg.headers() or ())))
                 if msg.offset() >= marks[msg.partition()][1] - 1:
                     pending.discard(msg.partition())
@@ -183,22 +188,4 @@ def resume_as_group(bootstrap: str, topic: str, group: str, partitions: int) -> 
     marks = end_offsets(bootstrap, topic)
     start = committed(bootstrap, group, topic, partitions)
     assert set(start) == set(range(partitions)), f"group {group} has no committed offset for some partitions: {start}"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("dr-stream-tests-"),
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    out: list[Record] = []
-    try:
-        pending = {p for p in range(partitions) if marks[p][1] > start[p]}
-        consumer.assign([TopicPartition(topic, p, start[p]) for p in pending])
-        deadline = time.monotonic() + 60
-        while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=10000, timeout=1):
-                if msg.error():
-                    pending.discard(msg.partition())
-                    continue
-                out.append(Record(msg.key(), msg.value(), msg.partition(), msg.offset(), msg.timestamp()[1],
-                                  tuple(msg.headers() or ())))
-                if msg.offset() >= marks[msg.partition()][1] - 1:
-                    pending.discard(msg.partition())
-    finally:
-        consumer.close()
-    return out
+    return read_range(bootstrap, topic, start, marks)

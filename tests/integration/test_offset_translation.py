@@ -308,6 +308,23 @@ class TestMalformedConsumerTimestamps:
         assert flow.translate_query.totals["malformed"] - before == 3
 
 
+def flow_file(config, directory, **sections) -> str:
+    """The flow as a YAML file, for the command line and the notebook."""
+    import yaml
+
+    c = config
+    path = directory / "flow.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": c.name,
+        "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
+        "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
+        "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
+                      "translations": c.streaming.translations},
+        **sections,
+    }))
+    return str(path)
+
+
 def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "latest"})
@@ -370,7 +387,6 @@ class TestNotebook:
         import os
 
         import nbformat
-        import yaml
         from nbclient import NotebookClient
 
         from dr_stream.paths import project_root
@@ -381,15 +397,7 @@ class TestNotebook:
         wait_replicated(flow, dc2, topic, 0, 999)
         consume_and_commit(dc1.bootstrap, topic, group, {0: 600}, helper=True)
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 600, 60)
-        c = flow.config
-        config_file = tmp_path / "flow.yaml"
-        config_file.write_text(yaml.safe_dump({
-            "name": c.name,
-            "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
-            "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
-            "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
-                          "translations": c.streaming.translations},
-        }))
+        config_file = flow_file(flow.config, tmp_path)
         notebook = nbformat.read(project_root() / "notebooks" / "offset_index.ipynb", as_version=4)
         os.environ["DR_STREAM_CONFIG"] = str(config_file)
         try:
@@ -435,24 +443,13 @@ class TestCommandLine:
         import subprocess
         import sys
 
-        import yaml
-
         topic, group = unique("xlate.cli."), unique("xg-cli-")
         create_topic(dc1.bootstrap, topic, partitions=1)
         produce(dc1.bootstrap, topic, records(500))
         wait_replicated(flow, dc2, topic, 0, 499)
         consume_and_commit(dc1.bootstrap, topic, group, {0: 123}, helper=False)
-        c = flow.config
-        config_file = tmp_path / "flow.yaml"
-        config_file.write_text(yaml.safe_dump({
-            "name": c.name,
-            "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
-            "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
-            "topics": {"include": [r"xlate\..*"]},
-            "offsets": {"groups": {"include": ["xg-.*"]}, "sync_to_destination": False},
-            "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
-                          "translations": c.streaming.translations},
-        }))
+        config_file = flow_file(flow.config, tmp_path, topics={"include": [r"xlate\..*"]},
+                                offsets={"groups": {"include": ["xg-.*"]}, "sync_to_destination": False})
 
         def cli(*args: str) -> dict | list:
             done = subprocess.run([sys.executable, "-m", "dr_stream.cli", *args, "--config", str(config_file),
