@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import asdict
 
@@ -79,18 +80,12 @@ def _positions(args: argparse.Namespace, commit: bool) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
-    args.group = _exact(args.group)
+    args.group = re.escape(args.group)  # --group names one group here; failover takes a regex
     return _positions(args, commit=False)
 
 
 def _failover(args: argparse.Namespace) -> int:
     return _positions(args, commit=True)
-
-
-def _exact(group: str) -> str:
-    import re
-
-    return re.escape(group)
 
 
 def _status(args: argparse.Namespace) -> int:

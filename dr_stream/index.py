@@ -191,21 +191,21 @@ class OffsetIndexer:
     log: Callable[[str], None] = print
     maintenance_every_s: float = 60.0
     _last_maintenance: float = field(default_factory=time.monotonic)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    totals: dict[str, int] = field(default_factory=lambda: {"records": 0, "runs": 0})
+    # Held while appending and while rewriting: a rewrite that missed a concurrent append
+    # would drop that append's runs from the table.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def _index_batch(self, batch: DataFrame, batch_id: int) -> None:
         runs = batch.transform(copied_records(self.source_cluster_id, self.header, self.renamer)).transform(to_runs)
         runs = runs.persist()
         try:
-            stats = runs.agg(F.count(F.lit(1)).alias("runs"), F.sum("records").alias("records")).first()
-            if stats["runs"]:
-                self.index.append(runs)
-                self.totals["runs"] += stats["runs"]
-                self.totals["records"] += int(stats["records"])
+            appended = runs.count() > 0
+            if appended:
+                with self._lock:
+                    self.index.append(runs)
         finally:
             runs.unpersist()
-        if stats["runs"]:
+        if appended:
             self.on_advanced()
         if time.monotonic() - self._last_maintenance >= self.maintenance_every_s:
             self.maintain()
