@@ -139,7 +139,9 @@ class LocalCluster:
         config = self._write_config()
         if not (self.home / "data" / "meta.properties").exists():
             subprocess.run(
-                self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id(), "-c", str(config)),
+                # `--cluster-id=` form: a base64 id may begin with '-', which argparse would read as a flag
+                self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id()}",
+                           "--config", str(config)),
                 check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             )
         with open(self.log_file, "ab") as out:
