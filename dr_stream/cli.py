@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -88,6 +89,33 @@ def _failover(args: argparse.Namespace) -> int:
     return _positions(args, commit=True)
 
 
+def _failback(args: argparse.Namespace) -> int:
+    from dr_stream.failback import FailbackError, failback, format_failback
+
+    config = load_flow(args.config)
+    spark = _spark(config)
+    # With --json, stdout carries only the report: progress lines go to stderr.
+    progress_to = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    try:
+        with progress_to:
+            report = failback(config, spark, args.group, include_unreplicated=args.include_unreplicated,
+                              restore=args.restore, force=args.force, timeout_s=args.timeout,
+                              log=lambda line: print(line, flush=True))
+    except FailbackError as exc:
+        print(f"dr-stream: failback: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report.as_dict(), indent=2) if args.json else format_failback(report))
+    return 1 if any(p.action.startswith("failed") for p in report.positions.rows) else 0
+
+
+def _reset_flow(args: argparse.Namespace) -> int:
+    from dr_stream.failback import reset_flow
+
+    for line in reset_flow(load_flow(args.config)):
+        print(line)
+    return 0
+
+
 def _status(args: argparse.Namespace) -> int:
     from dr_stream.status import format_status, replication_lag, translation_ages
 
@@ -168,6 +196,24 @@ def parser() -> argparse.ArgumentParser:
     fail.add_argument("--force", action="store_true", help="also rewind destination groups that are ahead")
     fail.add_argument("--json", action="store_true")
     fail.set_defaults(func=_failover)
+
+    back = sub.add_parser("failback", help="after a failover, bring data and groups back to the returning cluster; "
+                                           "run with the flow from the cluster that took over to it")
+    back.add_argument("--config", required=True, help="e.g. conf/dc2-to-dc1.yaml after dc1 failed")
+    back.add_argument("--group", default=".*", help="regex over group ids to move back (whole name); default all")
+    back.add_argument("--include-unreplicated", action="store_true",
+                      help="copy records the returning cluster had but never replicated (they land out of order)")
+    back.add_argument("--restore", action="store_true",
+                      help="the returning cluster lost its data: restore it completely (its topics must be empty)")
+    back.add_argument("--force", action="store_true", help="also rewind groups that are ahead on the returning cluster")
+    back.add_argument("--timeout", type=float, default=None, help="give up when lag is not 0 after this many seconds")
+    back.add_argument("--json", action="store_true")
+    back.set_defaults(func=_failback)
+
+    reset_state = sub.add_parser("reset-flow", help="move a flow's checkpoints, offset index and translations aside "
+                                                    "(after its source was restored from scratch)")
+    reset_state.add_argument("--config", required=True)
+    reset_state.set_defaults(func=_reset_flow)
 
     status = sub.add_parser("status", help="replication lag per partition and translation age")
     status.add_argument("--config", required=True)

@@ -24,6 +24,7 @@ from dr_stream.group_poller import current_commits
 from dr_stream.index import OffsetIndex
 from dr_stream.offset_sync import OffsetSync
 from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
+from dr_stream.returned_records import ReturnedRecords
 from dr_stream.topics import admin_client, cluster_id
 from dr_stream.translate import OffsetTranslator, Translation
 from dr_stream.translation_log import TranslationLog
@@ -65,6 +66,13 @@ def _source_commits(config: FlowConfig, group_pattern: str) -> list[GroupCommit]
         stamps.close()
 
 
+def maps_back(config: FlowConfig) -> bool:
+    """Whether copies of destination records on the source translate to their originals. Not for
+    a flow with filter overrides: it copies destination records back (a full restore), so the
+    originals' offsets may be gone."""
+    return not config.provenance.filter_overrides
+
+
 def _newest_origin(index: OffsetIndex) -> str | None:
     row = index.runs().groupBy("origin_cluster").agg(F.max("copied_at").alias("at")).orderBy(F.desc("at")).first()
     return row["origin_cluster"] if row else None
@@ -75,6 +83,10 @@ def translate_positions(config: FlowConfig, spark: SparkSession, group_pattern: 
     groups = GroupFilter(config.offsets.groups.include, config.offsets.groups.exclude)
     live = _source_commits(config, group_pattern)
     known_ends: dict[tuple[str, int], int] = {}
+    returned = None
+    if live is not None and maps_back(config):
+        returned = ReturnedRecords(config.source.client_properties(), config.provenance.header,
+                                   cluster_id(admin_client(config.destination.client_properties())))
     if live is not None:
         origin_cluster = cluster_id(admin_client(config.source.client_properties()), timeout=5)
         commits, origin = live, f"committed offsets on {config.source.alias} (live)"
@@ -89,7 +101,7 @@ def translate_positions(config: FlowConfig, spark: SparkSession, group_pattern: 
     translator = OffsetTranslator(
         spark, index, TopicRenamer(config.topics.rename), config.destination.client_properties(),
         source=config.source.client_properties() if live is not None else None, origin_cluster=origin_cluster,
-        known_source_ends=known_ends,
+        known_source_ends=known_ends, returned=returned,
     )
     try:
         translations = translator.translate(commits)

@@ -25,17 +25,20 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream import consumer_timestamps
 from dr_stream.already_copied import CopiedScanner, drop_already_copied
-from dr_stream.config import FlowConfig
+from dr_stream.config import ClusterConfig, FlowConfig
+from dr_stream.failover import maps_back
 from dr_stream.group_poller import CommittedOffsetPoller
 from dr_stream.index import OffsetIndex, OffsetIndexer
 from dr_stream.offset_sync import OffsetSync
 from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 from dr_stream.progress import ProgressPrinter
 from dr_stream.replicate import TIMESTAMP_INTERCEPTOR, ReplicationPlan, prepare, to_sink_rows
+from dr_stream.returned_records import ReturnedRecords
 from dr_stream.topics import TopicSync, admin_client, cluster_id, log_bounds, partition_counts
 from dr_stream.translate import OffsetTranslator
 from dr_stream.translate_query import TranslateQuery
 from dr_stream.translation_log import TranslationLog
+from dr_stream.unreplicated import read_skip_marks, skip_group
 
 
 def _log_to(name: str) -> Callable[[str], None]:
@@ -75,7 +78,7 @@ def index_options(config: FlowConfig) -> dict[str, str]:
     return {**source_options(config, pattern), **_client_options(config.destination)}
 
 
-def sink_options(config: FlowConfig) -> dict[str, str]:
+def sink_options(destination: ClusterConfig) -> dict[str, str]:
     options = {
         # Ordering per partition, with retries, is what makes the crash-replay filter exact.
         "kafka.acks": "all",
@@ -84,8 +87,8 @@ def sink_options(config: FlowConfig) -> dict[str, str]:
         "kafka.linger.ms": "5",
         "kafka.batch.size": "262144",
     }
-    options["kafka.bootstrap.servers"] = config.destination.bootstrap_servers
-    options.update({f"kafka.{k}": v for k, v in config.destination.kafka.items()})
+    options["kafka.bootstrap.servers"] = destination.bootstrap_servers
+    options.update({f"kafka.{k}": v for k, v in destination.kafka.items()})
     interceptors = options.get("kafka.interceptor.classes", "")
     options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, TIMESTAMP_INTERCEPTOR) if c)
     return options
@@ -164,6 +167,8 @@ class ReplicationFlow:
         translator = OffsetTranslator(
             self.spark, self.index, self.renamer, self.config.destination.client_properties(),
             source=self.config.source.client_properties(), origin_cluster=self.source_cluster_id,
+            returned=ReturnedRecords(self.config.source.client_properties(), self.config.provenance.header,
+                                     self.destination_cluster_id) if maps_back(self.config) else None,
         )
         query = TranslateQuery(
             spark=self.spark, translator=translator,
@@ -204,7 +209,7 @@ class ReplicationFlow:
         (
             batch.transform(to_sink_rows(self.plan.preserve_partitions))
             .write.format("kafka")
-            .options(**sink_options(self.config))
+            .options(**sink_options(self.config.destination))
             .save()
         )
 
@@ -212,12 +217,30 @@ class ReplicationFlow:
         scanner = CopiedScanner(self.config.destination.client_properties(), self.plan.header,
                                 self.source_cluster_id, log=self.log)
         pairs = [(t, p, self.renamer.format_remote_topic(t)) for t, n in replicated.items() for p in range(n)]
-        marks = scanner.watermarks(pairs)
+        marks = {(t, p): o for t, p, o in scanner.watermarks(pairs)}
+        left_out = read_skip_marks(self.config.source.client_properties(), self.destination_cluster_id)
+        if left_out:
+            shown = ", ".join(f"{t}[{p}]<={o}" for (t, p), o in sorted(left_out.items())[:6])
+            self.log(f"batch {batch_id}: records left out at failback are not copied ({shown}; group "
+                     f"{skip_group(self.destination_cluster_id)} on {self.config.source.alias})")
+            for key, offset in left_out.items():
+                marks[key] = max(offset, marks.get(key, -1))
+        ends = {k: end for k, (_, end) in log_bounds(self._source_admin, sorted(marks)).items()}
+        for (topic, partition), offset in sorted(marks.items()):
+            end = ends.get((topic, partition), 0)
+            if offset >= end:
+                # The source ends before offsets already handled: the topic was recreated (a full
+                # restore), so those marks say nothing about today's offsets and must not skip anything.
+                self.log(f"batch {batch_id}: {topic}[{partition}] ends at {end}, below origin offset {offset} "
+                         "already handled; the topic was recreated, so nothing is skipped there")
+                del marks[(topic, partition)]
         if marks:
-            shown = ", ".join(f"{t}[{p}]<={o}" for t, p, o in marks[:6]) + (" ..." if len(marks) > 6 else "")
-            self.log(f"batch {batch_id}: first batch since start; the destination already holds origin offsets "
-                     f"{shown}; records at or below those are skipped, not written twice")
-        return batch.transform(drop_already_copied(self.spark, marks)).where(~F.col("_already_copied"))
+            shown = ", ".join(f"{t}[{p}]<={o}" for (t, p), o in sorted(marks.items())[:6])
+            more = " ..." if len(marks) > 6 else ""
+            self.log(f"batch {batch_id}: first batch since start; origin offsets {shown}{more} are already on the "
+                     "destination (or were left out), so records at or below them are skipped, not written twice")
+        rows = [(t, p, o) for (t, p), o in sorted(marks.items())]
+        return batch.transform(drop_already_copied(self.spark, rows)).where(~F.col("_already_copied"))
 
     def start(self) -> StreamingQuery:
         self.topic_sync.sync()

@@ -4,6 +4,9 @@ For a group committed at C on source partition P (C = next record to read):
 - `exact`: the destination offset of the first record this flow copied with origin offset >= C;
 - `next`: nothing at or after C was copied yet: the destination offset just after the last
   record copied from P (the consumer resumes with what arrives next);
+- `returned`: the source record at C is itself a copy of a destination record (after a
+  failover, the cluster coming back is the destination): that original's offset. At the end of
+  the source log, just after the original of the last such copy, unless `next` is further on;
 - `timestamp`: the index has nothing for P: the earliest destination offset whose timestamp is
   >= the timestamp of the last record the group consumed;
 - `none`: not translatable (no index and no timestamp, or no destination partition).
@@ -28,6 +31,7 @@ from pyspark.sql import functions as F
 from dr_stream.consumer_timestamps import UNKNOWN_TIMESTAMP, GroupCommit
 from dr_stream.index import OffsetIndex
 from dr_stream.policy import TopicRenamer
+from dr_stream.returned_records import ReturnedRecords
 from dr_stream.topics import log_bounds
 
 COMMIT_SCHEMA = "group string, topic string, partition int, offset long, timestamp long"
@@ -125,7 +129,8 @@ class OffsetTranslator:
     def __init__(self, spark: SparkSession, index: OffsetIndex, renamer: TopicRenamer,
                  destination: dict[str, str], source: dict[str, str] | None = None,
                  origin_cluster: str | None = None,
-                 known_source_ends: dict[tuple[str, int], int] | None = None) -> None:
+                 known_source_ends: dict[tuple[str, int], int] | None = None,
+                 returned: ReturnedRecords | None = None) -> None:
         self.spark = spark
         self.index = index
         self.renamer = renamer
@@ -136,6 +141,7 @@ class OffsetTranslator:
         self._dest_consumer: Consumer | None = None
         # With the source gone, the log ends it last reported stand in for the live ones.
         self.known_source_ends = known_source_ends or {}
+        self.returned = returned
 
     def _runs(self) -> DataFrame:
         runs = self.index.runs()
@@ -160,8 +166,22 @@ class OffsetTranslator:
                 r.translated, r.method, "", False, None, None, r.last_copied,
                 source_ends.get((r.topic, r.partition)), now,
             )
+            if self.returned is not None:
+                t = self._through_returned(t)
             out.append(self._finish(t, bounds.get((r.dest_topic, r.dest_partition))))
         return sorted(out, key=lambda t: t.key)
+
+    def _through_returned(self, t: Translation) -> Translation:
+        original = self.returned.original_at(t.topic, t.partition, t.source_offset, t.dest_topic)
+        if original is not None:
+            return replace(t, offset=original, method="returned")
+        if t.method == "exact":
+            return t
+        # Nothing at or after C maps over yet: resume after the last original the group read.
+        before = self.returned.original_at(t.topic, t.partition, t.source_offset - 1, t.dest_topic)
+        if before is not None and (t.method != "next" or before + 1 > t.offset):
+            return replace(t, offset=before + 1, method="returned")
+        return t
 
     def _finish(self, t: Translation, bounds: tuple[int, int] | None) -> Translation:
         if bounds is None:
@@ -199,3 +219,5 @@ class OffsetTranslator:
     def close(self) -> None:
         if self._dest_consumer is not None:
             self._dest_consumer.close()
+        if self.returned is not None:
+            self.returned.close()

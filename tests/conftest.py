@@ -83,6 +83,23 @@ def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, nam
     return parse_flow(raw, "<test>")
 
 
+def flow_file(config: FlowConfig, directory: Path, **sections) -> str:
+    """The flow as a YAML file, for the command line and the notebook."""
+    import yaml
+
+    c = config
+    path = directory / "flow.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": c.name,
+        "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
+        "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
+        "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
+                      "translations": c.streaming.translations},
+        **sections,
+    }))
+    return str(path)
+
+
 @contextmanager
 def running_flow(spark, config: FlowConfig):
     """Runs a flow's replication query in this process until the block ends."""

@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from dr_stream.already_copied import origin_of
 from dr_stream.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
 from dr_stream.failover import failover, translate_positions
-from tests.conftest import flow_config, running_flow
+from tests.conftest import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     admin,
     committed,
@@ -306,23 +306,6 @@ class TestMalformedConsumerTimestamps:
 
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 40, 60)
         assert flow.translate_query.totals["malformed"] - before == 3
-
-
-def flow_file(config, directory, **sections) -> str:
-    """The flow as a YAML file, for the command line and the notebook."""
-    import yaml
-
-    c = config
-    path = directory / "flow.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": c.name,
-        "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
-        "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
-        "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
-                      "translations": c.streaming.translations},
-        **sections,
-    }))
-    return str(path)
 
 
 def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
