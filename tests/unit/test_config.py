@@ -75,6 +75,18 @@ def test_shipped_configs_load():
         assert config.name == name
 
 
+def test_shipped_configs_replicate_schemas_one_way_from_the_primary():
+    from dr_stream.policy import TopicFilter, TopicRenamer
+
+    def copies_schemas(name: str) -> bool:
+        config = load_flow(f"conf/{name}.yaml")
+        return TopicFilter(config.topics.include, config.topics.exclude).matches("_schemas")
+
+    assert copies_schemas("dc1-to-dc2") and copies_schemas("dc1-to-dc2-renamed")
+    assert not copies_schemas("dc2-to-dc1")
+    assert TopicRenamer("dc1.${topic}").format_remote_topic("_schemas") == "dc1._schemas"
+
+
 def test_cli_prints_one_line_and_exits_2_on_a_bad_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("source: {alias: dc1, bootstrap_servers: x}\ndestination: {alias: dc2, bootstrap_servers: y}\n"

@@ -99,3 +99,45 @@ class TestGroupFilter:
         assert not groups.matches("app-test")
         assert not groups.matches("spark-kafka-x")
         assert not groups.matches("other")
+
+
+class _Copies:
+    """The source partition as [(offset, original offset on the destination or None)]."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def original_at(self, topic, partition, offset, dest_topic):
+        return next((original for at, original in self.log if at >= offset), None)
+
+    def close(self):
+        pass
+
+
+class TestReturnedRecords:
+    """After a failover, the source holds copies of the destination's records: [0, 100) are
+    copies of destination offsets 500..599, [100, 110) are the source's own records."""
+
+    LOG = [(i, 500 + i) for i in range(100)] + [(i, None) for i in range(100, 110)]
+
+    def through(self, offset, translated, method, log=LOG):
+        from dr_stream.translate import OffsetTranslator, Translation
+
+        translator = OffsetTranslator(None, None, IDENTITY, {"bootstrap.servers": "127.0.0.1:1"},
+                                      returned=_Copies(log))
+        t = Translation("g", "t", 0, offset, -1, "t", 0, translated, method, "", False, None, None, None, None, 0)
+        found = translator._through_returned(t)
+        return found.offset, found.method
+
+    def test_a_copy_at_the_committed_offset_maps_to_its_original(self):
+        assert self.through(40, 1000, "next") == (540, "returned")
+
+    def test_the_source_s_own_records_keep_the_index_translation(self):
+        assert self.through(105, 7, "exact") == (7, "exact")
+
+    def test_past_the_last_copy_with_nothing_indexed_resumes_after_the_last_original(self):
+        assert self.through(100, None, "timestamp", log=self.LOG[:100]) == (600, "returned")
+        assert self.through(100, 300, "next") == (600, "returned")
+
+    def test_an_index_position_further_on_wins_over_the_last_original(self):
+        assert self.through(110, 900, "next") == (900, "next")
