@@ -5,7 +5,11 @@ topic names in both, runs both flows in one Spark application, and prints per-to
 until both clusters hold every record once and the counts stay put (no loop).
 Act 2: an ordinary consumer group (no dr-stream code in it) reads part of `demo.shipments`
 in dc1 and commits; dc1 goes away; `failover` moves the group to dc2, where it resumes; the
-demo counts the records it read twice or never (0 and 0). Stops what it started.
+demo counts the records it read twice or never (0 and 0).
+Act 3: while dc1 is down, dc2 takes new shipments and the group reads on; dc1 returns with
+its data and `failback` copies back only what dc2 received, reports the 2 records dc1 had
+never replicated, and moves the group back, where it resumes with 0 re-read and 0 skipped.
+Stops what it started.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import replace
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
+from dr_stream.already_copied import origin_of
 from dr_stream.config import FlowConfig, load_flow
 from dr_stream.dev import dev_clusters
 from dr_stream.groups import list_groups
@@ -29,6 +34,7 @@ TOPICS = {"demo.orders": 3, "demo.payments": 2}
 PER_TOPIC = 5000
 SHIPMENTS, SHIPMENTS_PARTITIONS, SHIPMENTS_RECORDS, CONSUMED_PER_PARTITION = "demo.shipments", 3, 9000, 2000
 GROUP = "demo-shipping"
+LATE, OUTAGE_RECORDS, OUTAGE_CONSUMED = 2, 600, 50
 
 
 def _fresh_topics(bootstrap: str, topics: dict[str, int]) -> None:
@@ -120,7 +126,7 @@ def main() -> int:
                       f"({rate:.0f} records/s replicated across both flows)")
             if done and now == last and time.monotonic() - stable_since >= 10:
                 print("counts stable for 10s: every record exactly once in each cluster, nothing loops")
-                return _failover_act(spark, configs["dc1-to-dc2"], clusters, stop, threads)
+                return _failover_act(spark, configs, clusters, stop, threads)
             if not done:
                 stable_since = None
             last = now
@@ -171,32 +177,54 @@ def _committed(bootstrap: str) -> dict[int, int]:
         consumer.close()
 
 
-def _resume(bootstrap: str) -> dict[int, list[int]]:
-    """The group on dc2, from its committed offsets to the end; origin offsets by partition."""
+def _read_as_group(bootstrap: str, per_partition: int | None = None, commit: bool = False) -> list:
+    """The group reads from its committed offsets, to the end or `per_partition` records each
+    (then commits there): (partition, value, headers) in the order read."""
     from confluent_kafka import Consumer, TopicPartition
-
-    from dr_stream.already_copied import origin_of
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                          "enable.partition.eof": True})
     try:
         starts = _committed(bootstrap)
         consumer.assign([TopicPartition(SHIPMENTS, p, o) for p, o in starts.items()])
-        origins: dict[int, list[int]] = {p: [] for p in starts}
+        read: dict[int, list] = {p: [] for p in starts}
         open_partitions = set(starts)
         while open_partitions:
             for msg in consumer.consume(num_messages=1000, timeout=2):
-                if msg.error():
-                    open_partitions.discard(msg.partition())
+                p = msg.partition()
+                if msg.error() or (per_partition is not None and len(read[p]) >= per_partition):
+                    open_partitions.discard(p)
                     continue
-                origin = origin_of(msg.headers(), "__replicator_id")
-                origins[msg.partition()].append(origin["offset"])
-        return origins
+                read[p].append(msg)
+        if commit:
+            consumer.commit(offsets=[TopicPartition(SHIPMENTS, p, msgs[-1].offset() + 1)
+                                     for p, msgs in read.items() if msgs], asynchronous=False)
+        return [(m.partition(), m.value().decode(), m.headers()) for msgs in read.values() for m in msgs]
     finally:
         consumer.close()
 
 
-def _failover_act(spark, config: FlowConfig, clusters, stop: threading.Event, threads) -> int:
+def _shipments(bootstrap: str) -> set[str]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dr-stream-demo-peek",
+                         "enable.partition.eof": True, "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(SHIPMENTS, p, 0) for p in range(SHIPMENTS_PARTITIONS)])
+        found, open_partitions = [], set(range(SHIPMENTS_PARTITIONS))
+        while open_partitions:
+            for msg in consumer.consume(num_messages=1000, timeout=2):
+                if msg.error():
+                    open_partitions.discard(msg.partition())
+                else:
+                    found.append(msg.value().decode())
+        assert len(found) == len(set(found)), "a shipment is in the topic twice"
+        return set(found)
+    finally:
+        consumer.close()
+
+
+def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threading.Event, threads) -> int:
     from dr_stream.failover import failover, format_positions
 
     dc1, dc2 = clusters
@@ -214,22 +242,67 @@ def _failover_act(spark, config: FlowConfig, clusters, stop: threading.Event, th
     print(f"the flow translated the commits and synced them to dc2 {time.monotonic() - began:.1f}s after the "
           f"commit on dc1: {dict(sorted(_committed(dc2.bootstrap).items()))}")
 
-    print("dc1 goes away (flows stopped, broker stopped)")
+    print("dc1 goes away (flows stopped, broker stopped); 2 late shipments reached dc1 after the last copy")
     stop.set()
     for thread in threads:
         thread.join(timeout=60)
+    late = Producer({"bootstrap.servers": dc1.bootstrap})
+    for i in range(LATE):
+        late.produce(SHIPMENTS, value=f"late shipment {i}".encode(), partition=0)
+    late.flush(30)
     dc1.stop()
     print(f"$ dr-stream failover --config conf/dc1-to-dc2.yaml --group {GROUP}")
-    print(format_positions(failover(config, spark, GROUP)))
+    print(format_positions(failover(configs["dc1-to-dc2"], spark, GROUP)))
 
-    resumed = _resume(dc2.bootstrap)
+    resumed = {p: [] for p in range(SHIPMENTS_PARTITIONS)}
+    for partition, _, headers in _read_as_group(dc2.bootstrap):
+        resumed[partition].append(origin_of(headers, "__replicator_id")["offset"])
     reread = sum(1 for p, offsets in resumed.items() for o in offsets if o < committed[p])
     reread += sum(len(o) - len(set(o)) for o in resumed.values())
     per_partition = SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS
     skipped = sum(len(set(range(committed[p], per_partition)) - set(o)) for p, o in resumed.items())
     read = sum(len(o) for o in resumed.values())
     print(f"group {GROUP} resumed on dc2 and read {read} records: {reread} re-read, {skipped} skipped")
-    return 0 if (reread, skipped, read) == (0, 0, SHIPMENTS_RECORDS - sum(committed.values())) else 1
+    if (reread, skipped, read) != (0, 0, SHIPMENTS_RECORDS - sum(committed.values())):
+        return 1
+    return _failback_act(spark, configs["dc2-to-dc1"], clusters, committed)
+
+
+def _failback_act(spark, config: FlowConfig, clusters, committed: dict[int, int]) -> int:
+    from dr_stream.failback import failback, format_failback
+
+    dc1, dc2 = clusters
+    per_partition = SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS
+    print(f"\n== failback: while dc1 is down, producers write {OUTAGE_RECORDS} shipments to dc2; group {GROUP} "
+          f"reads the rest of dc1's shipments and {OUTAGE_CONSUMED} of the new ones per partition on dc2, commits")
+    producer = Producer({"bootstrap.servers": dc2.bootstrap, "linger.ms": 20})
+    for i in range(OUTAGE_RECORDS):
+        producer.produce(SHIPMENTS, value=f"dc2 shipment {i}".encode(), partition=i % SHIPMENTS_PARTITIONS)
+    producer.flush(30)
+    seen = {f"shipment {i}" for i in range(SHIPMENTS_RECORDS)
+            if i // SHIPMENTS_PARTITIONS < committed[i % SHIPMENTS_PARTITIONS]}
+    on_dc2 = _read_as_group(dc2.bootstrap, per_partition - CONSUMED_PER_PARTITION + OUTAGE_CONSUMED, commit=True)
+    seen |= {value for _, value, _ in on_dc2}
+    print("dc1 comes back with its data")
+    dc1.start()
+    print(f"$ dr-stream failback --config conf/dc2-to-dc1.yaml --group {GROUP}")
+    report = failback(config, spark, GROUP, timeout_s=600)
+    print(format_failback(report))
+
+    on_dc1 = _shipments(dc1.bootstrap)
+    outage = {f"dc2 shipment {i}" for i in range(OUTAGE_RECORDS)}
+    left_out = {f"late shipment {i}" for i in range(LATE)}
+    after = [value for _, value, _ in _read_as_group(dc1.bootstrap)]
+    reread = len(set(after) & seen) + len(after) - len(set(after))
+    skipped = len(on_dc1 - left_out - seen - set(after))
+    extra = len(on_dc1) - SHIPMENTS_RECORDS - LATE - OUTAGE_RECORDS
+    print(f"dc1 holds each of the {OUTAGE_RECORDS} shipments written to dc2 during the outage once: "
+          f"{outage <= on_dc1}; dc1's own shipments copied back to it: {extra}")
+    print(f"group {GROUP} moved back and resumed on dc1: read {len(after)} records, {reread} re-read, "
+          f"{skipped} skipped (the {LATE} left-out late shipments sit before its position: it was already past "
+          "the failover point on dc2)")
+    ok = outage <= on_dc1 and len(on_dc1) == SHIPMENTS_RECORDS + LATE + OUTAGE_RECORDS and (reread, skipped) == (0, 0)
+    return 0 if ok and len(after) == OUTAGE_RECORDS - OUTAGE_CONSUMED * SHIPMENTS_PARTITIONS else 1
 
 
 if __name__ == "__main__":

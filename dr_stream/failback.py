@@ -141,18 +141,21 @@ def _wait_caught_up(flow, timeout_s: float | None, log: Callable[[str], None], e
     while True:
         time.sleep(every_s)
         replicate, index = _query(flow.spark, f"replicate-{config.name}"), _query(flow.spark, f"index-{config.name}")
-        lag = _lag(source_admin, topics, _end_offsets(replicate.lastProgress if replicate else None))
+        progress = replicate.lastProgress if replicate else None
+        lag = _lag(source_admin, topics, _end_offsets(progress)) if progress else None
         index_lag = _lag(dest_admin, topics, _end_offsets(index.lastProgress if index else None)) if lag == 0 else None
         totals = flow.progress.totals
         elapsed = time.monotonic() - started
         log(f"failback {config.source.alias} -> {config.destination.alias}: {totals['copied']} copied, "
-            f"{totals['skipped_cycle']} skipped (came from {config.destination.alias}), lag {lag} records"
+            f"{totals['skipped_cycle']} skipped (came from {config.destination.alias}), "
+            + ("first batch running" if lag is None else f"lag {lag} records")
             + ("" if index_lag in (None, 0) else f", offset index {index_lag} records behind")
             + f", {elapsed:.0f}s")
         if lag == 0 and index_lag == 0:
             return elapsed
         if timeout_s is not None and elapsed > timeout_s:
-            raise FailbackError(f"lag still {lag} records after {timeout_s:.0f}s (--timeout); the flow's "
+            shown = "unknown" if lag is None else lag
+            raise FailbackError(f"lag still {shown} records after {timeout_s:.0f}s (--timeout); the flow's "
                                 f"checkpoints under {config.streaming.checkpoint_dir} keep what was copied")
 
 
@@ -225,8 +228,10 @@ def format_failback(report: FailbackReport) -> str:
         out.append(f"  {p.topic}[{p.partition}]: {p.records} records, offsets {p.first_offset}..{p.last_offset} "
                    f"({shown}), timestamps {_when(p.first_timestamp)} .. {_when(p.last_timestamp)}")
     if report.unreplicated:
-        out.append(f"  ordering: on {src} they come after the records {src} received meanwhile, so a partition's "
-                   "order differs between the clusters; consumers that depend on it must handle that")
+        copied = report.unreplicated_action.startswith("copied")
+        out.append(f"  ordering: {'on' if copied else 'copied, they would land on'} {src} after the records {src} "
+                   "received meanwhile, so the partition's order would differ between the clusters; consumers "
+                   "that depend on it must handle that")
     out.append(f"copied to {dst}: {report.copied} records; skipped {report.skipped} that came from {dst}; "
                f"lag 0 after {report.seconds_to_zero_lag}s")
     out.append(format_positions(report.positions))
