@@ -131,6 +131,17 @@ def wait_stable(cluster, topic: str, total: int, timeout: float = 120) -> None:
     assert count(cluster.bootstrap, topic) == total
 
 
+def back_to_normal(spark, fwd, fb1, fb2, topic: str, partitions: int, new: int, expected_on_fb2: int) -> list[str]:
+    """Runs the dc1 -> dc2 flow again while dc1 takes `new` records per partition; dc2 must end
+    with exactly `expected_on_fb2` records, each once (nothing re-copied, nothing looping)."""
+    with running_flow(spark, fwd):
+        produce_values(fb1, topic, "dc1-new", partitions, new)
+        wait_stable(fb2, topic, expected_on_fb2)
+    on_fb2 = values(fb2, topic)
+    assert_each_once(on_fb2)
+    return on_fb2
+
+
 class TestActivePassiveFailback:
     def test_dc2_outage_records_reach_dc1_once_unreplicated_are_left_out_and_groups_move_back_exactly(
             self, spark, fb1, fb2, topic, tmp_path):
@@ -168,11 +179,8 @@ class TestActivePassiveFailback:
         # g2 was already past the failover point: the left-out records sit before its position on dc1.
         assert_resumes_exactly(fb1, topic, g2, 3, seen[g2], set(on_fb1) - left_out)
 
-        produce_values(fb1, topic, "dc1-new", 3, 50)
-        with running_flow(spark, fwd):  # back to normal: dc1 -> dc2 resumes from its checkpoint
-            wait_stable(fb2, topic, 3000 + 1500 + 150)
-        on_fb2 = values(fb2, topic)
-        assert_each_once(on_fb2)
+        # Back to normal: dc1 -> dc2 resumes from its checkpoint.
+        on_fb2 = back_to_normal(spark, fwd, fb1, fb2, topic, 3, 50, 3000 + 1500 + 150)
         assert not left_out & set(on_fb2)
 
 
@@ -207,10 +215,7 @@ class TestUnreplicatedRecords:
         assert sorted(r.value.decode() for r in late) == [f"dc1-late-1-{i}" for i in range(5)]
         assert [origin_of(list(r.headers), "__replicator_id")["offset"] for r in late] == [500, 501, 502, 503, 504]
         assert all(origin_of(list(r.headers), "__replicator_id")["cluster"] == fb1_id for r in late)
-        with running_flow(spark, fwd):  # the forward flow resumes and does not copy them again
-            produce_values(fb1, topic, "dc1-new", 2, 10)
-            wait_stable(fb2, topic, 1000 + 200 + 5 + 20)
-        assert_each_once(values(fb2, topic))
+        back_to_normal(spark, fwd, fb1, fb2, topic, 2, 10, 1000 + 200 + 5 + 20)  # the 5 are not copied again
 
 
 class TestFullRestore:
@@ -241,10 +246,7 @@ class TestFullRestore:
         assert_resumes_exactly(fb1, topic, group, 2, seen, set(on_fb1))
 
         assert any(line.startswith("moved ") for line in reset_flow(fwd))
-        with running_flow(spark, fwd):  # a fresh dc1 -> dc2 reads the restored log and copies only new records
-            produce_values(fb1, topic, "dc1-new", 2, 20)
-            wait_stable(fb2, topic, 800 + 40)
-        assert_each_once(values(fb2, topic))
+        back_to_normal(spark, fwd, fb1, fb2, topic, 2, 20, 800 + 40)  # fresh: reads the restored log, copies only new
 
 
 class TestActiveActiveFailback:
