@@ -1,0 +1,147 @@
+"""The two replicators as processes the bench starts, measures and stops by PID.
+
+Cost is measured on the whole process tree (dr-stream: the Python driver and its Spark JVM;
+MirrorMaker 2: one JVM): peak resident memory, sampled every 0.5 s, and CPU-seconds, the sum
+of user and system time of every process in the tree at its last sample.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dr_stream.jvm import kafka_classpath
+from dr_stream.paths import project_root
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = Path(f"/proc/{pid}/task").iterdir()
+        return [int(c) for t in tasks for c in (t / "children").read_text().split()]
+    except OSError:
+        return []
+
+
+def process_tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(_children(p))
+    return out
+
+
+def _usage(pid: int) -> tuple[int, float] | None:
+    """(resident bytes, CPU-seconds) of one process, or None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        rss_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return rss_pages * _PAGE, (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+@dataclass
+class CostSampler:
+    """Samples a process tree until stopped."""
+
+    pid: int
+    every_s: float = 0.5
+    peak_rss: int = 0
+    cpu: dict[int, float] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def start(self) -> CostSampler:
+        threading.Thread(target=self._run, daemon=True, name=f"cost-{self.pid}").start()
+        return self
+
+    def sample(self) -> None:
+        rss = 0
+        for p in process_tree(self.pid):
+            usage = _usage(p)
+            if usage:
+                rss += usage[0]
+                self.cpu[p] = max(self.cpu.get(p, 0.0), usage[1])
+        self.peak_rss = max(self.peak_rss, rss)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every_s)
+
+    def stop(self) -> None:
+        self.sample()
+        self._stop.set()
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(self.cpu.values())
+
+
+@dataclass
+class Replicator:
+    """A replicator process: started with its own log file, stopped by its PID."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    log_file: Path
+    proc: subprocess.Popen | None = None
+    cost: CostSampler | None = None
+    started_at: float = 0.0
+
+    def start(self) -> None:
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_file, "ab") as log:
+            self.proc = subprocess.Popen(self.command, env={**os.environ, **self.env}, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, cwd=project_root())
+        self.started_at = time.monotonic()
+        self.cost = CostSampler(self.proc.pid).start()
+
+    def check_alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_file}")
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM (both stop cleanly on it), SIGKILL to the tree after `timeout`."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.cost.stop()
+        tree = process_tree(self.proc.pid)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            for pid in tree:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.proc.wait(10)
+        for pid in tree[1:]:  # a child the parent left behind (a JVM) must not outlive the bench
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def dr_stream(config: Path, env: dict[str, str], log_file: Path) -> Replicator:
+    python = project_root() / ".venv" / "bin" / "python"
+    return Replicator("dr-stream", [str(python), "-m", "dr_stream.cli", "run", "--config", str(config)],
+                      env, log_file)
+
+
+def mirror_maker(properties: Path, log_file: Path, heap: str = "2G") -> Replicator:
+    # Heap as in Kafka's connect-mirror-maker.sh; the driver of dr-stream gets 2g too.
+    command = ["java", "-Xms256M", f"-Xmx{heap}", "-XX:+UseG1GC", "-cp", kafka_classpath(),
+               "org.apache.kafka.connect.mirror.MirrorMaker", str(properties)]
+    return Replicator("MirrorMaker 2", command, {}, log_file)

@@ -1,0 +1,159 @@
+"""`make bench`: dr-stream against MirrorMaker 2 on the same two clusters, in one run.
+
+    python -m bench.run [--smoke] [--out bench/results]
+
+Starts its own two local clusters (nothing else is touched), loads the source, then runs each
+replicator alone in turn through the same workloads (bench/workloads.py), measuring its
+process tree (bench/replicators.py). Writes `<UTC time>.md` and `.png` under `--out`, copies
+them to `latest.md` / `latest.png`, and stops everything it started, by PID.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench import workloads
+from bench.replicators import Replicator, dr_stream, mirror_maker
+from bench.report import DR, MM2, ToolResult, markdown, plot
+from bench.workloads import Size
+from dr_stream.dev import LocalCluster
+from dr_stream.jvm import JvmPins
+from dr_stream.paths import cache_dir, project_root
+
+HERE = Path(__file__).resolve().parent
+DR_TRIGGER = "200ms"
+
+
+def _machine() -> str:
+    pins = JvmPins.load()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores, {memory:.0f} GiB; Kafka {pins.kafka}, Spark {pins.spark}"
+
+
+def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> Path:
+    # Java properties read '\' as an escape: a regex backslash is written twice.
+    text = (HERE / "mm2.properties").read_text()
+    text = text.replace("${SOURCE}", source).replace("${TARGET}", target)
+    text = text.replace("${TOPICS}", ", ".join(t.replace("\\", "\\\\") for t in topics))
+    path = work / "mm2.properties"
+    path.write_text(text)
+    return path
+
+
+def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
+              names: dict[str, str], size: Size, megabytes: float, log: Callable[[str], None]) -> ToolResult:
+    log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
+    replicator.start()
+    try:
+        result.catch_up = workloads.wait_copied(target.bootstrap, names["catchup"], size.records, size.partitions,
+                                                replicator.started_at, megabytes, replicator.check_alive, log)
+        log(f"  catch-up: {result.catch_up.seconds_from_start:.1f}s from start, "
+            f"{result.catch_up.records_per_s:,.0f} records/s while copying")
+        workloads.wait_topic(target.bootstrap, names["steady_dest"], size.partitions)
+        result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
+                                            names["steady_dest"], size, log)
+        result.sent = size.steady_rate * size.steady_seconds
+        replicator.check_alive()
+        workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
+        lag_dest = names["lag_dest"]
+        have = 0
+        deadline = time.monotonic() + 300
+        while have < size.lag_records and time.monotonic() < deadline:  # everything copied before groups commit
+            from confluent_kafka import Consumer
+
+            peek = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "bench-peek"})
+            have = workloads.end_total(peek, lag_dest, 1)
+            peek.close()
+            time.sleep(0.5)
+        result.groups = workloads.failover_exactness(source.bootstrap, names["lag"], target.bootstrap, lag_dest,
+                                                     size, names["tool"], log)
+    finally:
+        replicator.stop()
+        result.peak_rss, result.cpu_seconds = replicator.cost.peak_rss, replicator.cost.cpu_seconds
+        log(f"  {result.name} stopped: peak RSS {result.peak_rss / 2**20:,.0f} MiB, "
+            f"{result.cpu_seconds:,.0f} CPU-seconds")
+    return result
+
+
+def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Callable[[str], None] = print) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    work = cache_dir() / "bench" / f"run-{stamp}"
+    logs = cache_dir() / "bench" / "logs"  # kept after the run, unlike `work`
+    source = LocalCluster("bench-src", ports[0], work / "src")
+    target = LocalCluster("bench-dst", ports[1], work / "dst")
+    try:
+        for cluster in (source, target):
+            log(f"{cluster.alias}: starting on {cluster.bootstrap}")
+            cluster.start()
+        workloads.create_topics(source.bootstrap, {
+            "bench.catchup": size.partitions, "bench.drs.steady": size.partitions,
+            "bench.mm2.steady": size.partitions, "bench.drs.lag": 1, "bench.mm2.lag": 1,
+        })
+        log(f"loading {size.records:,} records of {size.record_bytes} B into bench.catchup ...")
+        megabytes = workloads.load(source.bootstrap, "bench.catchup", size.records, size.record_bytes,
+                                   size.partitions, log)
+        for topic in ("bench.drs.lag", "bench.mm2.lag"):
+            workloads.load(source.bootstrap, topic, size.lag_records, 100, 1, log)
+
+        dr_work = work / "dr-stream"
+        dr_env = {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(dr_work),
+                  "BENCH_TOPICS": r"bench\.catchup|bench\.drs\..*", "BENCH_TRIGGER": DR_TRIGGER,
+                  "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": "2g"}
+        dr = _run_tool(
+            dr_stream(HERE / "flow.yaml", dr_env, logs / f"{stamp}-dr-stream.log"),
+            ToolResult(DR, settings=f"bench/flow.yaml: trigger {DR_TRIGGER}, max_records_per_batch 500000; "
+                                    "local[2], driver 2g; sink acks=all, idempotent, linger 5 ms, batch 256 KiB"),
+            source, target, {"catchup": "bench.catchup", "steady": "bench.drs.steady",
+                             "steady_dest": "bench.drs.steady", "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag",
+                             "tool": "drs"}, size, megabytes, log)
+        properties = _mm2_properties(work, source.bootstrap, target.bootstrap,
+                                     [r"bench\.catchup", r"bench\.mm2\..*"])
+        mm = _run_tool(
+            mirror_maker(properties, logs / f"{stamp}-mm2.log"),
+            ToolResult(MM2, settings="bench/mm2.properties: dedicated mode, tasks.max=2, heap 2G; group offset "
+                                     "sync, checkpoints and heartbeats every 1 s, offset.flush.interval.ms=1000, "
+                                     "offset.lag.max at its default (100); producer acks=all, idempotent, "
+                                     "linger 5 ms, batch 256 KiB"),
+            source, target, {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady",
+                             "steady_dest": "src.bench.mm2.steady", "lag": "bench.mm2.lag",
+                             "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}, size, megabytes, log)
+
+        out.mkdir(parents=True, exist_ok=True)
+        png = out / f"{stamp}.png"
+        plot(dr, mm, png)
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        report = out / f"{stamp}.md"
+        report.write_text(markdown(dr, mm, size, when, _machine(), png.name))
+        shutil.copyfile(png, out / "latest.png")
+        (out / "latest.md").write_text(re.sub(re.escape(png.name), "latest.png", report.read_text()))
+        log(f"results: {report} and {png} (also latest.md / latest.png)")
+        return report
+    finally:
+        for cluster in (source, target):
+            if cluster.stop():
+                log(f"{cluster.alias}: stopped")
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness, measures nothing")
+    parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
+    args = parser.parse_args(argv)
+    began = time.monotonic()
+    report = run(workloads.SMOKE if args.smoke else workloads.FULL, args.out,
+                 log=lambda line: print(line, flush=True))
+    print(report.read_text())
+    print(f"bench took {(time.monotonic() - began) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

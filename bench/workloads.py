@@ -1,0 +1,272 @@
+"""The bench's workloads, the same for both replicators: what is written, and what is measured.
+
+Every record carries its sequence number (catch-up, failover) or its send time (steady) at the
+start of its value, so what arrives on the destination is checked by content, whatever
+offsets it landed at.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Size:
+    records: int  # catch-up
+    record_bytes: int
+    partitions: int
+    steady_rate: int  # records/s
+    steady_seconds: int
+    lag_records: int  # failover topic, one partition
+    lags: tuple[int, ...]
+    sync_wait_s: int  # how long a group's translated offset may take to appear
+
+
+FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 90)
+SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 100, 1_000), 60)
+
+
+def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
+        future.result(timeout=30)
+
+
+def _value(seq: int, size: int) -> bytes:
+    head = struct.pack(">q", seq)
+    return head + bytes(size - len(head))
+
+
+def load(bootstrap: str, topic: str, records: int, size: int, partitions: int, log: Log) -> float:
+    """Writes `records` keyed records with two headers; returns MB written."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 200_000, "acks": "all"})
+    headers = [("trace-id", b"bench-trace-0123456789"), ("source", b"bench")]
+    for seq in range(records):
+        while True:
+            try:
+                producer.produce(topic, _value(seq, size), key=f"key-{seq % 10_000}".encode(),
+                                 partition=seq % partitions, headers=headers)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if seq % 100_000 == 99_999:
+            producer.poll(0)
+            log(f"  loaded {seq + 1:,} / {records:,} records into {topic}")
+    producer.flush(120)
+    return records * size / 1e6
+
+
+def end_total(consumer: Consumer, topic: str, partitions: int) -> int:
+    total = 0
+    for p in range(partitions):
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+        except Exception:  # the replicator has not created the topic yet
+            return 0
+        total += high - low
+    return total
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    seconds_from_start: float  # replicator start -> every record on the destination
+    seconds_copying: float  # first record on the destination -> every record there
+    records: int
+    megabytes: float
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds_copying if self.seconds_copying else 0.0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.megabytes / self.seconds_copying if self.seconds_copying else 0.0
+
+
+def wait_copied(bootstrap: str, topic: str, records: int, partitions: int, started_at: float, megabytes: float,
+                alive: Callable[[], None], log: Log, timeout_s: float = 900) -> CatchUp:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-peek"})
+    first = None
+    last_print = 0.0
+    try:
+        while True:
+            alive()
+            now = time.monotonic()
+            have = end_total(consumer, topic, partitions)
+            if have and first is None:
+                first = now
+            if now - last_print >= 5:
+                log(f"  {topic}: {have:,} / {records:,} records on the destination, {now - started_at:.0f}s")
+                last_print = now
+            if have >= records:
+                return CatchUp(now - started_at, now - (first or now), records, megabytes)
+            if now - started_at > timeout_s:
+                raise TimeoutError(f"{topic}: {have} of {records} records after {timeout_s:.0f}s")
+            time.sleep(0.25)
+    finally:
+        consumer.close()
+
+
+def wait_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 120) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = admin.list_topics(timeout=10).topics.get(topic)
+        if found is not None and found.error is None and len(found.partitions) >= partitions:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{topic} did not appear on the destination within {timeout_s:.0f}s")
+
+
+def steady(source: str, source_topic: str, destination: str, dest_topic: str, size: Size, log: Log) -> list[float]:
+    """Writes `steady_rate` records/s for `steady_seconds`, each stamped with its send time; a consumer
+    on the destination measures each record's end-to-end latency in ms."""
+    total = size.steady_rate * size.steady_seconds
+    latencies: list[float] = []
+    done = threading.Event()
+
+    def consume() -> None:
+        consumer = Consumer({"bootstrap.servers": destination, "group.id": "bench-latency",
+                             "enable.auto.commit": False, "fetch.wait.max.ms": 5})
+        consumer.assign([TopicPartition(dest_topic, p, 0) for p in range(size.partitions)])
+        deadline = None
+        try:
+            while len(latencies) < total:
+                for msg in consumer.consume(num_messages=1000, timeout=0.1):
+                    if msg.error() is None:
+                        latencies.append((time.time_ns() - struct.unpack(">q", msg.value()[:8])[0]) / 1e6)
+                if done.is_set():
+                    deadline = deadline or time.monotonic() + 60
+                    if time.monotonic() > deadline:
+                        break
+        finally:
+            consumer.close()
+
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    producer = Producer({"bootstrap.servers": source, "linger.ms": 0, "acks": "all"})
+    began = time.monotonic()
+    per_tick, tick = size.steady_rate // 100, 0.01
+    sent = 0
+    while sent < total:
+        target = began + (sent // per_tick) * tick
+        pause = target - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        for _ in range(per_tick):
+            producer.produce(source_topic, _value(time.time_ns(), size.record_bytes), partition=sent % size.partitions)
+            sent += 1
+        producer.poll(0)
+        if sent % (size.steady_rate * 10) == 0:
+            log(f"  steady: {sent:,} / {total:,} sent, {len(latencies):,} received")
+    producer.flush(30)
+    done.set()
+    reader.join(timeout=90)
+    log(f"  steady: {len(latencies):,} of {total:,} received")
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    lag: int
+    committed: int  # on the source
+    translated: int | None  # on the destination
+    sync_seconds: float | None  # commit on the source -> offset on the destination
+    reread: int
+    skipped: int
+
+
+def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def committed_offset(consumer: Consumer, topic: str) -> int | None:
+    found = consumer.committed([TopicPartition(topic, 0)], timeout=10)[0]
+    return found.offset if found.offset >= 0 else None
+
+
+def _sequences_from(bootstrap: str, topic: str, offset: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-resume", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, offset)])
+        while True:
+            messages = consumer.consume(num_messages=10_000, timeout=5)
+            if not messages:
+                break
+            eof = False
+            for msg in messages:
+                if msg.error():
+                    eof = True
+                    break
+                out.append(struct.unpack(">q", msg.value()[:8])[0])
+            if eof:
+                break
+    finally:
+        consumer.close()
+    return out
+
+
+def failover_exactness(source: str, source_topic: str, destination: str, dest_topic: str, size: Size, tool: str,
+                       log: Log) -> list[GroupOutcome]:
+    """Groups commit on the source at each lag behind the head; once the replicator has put a
+    translated offset on the destination (and it has stopped moving), each group resumes there."""
+    groups = {lag: f"bench-{tool}-lag-{lag}" for lag in size.lags}
+    committed_at = {lag: size.lag_records - lag for lag in size.lags}
+    began = time.monotonic()
+    for lag, group in groups.items():
+        commit(source, group, source_topic, committed_at[lag])
+    seen: dict[int, tuple[int, float]] = {}
+    deadline = began + size.sync_wait_s
+    while time.monotonic() < deadline:
+        for lag, group in groups.items():
+            consumer = Consumer({"bootstrap.servers": destination, "group.id": group, "enable.auto.commit": False})
+            try:
+                offset = committed_offset(consumer, dest_topic)
+            except Exception:
+                offset = None
+            finally:
+                consumer.close()
+            if offset is not None and (lag not in seen or seen[lag][0] != offset):
+                seen[lag] = (offset, time.monotonic() - began)
+        settled = len(seen) == len(groups) and time.monotonic() - max(t for _, t in seen.values()) > 5
+        if settled:
+            break
+        time.sleep(0.5)
+    outcomes = []
+    for lag in size.lags:
+        at = committed_at[lag]
+        if lag not in seen:
+            outcomes.append(GroupOutcome(lag, at, None, None, 0, 0))
+            log(f"  {groups[lag]}: no translated offset on the destination after {size.sync_wait_s}s")
+            continue
+        translated, when = seen[lag]
+        read = _sequences_from(destination, dest_topic, translated)
+        reread = sum(1 for s in read if s < at) + len(read) - len(set(read))
+        skipped = len(set(range(at, size.lag_records)) - set(read))
+        outcomes.append(GroupOutcome(lag, at, translated, round(when, 1), reread, skipped))
+        log(f"  {groups[lag]}: committed {at} on the source -> {translated} on the destination after "
+            f"{when:.1f}s; {reread} re-read, {skipped} skipped")
+    return outcomes
