@@ -60,6 +60,8 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
                                             names["steady_dest"], size, log)
         result.sent = size.steady_rate * size.steady_seconds
+        log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
+                                             for q in (50, 95, 99)))
         replicator.check_alive()
         workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
         lag_dest = names["lag_dest"]
@@ -82,7 +84,33 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
     return result
 
 
-def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Callable[[str], None] = print) -> Path:
+def _dr_stream(work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
+               megabytes: float, log: Callable[[str], None]) -> ToolResult:
+    env = {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work / "dr-stream"),
+           "BENCH_TOPICS": r"bench\.catchup|bench\.drs\..*", "BENCH_TRIGGER": DR_TRIGGER,
+           "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": "2g"}
+    settings = (f"bench/flow.yaml: trigger {DR_TRIGGER}, max_records_per_batch 500000; local[2], driver 2g; "
+                "sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
+    names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
+             "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
+    return _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(DR, settings=settings),
+                     source, target, names, size, megabytes, log)
+
+
+def _mirror_maker(work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
+                  megabytes: float, log: Callable[[str], None]) -> ToolResult:
+    properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
+    settings = ("bench/mm2.properties: dedicated mode, tasks.max=2, heap 2G; group offset sync, checkpoints and "
+                "heartbeats every 1 s, offset.flush.interval.ms=1000, offset.lag.max at its default (100); "
+                "producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
+    names = {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady", "steady_dest": "src.bench.mm2.steady",
+             "lag": "bench.mm2.lag", "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}
+    return _run_tool(mirror_maker(properties, log_file), ToolResult(MM2, settings=settings),
+                     source, target, names, size, megabytes, log)
+
+
+def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Callable[[str], None] = print,
+        only: str | None = None) -> Path | None:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = cache_dir() / "bench" / f"run-{stamp}"
     logs = cache_dir() / "bench" / "logs"  # kept after the run, unlike `work`
@@ -102,29 +130,13 @@ def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Cal
         for topic in ("bench.drs.lag", "bench.mm2.lag"):
             workloads.load(source.bootstrap, topic, size.lag_records, 100, 1, log)
 
-        dr_work = work / "dr-stream"
-        dr_env = {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(dr_work),
-                  "BENCH_TOPICS": r"bench\.catchup|bench\.drs\..*", "BENCH_TRIGGER": DR_TRIGGER,
-                  "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": "2g"}
-        dr = _run_tool(
-            dr_stream(HERE / "flow.yaml", dr_env, logs / f"{stamp}-dr-stream.log"),
-            ToolResult(DR, settings=f"bench/flow.yaml: trigger {DR_TRIGGER}, max_records_per_batch 500000; "
-                                    "local[2], driver 2g; sink acks=all, idempotent, linger 5 ms, batch 256 KiB"),
-            source, target, {"catchup": "bench.catchup", "steady": "bench.drs.steady",
-                             "steady_dest": "bench.drs.steady", "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag",
-                             "tool": "drs"}, size, megabytes, log)
-        properties = _mm2_properties(work, source.bootstrap, target.bootstrap,
-                                     [r"bench\.catchup", r"bench\.mm2\..*"])
-        mm = _run_tool(
-            mirror_maker(properties, logs / f"{stamp}-mm2.log"),
-            ToolResult(MM2, settings="bench/mm2.properties: dedicated mode, tasks.max=2, heap 2G; group offset "
-                                     "sync, checkpoints and heartbeats every 1 s, offset.flush.interval.ms=1000, "
-                                     "offset.lag.max at its default (100); producer acks=all, idempotent, "
-                                     "linger 5 ms, batch 256 KiB"),
-            source, target, {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady",
-                             "steady_dest": "src.bench.mm2.steady", "lag": "bench.mm2.lag",
-                             "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}, size, megabytes, log)
-
+        dr = mm = None
+        if only in (None, DR):
+            dr = _dr_stream(work, logs / f"{stamp}-dr-stream.log", source, target, size, megabytes, log)
+        if only in (None, MM2):
+            mm = _mirror_maker(work, logs / f"{stamp}-mm2.log", source, target, size, megabytes, log)
+        if only:
+            return None
         out.mkdir(parents=True, exist_ok=True)
         png = out / f"{stamp}.png"
         plot(dr, mm, png)
@@ -146,10 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness, measures nothing")
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
+    parser.add_argument("--only", choices=[DR, MM2], help="tuning: run one replicator, print its numbers, "
+                                                          "write no results")
     args = parser.parse_args(argv)
     began = time.monotonic()
     report = run(workloads.SMOKE if args.smoke else workloads.FULL, args.out,
-                 log=lambda line: print(line, flush=True))
+                 log=lambda line: print(line, flush=True), only=args.only)
+    if report is None:
+        return 0
     print(report.read_text())
     print(f"bench took {(time.monotonic() - began) / 60:.1f} min")
     return 0

@@ -91,6 +91,12 @@ class StreamingConfig:
     starting_offsets: str = "earliest"
 
     @property
+    def trigger_ms(self) -> int:
+        number, unit = _DURATION.match(self.trigger).groups()
+        scale = 1 if unit == "ms" or unit.startswith("milli") else 1000 if unit.startswith("s") else 60_000
+        return int(float(number) * scale)
+
+    @property
     def trigger_interval(self) -> str:
         """The trigger as Spark's processingTime string ("1 second", "500 milliseconds")."""
         number, unit = _DURATION.match(self.trigger).groups()  # validated on load

@@ -135,6 +135,12 @@ class ReplicationFlow:
             self.log("warning: provenance is off, so there is no offset index and no offset translation")
         self.poller = self._poller() if self.translate_query else None
 
+    def _follower_trigger(self) -> str:
+        """Index and translate run at the flow's trigger but at least 1 s apart: each of their batches
+        commits to Delta, and below a second that costs the copy more than it gains in freshness."""
+        streaming = self.config.streaming
+        return streaming.trigger_interval if streaming.trigger_ms >= 1000 else "1 second"
+
     def _checkpoint(self, query: str) -> str:
         return f"{self.config.streaming.checkpoint_dir.rstrip('/')}/{query}"
 
@@ -150,7 +156,7 @@ class ReplicationFlow:
             spark=self.spark, index=self.index, kafka_options=index_options(self.config),
             source_cluster_id=self.source_cluster_id, header=self.config.provenance.header, renamer=self.renamer,
             query_name=f"index-{self.config.name}", checkpoint=self._checkpoint("index"),
-            trigger=self.config.streaming.trigger_interval, log_starts=log_starts,
+            trigger=self._follower_trigger(), log_starts=log_starts,
             on_advanced=self.translate_query.on_index_advanced if self.translate_query else (lambda: None),
             log=self.log,
         )
@@ -178,7 +184,7 @@ class ReplicationFlow:
             groups=GroupFilter(offsets.groups.include, offsets.groups.exclude),
             topics=TopicFilter(self.config.topics.include, self.config.topics.exclude),
             kafka_options=_client_options(self.config.source), query_name=f"translate-{self.config.name}",
-            checkpoint=self._checkpoint("translate"), trigger=self.config.streaming.trigger_interval, log=self.log,
+            checkpoint=self._checkpoint("translate"), trigger=self._follower_trigger(), log=self.log,
         )
         query.restore()
         return query
@@ -191,12 +197,25 @@ class ReplicationFlow:
         )
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
-        out = [(f"replicate-{self.config.name}", self.start)]
+        out = [(f"replicate-{self.config.name}", self._in_pool("replicate", self.start))]
         if self.indexer:
-            out.append((self.indexer.query_name, self.indexer.start))
+            out.append((self.indexer.query_name, self._in_pool("index", self.indexer.start)))
         if self.translate_query:
-            out.append((self.translate_query.query_name, self.translate_query.start))
+            out.append((self.translate_query.query_name, self._in_pool("translate", self.translate_query.start)))
         return out
+
+    def _in_pool(self, pool: str, start: Callable[[], StreamingQuery]) -> Callable[[], StreamingQuery]:
+        """A query's jobs run in the scheduler pool set on the thread that starts it (session.py)."""
+
+        def started() -> StreamingQuery:
+            context = self.spark.sparkContext
+            context.setLocalProperty("spark.scheduler.pool", pool)
+            try:
+                return start()
+            finally:
+                context.setLocalProperty("spark.scheduler.pool", None)
+
+        return started
 
     @property
     def checkpoint(self) -> str:
@@ -208,10 +227,17 @@ class ReplicationFlow:
             batch = self._skip_already_copied(batch, batch_id, replicated)
         (
             batch.transform(to_sink_rows(self.plan.preserve_partitions))
+            # One write task per core instead of one per source partition: a small batch spends more
+            # on scheduling tasks than on writing. coalesce keeps each partition's records in order.
+            .coalesce(self._write_tasks)
             .write.format("kafka")
             .options(**sink_options(self.config.destination))
             .save()
         )
+
+    @property
+    def _write_tasks(self) -> int:
+        return max(1, self.spark.sparkContext.defaultParallelism)
 
     def _skip_already_copied(self, batch: DataFrame, batch_id: int, replicated: dict[str, int]) -> DataFrame:
         scanner = CopiedScanner(self.config.destination.client_properties(), self.plan.header,

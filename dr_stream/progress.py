@@ -23,6 +23,14 @@ def offsets_behind(latest: str | None, end: str | None) -> int | None:
     return behind
 
 
+def _durations(parts: dict[str, int] | None) -> str:
+    """'1094 ms (addBatch 700, walCommit 120, ...)': where a batch's time went, largest first."""
+    parts = dict(parts or {})
+    total = parts.pop("triggerExecution", None)
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:3] if v)
+    return f"{total} ms ({shown})" if total is not None else shown
+
+
 class ProgressPrinter(StreamingQueryListener):
     """Prints a line per batch of the flow's replication query (runs on the driver)."""
 
@@ -48,7 +56,7 @@ class ProgressPrinter(StreamingQueryListener):
         line = (
             f"[{self.flow_name}] batch {p.batchId}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
-            f"{p.processedRowsPerSecond:.0f} rec/s, lag {lag} records"
+            f"{p.processedRowsPerSecond:.0f} rec/s, lag {lag} records, {_durations(p.durationMs)}"
         )
         print(line, file=sys.stdout, flush=True)
 

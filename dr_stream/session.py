@@ -7,6 +7,25 @@ import os
 from pyspark.sql import SparkSession
 
 from dr_stream.jvm import spark_jars
+from dr_stream.paths import cache_dir
+
+# The replicate query's tasks go first when the index and translate queries want the same cores:
+# they only follow the copy, and a replicate batch waiting behind them is latency on every record.
+_POOLS = """<?xml version="1.0"?>
+<allocations>
+  <pool name="replicate"><schedulingMode>FIFO</schedulingMode><weight>4</weight><minShare>1</minShare></pool>
+  <pool name="index"><schedulingMode>FIFO</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
+  <pool name="translate"><schedulingMode>FIFO</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
+</allocations>
+"""
+
+
+def scheduler_pools() -> str:
+    path = cache_dir() / "spark" / "fairscheduler.xml"
+    if not path.exists() or path.read_text() != _POOLS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_POOLS)
+    return str(path)
 
 
 def spark_session(app_name: str = "dr-stream", master: str | None = None) -> SparkSession:
@@ -28,6 +47,8 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
         # The record path never shuffles; the few aggregations on the driver side stay small.
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        .config("spark.scheduler.mode", "FAIR")
+        .config("spark.scheduler.allocation.file", scheduler_pools())
         # Replication must see each task failure as a query failure: the restart path is what
         # drops already-written records (see already_copied.py); a silent task retry would not.
         .config("spark.task.maxFailures", "1")
