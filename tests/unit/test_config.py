@@ -106,3 +106,11 @@ def test_unreadable_and_invalid_yaml_name_the_file(tmp_path):
     broken.write_text("source: [\n")
     with pytest.raises(ConfigError, match=r"broken\.yaml: line \d+: not valid YAML"):
         load_flow(broken)
+
+
+@pytest.mark.parametrize(("trigger", "ms"), [("200ms", 200), ("1s", 1000), ("500 milliseconds", 500),
+                                             ("2 seconds", 2000), ("1m", 60_000), ("0s", 0)])
+def test_trigger_reads_as_milliseconds_whatever_its_unit(trigger, ms):
+    raw = {"source": {"alias": "a", "bootstrap_servers": "x"}, "destination": {"alias": "b", "bootstrap_servers": "y"},
+           "streaming": {"checkpoint_dir": "c", "offset_index": "i", "trigger": trigger}}
+    assert parse_flow(raw, "f.yaml").streaming.trigger_ms == ms
