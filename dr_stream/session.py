@@ -47,6 +47,9 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
         # The record path never shuffles; the few aggregations on the driver side stay small.
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        # The offset index and the translation log are small Delta tables written every second or
+        # so: rebuilding their snapshot over Delta's default 50 partitions costs more than the data.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.scheduler.allocation.file", scheduler_pools())
         # Replication must see each task failure as a query failure: the restart path is what
