@@ -153,12 +153,22 @@ class LocalCluster:
         self._pid_file.write_text(f"{proc.pid}\n")
         self.wait_ready(timeout)
 
+    def _first_error(self) -> str:
+        """The first ERROR or FATAL line of the broker's output, for the one-line start-up failure."""
+        try:
+            lines = self.log_file.read_text(errors="replace").splitlines()
+        except OSError:
+            return "no output"
+        found = [line for line in lines if " ERROR " in line or " FATAL " in line or "Exception" in line]
+        return found[0].strip()[:300] if found else "no error line in its output"
+
     def wait_ready(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             if not self.is_running():
-                raise RuntimeError(f"{self.alias}: broker exited during start-up; see {self.log_file}")
+                raise RuntimeError(f"{self.alias}: broker exited during start-up ({self._first_error()}); "
+                                   f"see {self.log_file}")
             try:
                 # Probe the port first: a client pointed at a closed port logs every retry.
                 if not _port_open(self.port):

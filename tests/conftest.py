@@ -1,7 +1,10 @@
 """Session-scoped real infrastructure: one Spark session, test KRaft clusters, running flows.
 
 The test clusters use their own ports and directory so a developer's `dr-stream dev up`
-clusters are never touched; every process started here is stopped by its PID at the end.
+clusters are never touched. Ports stay below 32768, the start of Linux's ephemeral range: a
+test opens thousands of client connections, and a broker whose port one of them holds cannot
+start (the likely cause of one dc3 start-up failure seen in a full run).
+Every process started here is stopped by its PID at the end.
 """
 
 from __future__ import annotations
@@ -50,17 +53,17 @@ def _cluster(home: Path, alias: str, port: int) -> Iterator[LocalCluster]:
 
 @pytest.fixture(scope="session")
 def dc1(cluster_home) -> Iterator[LocalCluster]:
-    yield from _cluster(cluster_home, "dc1", 39092)
+    yield from _cluster(cluster_home, "dc1", 21092)
 
 
 @pytest.fixture(scope="session")
 def dc2(cluster_home) -> Iterator[LocalCluster]:
-    yield from _cluster(cluster_home, "dc2", 49092)
+    yield from _cluster(cluster_home, "dc2", 22092)
 
 
 @pytest.fixture(scope="session")
 def dc3(cluster_home) -> Iterator[LocalCluster]:
-    yield from _cluster(cluster_home, "dc3", 59092)
+    yield from _cluster(cluster_home, "dc3", 23092)
 
 
 def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, name: str | None = None,

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 
@@ -83,9 +83,23 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dr-stream-tests-peek"})
     try:
         count = partition_count(bootstrap, topic)
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(count)}
+        return {p: _watermarks(consumer, topic, p) for p in range(count)}
     finally:
         consumer.close()
+
+
+def _watermarks(consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
+    """Retries while a just-created partition has no leader yet (NOT_LEADER_FOR_PARTITION)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        except KafkaException as exc:
+            error = exc.args[0]
+            leaderless = error.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+            if not (leaderless or error.retriable()) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def count(bootstrap: str, topic: str) -> int:

@@ -17,7 +17,7 @@ def test_bench_runs_both_replicators_through_every_workload_and_reports_each_met
     from bench.run import run
     from bench.workloads import SMOKE
 
-    report = run(SMOKE, tmp_path, ports=(39392, 49392))
+    report = run(SMOKE, tmp_path, ports=(26092, 27092))
 
     rows = table(report.read_text())
     sent = f"{SMOKE.steady_rate * SMOKE.steady_seconds:,}"

@@ -44,12 +44,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def fb1(cluster_home):
-    yield from _cluster(cluster_home, "fb1", 39192)
+    yield from _cluster(cluster_home, "fb1", 24092)
 
 
 @pytest.fixture(scope="module")
 def fb2(cluster_home):
-    yield from _cluster(cluster_home, "fb2", 49192)
+    yield from _cluster(cluster_home, "fb2", 25092)
 
 
 @pytest.fixture
