@@ -35,7 +35,7 @@ from dr_stream.config import FilterOverride, FlowConfig
 from dr_stream.failover import Positions, failover, format_positions
 from dr_stream.groups import list_groups
 from dr_stream.policy import TopicFilter, TopicRenamer
-from dr_stream.topics import admin_client, cluster_id, log_bounds, partition_counts
+from dr_stream.topics import admin_client, cluster_id, log_bounds, matching_partitions
 from dr_stream.unreplicated import UnreplicatedPartition, UnreplicatedRecords, skip_group
 
 
@@ -99,7 +99,7 @@ def _check(config: FlowConfig) -> tuple[str, str]:
 def _remaining_records(config: FlowConfig) -> dict[str, int]:
     admin = admin_client(config.destination.client_properties())
     topics = TopicFilter(config.topics.include, config.topics.exclude)
-    partitions = [(t, p) for t, n in partition_counts(admin).items() if topics.matches(t) for p in range(n)]
+    partitions = matching_partitions(admin, topics)
     held: dict[str, int] = {}
     for (topic, _), (start, end) in log_bounds(admin, partitions).items():
         if end > start:
@@ -121,7 +121,7 @@ def _end_offsets(progress) -> dict[tuple[str, int], int]:
 
 
 def _lag(admin, topics: TopicFilter, read: dict[tuple[str, int], int]) -> int:
-    partitions = [(t, p) for t, n in partition_counts(admin).items() if topics.matches(t) for p in range(n)]
+    partitions = matching_partitions(admin, topics)
     bounds = log_bounds(admin, partitions)
     return sum(max(0, end - max(start, read.get(k, start))) for k, (start, end) in bounds.items())
 

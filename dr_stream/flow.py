@@ -34,7 +34,7 @@ from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 from dr_stream.progress import ProgressPrinter
 from dr_stream.replicate import TIMESTAMP_INTERCEPTOR, ReplicationPlan, prepare, to_sink_rows
 from dr_stream.returned_records import ReturnedRecords
-from dr_stream.topics import TopicSync, admin_client, cluster_id, log_bounds, partition_counts
+from dr_stream.topics import TopicSync, admin_client, cluster_id, log_bounds, matching_partitions
 from dr_stream.translate import OffsetTranslator
 from dr_stream.translate_query import TranslateQuery
 from dr_stream.translation_log import TranslationLog
@@ -148,9 +148,8 @@ class ReplicationFlow:
         remote = self.renamer.remote_filter(TopicFilter(self.config.topics.include, self.config.topics.exclude))
 
         def log_starts() -> list[tuple[str, int, int]]:
-            partitions = [(t, p) for t, n in partition_counts(self._dest_admin).items() if remote.matches(t)
-                          for p in range(n)]
-            return [(t, p, start) for (t, p), (start, _) in log_bounds(self._dest_admin, partitions).items()]
+            bounds = log_bounds(self._dest_admin, matching_partitions(self._dest_admin, remote))
+            return [(t, p, start) for (t, p), (start, _) in bounds.items()]
 
         return OffsetIndexer(
             spark=self.spark, index=self.index, kafka_options=index_options(self.config),

@@ -17,7 +17,7 @@ from dr_stream.config import FlowConfig
 from dr_stream.consumer_timestamps import UNKNOWN_TIMESTAMP, RecordTimestamps
 from dr_stream.index import OffsetIndex
 from dr_stream.policy import TopicFilter
-from dr_stream.topics import admin_client, log_bounds, partition_counts
+from dr_stream.topics import admin_client, log_bounds, matching_partitions
 from dr_stream.translation_log import TranslationLog
 
 
@@ -52,8 +52,7 @@ def replication_lag(config: FlowConfig, spark: SparkSession) -> list[PartitionLa
     topics = TopicFilter(config.topics.include, config.topics.exclude)
     try:
         admin = admin_client(config.source.client_properties())
-        partitions = [(t, p) for t, n in partition_counts(admin, timeout=5).items() if topics.matches(t)
-                      for p in range(n)]
+        partitions = matching_partitions(admin, topics, timeout=5)
         ends = {k: end for k, (_, end) in log_bounds(admin, partitions, timeout=5).items()}
     except Exception:  # source down: report what the index knows
         ends = {}

@@ -56,6 +56,12 @@ def partition_counts(admin: AdminClient, timeout: float = 15.0) -> dict[str, int
     return {name: len(t.partitions) for name, t in admin.list_topics(timeout=timeout).topics.items()}
 
 
+def matching_partitions(admin: AdminClient, topic_filter: TopicFilter,
+                        timeout: float = 15.0) -> list[tuple[str, int]]:
+    """Every (topic, partition) of the cluster whose topic the filter selects."""
+    return [(t, p) for t, n in partition_counts(admin, timeout).items() if topic_filter.matches(t) for p in range(n)]
+
+
 def log_bounds(admin: AdminClient, partitions: list[tuple[str, int]],
                timeout: float = 15.0) -> dict[tuple[str, int], tuple[int, int]]:
     """(topic, partition) -> (log start offset, log end offset); partitions that do not exist are left out."""

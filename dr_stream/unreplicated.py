@@ -29,7 +29,7 @@ from dr_stream.groups import SYNC_METADATA_PREFIX, commit_offsets, committed_off
 from dr_stream.policy import TopicFilter, TopicRenamer
 from dr_stream.provenance import PROVENANCE, is_cycle, with_provenance
 from dr_stream.replicate import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.topics import admin_client, log_bounds, partition_counts
+from dr_stream.topics import admin_client, log_bounds, matching_partitions
 
 SHOWN_OFFSETS = 20
 
@@ -97,8 +97,7 @@ class UnreplicatedRecords:
     def _candidates(self) -> DataFrame | None:
         """Records of the returning cluster after the newest original the source has a copy of."""
         admin = admin_client(self.config.destination.client_properties())
-        partitions = [(t, p) for t, n in partition_counts(admin).items() if self.topics.matches(t) for p in range(n)]
-        bounds = log_bounds(admin, partitions)
+        bounds = log_bounds(admin, matching_partitions(admin, self.topics))
         newest = self._newest_originals()
         starts: dict[str, dict[str, int]] = {}
         ends: dict[str, dict[str, int]] = {}
