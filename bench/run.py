@@ -66,15 +66,9 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         replicator.check_alive()
         workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
         lag_dest = names["lag_dest"]
-        have = 0
-        deadline = time.monotonic() + 300
-        while have < size.lag_records and time.monotonic() < deadline:  # everything copied before groups commit
-            from confluent_kafka import Consumer
-
-            peek = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "bench-peek"})
-            have = workloads.end_total(peek, lag_dest, 1)
-            peek.close()
-            time.sleep(0.5)
+        # Everything copied before the groups commit, so each is translated against a complete copy.
+        workloads.wait_copied(target.bootstrap, lag_dest, size.lag_records, 1, time.monotonic(), 0.0,
+                              replicator.check_alive, log, timeout_s=300)
         result.groups = workloads.failover_exactness(source.bootstrap, names["lag"], target.bootstrap, lag_dest,
                                                      size, names["tool"], log)
     finally:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from dr_stream.groups import committed_offsets
+
 Log = Callable[[str], None]
 
 
@@ -201,11 +203,6 @@ def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
         consumer.close()
 
 
-def committed_offset(consumer: Consumer, topic: str) -> int | None:
-    found = consumer.committed([TopicPartition(topic, 0)], timeout=10)[0]
-    return found.offset if found.offset >= 0 else None
-
-
 def _sequences_from(bootstrap: str, topic: str, offset: int) -> list[int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-resume", "enable.auto.commit": False,
                          "enable.partition.eof": True})
@@ -239,16 +236,15 @@ def failover_exactness(source: str, source_topic: str, destination: str, dest_to
     for lag, group in groups.items():
         commit(source, group, source_topic, committed_at[lag])
     seen: dict[int, tuple[int, float]] = {}
+    admin = AdminClient({"bootstrap.servers": destination})
     deadline = began + size.sync_wait_s
     while time.monotonic() < deadline:
         for lag, group in groups.items():
-            consumer = Consumer({"bootstrap.servers": destination, "group.id": group, "enable.auto.commit": False})
             try:
-                offset = committed_offset(consumer, dest_topic)
-            except Exception:
-                offset = None
-            finally:
-                consumer.close()
+                found = committed_offsets(admin, group, timeout=10).get((dest_topic, 0))
+            except Exception:  # the group's coordinator is not ready yet
+                found = None
+            offset = found.offset if found is not None else None
             if offset is not None and (lag not in seen or seen[lag][0] != offset):
                 seen[lag] = (offset, time.monotonic() - began)
         settled = len(seen) == len(groups) and time.monotonic() - max(t for _, t in seen.values()) > 5

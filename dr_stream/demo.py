@@ -26,7 +26,7 @@ from confluent_kafka.admin import NewTopic
 from dr_stream.already_copied import origin_of
 from dr_stream.config import FlowConfig, load_flow
 from dr_stream.dev import dev_clusters
-from dr_stream.groups import list_groups
+from dr_stream.groups import committed_offsets, list_groups
 from dr_stream.paths import cache_dir, project_root
 from dr_stream.topics import admin_client, partition_counts
 
@@ -167,14 +167,8 @@ def _consume_and_commit(bootstrap: str) -> dict[int, int]:
 
 
 def _committed(bootstrap: str) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
-    try:
-        found = consumer.committed([TopicPartition(SHIPMENTS, p) for p in range(SHIPMENTS_PARTITIONS)], timeout=15)
-        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
-    finally:
-        consumer.close()
+    found = committed_offsets(admin_client({"bootstrap.servers": bootstrap}), GROUP)
+    return {p: c.offset for (t, p), c in found.items() if t == SHIPMENTS}
 
 
 def _read_as_group(bootstrap: str, per_partition: int | None = None, commit: bool = False) -> list:
