@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from dr_stream.groups import committed_offsets
 
 Log = Callable[[str], None]
+SETTLE_S = 15
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,9 @@ def failover_exactness(source: str, source_topic: str, destination: str, dest_to
             offset = found.offset if found is not None else None
             if offset is not None and (lag not in seen or seen[lag][0] != offset):
                 seen[lag] = (offset, time.monotonic() - began)
-        settled = len(seen) == len(groups) and time.monotonic() - max(t for _, t in seen.values()) > 5
+        # A replicator may first sync a provisional offset and move it forward later (dr-stream does
+        # while its index catches up): only an offset unchanged for SETTLE_S is taken as final.
+        settled = len(seen) == len(groups) and time.monotonic() - began - max(t for _, t in seen.values()) > SETTLE_S
         if settled:
             break
         time.sleep(0.5)
