@@ -22,14 +22,15 @@ jars: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check dr_stream tests jobs bench
 
+# The fast tests: pure rules and DataFrame steps, no brokers.
 unit: setup
-	$(PY) -m pytest tests/unit -q
+	$(PY) -m pytest -q -m "not integration"
 
 test: setup lint
 	$(PY) -m pytest -q
 
 demo: setup
-	$(PY) -m dr_stream.demo
+	$(PY) -m dr_stream.dev.demo
 
 # dr-stream vs MirrorMaker 2 on its own two clusters (about 6 min); results in bench/results/.
 bench: setup

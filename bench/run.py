@@ -23,7 +23,7 @@ from bench import workloads
 from bench.replicators import Replicator, dr_stream, mirror_maker
 from bench.report import DR, MM2, ToolResult, markdown, plot
 from bench.workloads import Size
-from dr_stream.dev import LocalCluster
+from dr_stream.dev.clusters import LocalCluster
 from dr_stream.jvm import JvmPins
 from dr_stream.paths import cache_dir, project_root
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from dr_stream.groups import committed_offsets
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka.groups import committed_offsets
 
 Log = Callable[[str], None]
 SETTLE_S = 15
@@ -237,12 +238,12 @@ def failover_exactness(source: str, source_topic: str, destination: str, dest_to
     for lag, group in groups.items():
         commit(source, group, source_topic, committed_at[lag])
     seen: dict[int, tuple[int, float]] = {}
-    admin = AdminClient({"bootstrap.servers": destination})
+    target = ClusterConfig("bench-destination", destination)
     deadline = began + size.sync_wait_s
     while time.monotonic() < deadline:
         for lag, group in groups.items():
             try:
-                found = committed_offsets(admin, group, timeout=10).get((dest_topic, 0))
+                found = committed_offsets(target, group, [(dest_topic, 0)], timeout=10).get((dest_topic, 0))
             except Exception:  # the group's coordinator is not ready yet
                 found = None
             offset = found.offset if found is not None else None

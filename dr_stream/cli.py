@@ -13,7 +13,7 @@ from dr_stream.config import ConfigError, load_flow
 
 
 def _dev(args: argparse.Namespace) -> int:
-    from dr_stream.dev import dev_clusters
+    from dr_stream.dev.clusters import dev_clusters
 
     clusters = dev_clusters()
     if args.action == "up":
@@ -39,7 +39,8 @@ def _print_status(clusters) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     config = load_flow(args.config)
-    from dr_stream.flow import ReplicationFlow, run_until_stopped
+    from dr_stream.replication.flow import ReplicationFlow
+    from dr_stream.replication.supervisor import run_until_stopped
     from dr_stream.session import spark_session
 
     spark = spark_session(f"dr-stream-{config.name}")
@@ -63,7 +64,8 @@ def _spark(config):
 
 
 def _positions(args: argparse.Namespace, commit: bool) -> int:
-    from dr_stream.failover import failover, format_positions, translate_positions
+    from dr_stream.operations.failover import failover, translate_positions
+    from dr_stream.operations.report import format_positions
 
     config = load_flow(args.config)
     spark = _spark(config)
@@ -90,7 +92,8 @@ def _failover(args: argparse.Namespace) -> int:
 
 
 def _failback(args: argparse.Namespace) -> int:
-    from dr_stream.failback import FailbackError, failback, format_failback
+    from dr_stream.operations.failback import FailbackError, failback
+    from dr_stream.operations.report import format_failback
 
     config = load_flow(args.config)
     spark = _spark(config)
@@ -109,7 +112,7 @@ def _failback(args: argparse.Namespace) -> int:
 
 
 def _reset_flow(args: argparse.Namespace) -> int:
-    from dr_stream.failback import reset_flow
+    from dr_stream.operations.reset_flow import reset_flow
 
     for line in reset_flow(load_flow(args.config)):
         print(line)
@@ -117,7 +120,8 @@ def _reset_flow(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from dr_stream.status import format_status, replication_lag, translation_ages
+    from dr_stream.operations.report import format_status
+    from dr_stream.operations.status import replication_lag, translation_ages
 
     config = load_flow(args.config)
     spark = _spark(config)
@@ -131,7 +135,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from dr_stream.reset_offsets import parse_datetime, reset_to_datetime
+    from dr_stream.operations.reset_offsets import parse_datetime, reset_to_datetime
 
     config = load_flow(args.config)
     clusters = {c.alias: c for c in (config.source, config.destination)}
@@ -143,7 +147,7 @@ def _reset(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"dr-stream: --to-datetime: {exc}", file=sys.stderr)
         return 2
-    actions = reset_to_datetime(clusters[args.cluster].client_properties(), args.group, args.topic, at_ms,
+    actions = reset_to_datetime(clusters[args.cluster], args.group, args.topic, at_ms,
                                 dry_run=args.dry_run)
     if args.json:
         print(json.dumps([asdict(a) for a in actions], indent=2))
@@ -167,10 +171,7 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="dr-stream", description="Kafka disaster-recovery replication on Spark")
-    sub = top.add_subparsers(dest="command", required=True)
-
+def _flow_commands(sub) -> None:
     dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092)")
     dev.add_argument("action", choices=["up", "down", "status"])
     dev.set_defaults(func=_dev)
@@ -183,6 +184,9 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--config", required=True)
     check.set_defaults(func=_check)
 
+
+
+def _group_commands(sub) -> None:
     translate = sub.add_parser("translate", help="translated offsets of one group on the destination (no commit)")
     translate.add_argument("--config", required=True)
     translate.add_argument("--group", required=True, help="group id (exact)")
@@ -210,6 +214,9 @@ def parser() -> argparse.ArgumentParser:
     back.add_argument("--json", action="store_true")
     back.set_defaults(func=_failback)
 
+
+
+def _state_commands(sub) -> None:
     reset_state = sub.add_parser("reset-flow", help="move a flow's checkpoints, offset index and translations aside "
                                                     "(after its source was restored from scratch)")
     reset_state.add_argument("--config", required=True)
@@ -232,6 +239,14 @@ def parser() -> argparse.ArgumentParser:
 
     setup = sub.add_parser("setup-jars", help="fetch the pinned JVM dependencies into .cache/jars")
     setup.set_defaults(func=_setup)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="dr-stream", description="Kafka disaster-recovery replication on Spark")
+    sub = top.add_subparsers(dest="command", required=True)
+    _flow_commands(sub)
+    _group_commands(sub)
+    _state_commands(sub)
     return top
 
 

@@ -1,4 +1,4 @@
-"""Flow configuration (DESIGN 1.3): typed, validated, loaded from YAML.
+"""Flow configuration: typed, validated, loaded from YAML.
 
 Invariants: every problem is reported as one `ConfigError` line that names the file and
 the key path; unknown keys are errors; `${env:NAME}` is substituted in every string, and
@@ -12,10 +12,13 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+
+from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|milliseconds?|seconds?|minutes?)\s*$")
@@ -33,10 +36,6 @@ class ClusterConfig:
     alias: str
     bootstrap_servers: str
     kafka: dict[str, str] = field(default_factory=dict)
-
-    def client_properties(self) -> dict[str, str]:
-        """librdkafka/Java client properties: bootstrap plus the `kafka:` extras."""
-        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
 
     def redacted_kafka(self) -> dict[str, str]:
         return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.kafka.items()}
@@ -114,6 +113,39 @@ class FlowConfig:
     offsets: OffsetsConfig
     streaming: StreamingConfig
     path: str = "<memory>"
+
+    # The filters and the renamer are built once per config; every part of the flow asks for
+    # these instead of rebuilding them from the raw patterns.
+    @cached_property
+    def topic_filter(self) -> TopicFilter:
+        return TopicFilter(self.topics.include, self.topics.exclude)
+
+    @cached_property
+    def renamer(self) -> TopicRenamer:
+        return TopicRenamer(self.topics.rename)
+
+    @cached_property
+    def remote_topic_filter(self) -> TopicFilter:
+        """The destination topics this flow writes: the topic filter seen through the rename."""
+        return self.renamer.remote_filter(self.topic_filter)
+
+    @cached_property
+    def group_filter(self) -> GroupFilter:
+        return GroupFilter(self.offsets.groups.include, self.offsets.groups.exclude)
+
+    def query_name(self, kind: str) -> str:
+        """`replicate-<flow>`, `index-<flow>`, `translate-<flow>`: unique within a Spark session."""
+        return f"{kind}-{self.name}"
+
+    def checkpoint(self, kind: str) -> str:
+        """Where the query of that kind keeps its Spark checkpoint."""
+        return f"{self.streaming.checkpoint_dir.rstrip('/')}/{kind}"
+
+
+def sibling(location: str, name: str) -> str:
+    """`name` in the same directory as `location`, for local paths and URIs alike."""
+    parent, slash, _ = location.rstrip("/").rpartition("/")
+    return f"{parent}{slash}{name}" if slash else name
 
 
 def _join(key: str, name: str) -> str:
@@ -224,6 +256,64 @@ def _override(r: _Reader, raw: Any, key: str) -> FilterOverride:
     return FilterOverride(cluster, topic, from_ms, to_ms)
 
 
+def _topics(r: _Reader, raw: Any) -> TopicsConfig:
+    t = r.mapping(raw, "topics", {"include", "exclude", "rename", "preserve_partitions", "sync_configs"})
+    rename = r.string(t, "rename", "topics", default="${topic}")
+    if rename.count("${topic}") != 1:
+        raise r.fail("topics.rename", f"{rename!r} must contain ${{topic}} exactly once")
+    if not re.fullmatch(r"[A-Za-z0-9._-]*", rename.replace("${topic}", "")):
+        raise r.fail("topics.rename", f"{rename!r} would make an invalid topic name")
+    return TopicsConfig(
+        include=r.regexes(t, "include", "topics", (".*",)),
+        exclude=r.regexes(t, "exclude", "topics", ()),
+        rename=rename,
+        preserve_partitions=r.boolean(t, "preserve_partitions", "topics", True),
+        sync_configs=r.boolean(t, "sync_configs", "topics", True),
+    )
+
+
+def _provenance(r: _Reader, raw: Any) -> ProvenanceConfig:
+    p = r.mapping(raw, "provenance", {"enabled", "header", "filter_overrides"})
+    return ProvenanceConfig(
+        enabled=r.boolean(p, "enabled", "provenance", True),
+        header=r.string(p, "header", "provenance", default="__replicator_id"),
+        filter_overrides=r.each(p, "filter_overrides", "provenance", lambda v, k: _override(r, v, k)),
+    )
+
+
+def _offsets(r: _Reader, raw: Any) -> OffsetsConfig:
+    o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination"})
+    g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
+    return OffsetsConfig(
+        translate=r.boolean(o, "translate", "offsets", True),
+        groups=GroupsConfig(r.regexes(g, "include", "offsets.groups", (".*",)),
+                            r.regexes(g, "exclude", "offsets.groups", ())),
+        sync_to_destination=r.boolean(o, "sync_to_destination", "offsets", True),
+    )
+
+
+def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
+    s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "trigger",
+                                     "max_records_per_batch", "starting_offsets"})
+    trigger = r.string(s, "trigger", "streaming", default="1s")
+    if not _DURATION.match(trigger):
+        raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
+    starting = r.string(s, "starting_offsets", "streaming", default="earliest")
+    if starting not in ("earliest", "latest"):
+        raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
+    offset_index = r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index")
+    return StreamingConfig(
+        checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
+        offset_index=offset_index,
+        # Where the translate query records each translation: a Delta table beside the offset
+        # index unless set. Derived as a string, since the index may be a URI (hdfs://, s3a://).
+        translations=r.string(s, "translations", "streaming", default=sibling(offset_index, "translations")),
+        trigger=trigger,
+        max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
+        starting_offsets=starting,
+    )
+
+
 def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
     r = _Reader(path)
     top = r.mapping(
@@ -237,60 +327,8 @@ def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
     name = r.string(top, "name", "", default=f"{source.alias}-to-{destination.alias}")
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise r.fail("name", f"{name!r} may hold only letters, digits, '.', '_' and '-'")
-
-    t = r.mapping(top.get("topics"), "topics",
-                  {"include", "exclude", "rename", "preserve_partitions", "sync_configs"})
-    rename = r.string(t, "rename", "topics", default="${topic}")
-    if rename.count("${topic}") != 1:
-        raise r.fail("topics.rename", f"{rename!r} must contain ${{topic}} exactly once")
-    if not re.fullmatch(r"[A-Za-z0-9._-]*", rename.replace("${topic}", "")):
-        raise r.fail("topics.rename", f"{rename!r} would make an invalid topic name")
-    topics = TopicsConfig(
-        include=r.regexes(t, "include", "topics", (".*",)),
-        exclude=r.regexes(t, "exclude", "topics", ()),
-        rename=rename,
-        preserve_partitions=r.boolean(t, "preserve_partitions", "topics", True),
-        sync_configs=r.boolean(t, "sync_configs", "topics", True),
-    )
-
-    p = r.mapping(top.get("provenance"), "provenance", {"enabled", "header", "filter_overrides"})
-    provenance = ProvenanceConfig(
-        enabled=r.boolean(p, "enabled", "provenance", True),
-        header=r.string(p, "header", "provenance", default="__replicator_id"),
-        filter_overrides=r.each(p, "filter_overrides", "provenance", lambda v, k: _override(r, v, k)),
-    )
-
-    o = r.mapping(top.get("offsets"), "offsets", {"translate", "groups", "sync_to_destination"})
-    g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
-    offsets = OffsetsConfig(
-        translate=r.boolean(o, "translate", "offsets", True),
-        groups=GroupsConfig(r.regexes(g, "include", "offsets.groups", (".*",)),
-                            r.regexes(g, "exclude", "offsets.groups", ())),
-        sync_to_destination=r.boolean(o, "sync_to_destination", "offsets", True),
-    )
-
-    s = r.mapping(top.get("streaming"), "streaming",
-                  {"checkpoint_dir", "offset_index", "translations", "trigger", "max_records_per_batch",
-                   "starting_offsets"})
-    trigger = r.string(s, "trigger", "streaming", default="1s")
-    if not _DURATION.match(trigger):
-        raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
-    starting = r.string(s, "starting_offsets", "streaming", default="earliest")
-    if starting not in ("earliest", "latest"):
-        raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
-    offset_index = r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index")
-    streaming = StreamingConfig(
-        checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
-        offset_index=offset_index,
-        # Not in DESIGN 1.3's example: where the translate query records each translation (a Delta
-        # table beside the offset index unless set).
-        translations=r.string(s, "translations", "streaming",
-                              default=str(Path(offset_index).parent / "translations")),
-        trigger=trigger,
-        max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
-        starting_offsets=starting,
-    )
-    return FlowConfig(name, source, destination, topics, provenance, offsets, streaming, path)
+    return FlowConfig(name, source, destination, _topics(r, top.get("topics")), _provenance(r, top.get("provenance")),
+                      _offsets(r, top.get("offsets")), _streaming(r, top.get("streaming"), name), path)
 
 
 def load_flow(path: str | Path) -> FlowConfig:

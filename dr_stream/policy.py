@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -54,8 +55,12 @@ class TopicFilter:
         literal = re.fullmatch(r"[A-Za-z0-9_-]+", pattern) is not None
         return literal and any(re.fullmatch(i, pattern) for i in INTERNAL_TOPICS)
 
+    @cached_property
+    def _compiled(self) -> re.Pattern[str]:
+        return re.compile(self.subscribe_pattern())
+
     def matches(self, topic: str) -> bool:
-        return re.fullmatch(self.subscribe_pattern(), topic) is not None
+        return self._compiled.fullmatch(topic) is not None
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,21 @@
-"""The provenance header (DESIGN 1.4) as Spark SQL Column expressions.
+"""The provenance header: where a record was copied from, at every hop.
 
 A record copied from cluster X, topic T, partition P, offset O carries one header
 `__replicator_id = {"cluster": X's cluster.id, "topic": T, "partition": P, "offset": O,
-"timestamp": ms when copied}`; each hop appends one and keeps the earlier ones.
+"timestamp": ms when copied}`; each hop appends one and keeps the earlier ones. The key is the
+one Confluent Replicator uses, so applications that already skip it keep working.
 
-Invariants: everything here is a Column expression evaluated in the JVM (no Python UDF);
-a header value that is not provenance JSON counts as no provenance and never fails a row.
+The record path reads and writes it as Column expressions evaluated in the JVM (no Python
+UDF); the driver's few look-ups at single records (`newest_entry`, `origin_offset`) read it
+from a consumed record's headers.
+
+Invariant: a header value that is not provenance JSON counts as no provenance, in both
+forms, and never fails a row or a look-up.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -25,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 from dr_stream.config import FilterOverride
+from dr_stream.step import Step
 
 PROVENANCE_SCHEMA = StructType([
     StructField("cluster", StringType()),
@@ -54,7 +61,7 @@ def headers_or_empty(headers: Column) -> Column:
     return F.coalesce(headers, F.array().cast(HEADERS_TYPE))
 
 
-def with_provenance(header: str) -> callable:
+def with_provenance(header: str) -> Step:
     """Adds `_provenance` (the record's valid provenance entries, oldest hop first) and
     `_malformed_provenance` (true when a header under that key did not parse)."""
 
@@ -84,8 +91,10 @@ def _override_allows(entry: Column, override: FilterOverride) -> Column:
 
 def is_cycle(destination_cluster_id: str, destination_topic: Column,
              overrides: Sequence[FilterOverride] = ()) -> Column:
-    """True when the record already passed through the destination topic: a provenance
-    entry names the destination's cluster.id and topic, and no filter override lets it through."""
+    """True when the record already passed through the destination topic: a provenance entry
+    names the destination's cluster.id and topic, and no filter override lets it through (an
+    override matches the entry's cluster and topic regexes and its timestamp is within
+    [from_ms, to_ms], an open end being unbounded)."""
 
     def came_from_destination(entry: Column) -> Column:
         hit = (entry["cluster"] == F.lit(destination_cluster_id)) & (entry["topic"] == destination_topic)
@@ -114,3 +123,35 @@ def append_header(headers: Column, key: str, value: Column) -> Column:
         headers_or_empty(headers),
         F.array(F.struct(F.lit(key).alias("key"), value.alias("value"))),
     )
+
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+def entries(headers: Headers, header: str) -> list[dict | None]:
+    """Every value under the provenance key of a consumed record, oldest hop first; a value that
+    is not a JSON object is None in its place."""
+    out: list[dict | None] = []
+    for key, value in headers or ():
+        if key != header:
+            continue
+        try:
+            entry = json.loads(value or b"")
+        except (ValueError, UnicodeDecodeError):
+            entry = None
+        out.append(entry if isinstance(entry, dict) else None)
+    return out
+
+
+def newest_entry(headers: Headers, header: str) -> dict | None:
+    """The newest hop's provenance entry of a consumed record, or None."""
+    found = entries(headers, header)
+    return found[-1] if found else None
+
+
+def origin_offset(entry: dict | None, cluster_id: str, topic: str, partition: int) -> int | None:
+    """The origin offset an entry names when it names exactly that cluster, topic and partition."""
+    if (entry and entry.get("cluster") == cluster_id and entry.get("topic") == topic
+            and entry.get("partition") == partition and isinstance(entry.get("offset"), int)):
+        return entry["offset"]
+    return None

@@ -53,7 +53,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.scheduler.allocation.file", scheduler_pools())
         # Replication must see each task failure as a query failure: the restart path is what
-        # drops already-written records (see already_copied.py); a silent task retry would not.
+        # drops already-written records (replication/resume.py); a silent task retry would not.
         .config("spark.task.maxFailures", "1")
         .getOrCreate()
     )

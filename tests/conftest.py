@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dr_stream.config import FlowConfig, parse_flow
-from dr_stream.dev import LocalCluster
+from dr_stream.dev.clusters import LocalCluster
 from dr_stream.paths import cache_dir
 
 
@@ -106,9 +106,11 @@ def flow_file(config: FlowConfig, directory: Path, **sections) -> str:
 @contextmanager
 def running_flow(spark, config: FlowConfig):
     """Runs a flow's replication query in this process until the block ends."""
-    from dr_stream.flow import ReplicationFlow, run_until_stopped
+    from dr_stream.replication.flow import ReplicationFlow
+    from dr_stream.replication.supervisor import run_until_stopped
 
     flow = ReplicationFlow(config, spark)
+    flow.connect()
     stop = threading.Event()
     thread = threading.Thread(target=run_until_stopped, args=(flow, stop), daemon=True)
     thread.start()

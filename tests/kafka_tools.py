@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka import clients
+
 
 @dataclass(frozen=True)
 class Record:
@@ -26,7 +29,7 @@ def unique(prefix: str) -> str:
 
 
 def admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    return clients.admin(ClusterConfig(f"test@{bootstrap}", bootstrap))
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict[str, str] | None = None) -> None:
@@ -159,7 +162,7 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, upto: dict[int, i
     """A consumer of `group` reads each partition from its start up to offset `upto[p]` (exclusive)
     and commits there; with `helper`, through dr-stream's ConsumerTimestamps, else as an
     unmodified application would."""
-    from dr_stream.consumer_timestamps import ConsumerTimestamps
+    from dr_stream.offsets.consumer_timestamps import ConsumerTimestamps
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
@@ -203,3 +206,10 @@ def resume_as_group(bootstrap: str, topic: str, group: str, partitions: int) -> 
     start = committed(bootstrap, group, topic, partitions)
     assert set(start) == set(range(partitions)), f"group {group} has no committed offset for some partitions: {start}"
     return read_range(bootstrap, topic, start, marks)
+
+
+def provenance(record: Record) -> list[dict]:
+    """The record's provenance entries that parse (a test may plant one that does not)."""
+    from dr_stream.provenance import entries
+
+    return [e for e in entries(record.headers, "__replicator_id") if e is not None]

@@ -1,0 +1,209 @@
+"""Local single-node KRaft clusters for development, the demo and the tests.
+
+Each cluster is one `kafka.Kafka` JVM started from the jars in `.cache/jars/kafka`, with its
+data, logs, config and PID file under one directory. Invariants: `start` is idempotent
+(a running cluster is left alone), it returns only once the broker answers metadata
+requests, and `stop` signals exactly the PID it started, never a process found by name.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from dr_stream.config import ClusterConfig
+from dr_stream.jvm import kafka_classpath
+from dr_stream.kafka import clients
+from dr_stream.paths import cache_dir
+
+_BROKER_SETTINGS = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "group.initial.rebalance.delay.ms": "0",
+    # Replication must create its destination topics itself; a typo must not silently create one.
+    "auto.create.topics.enable": "false",
+    "log.retention.check.interval.ms": "60000",
+}
+
+
+def _port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """One single-node KRaft cluster on loopback: broker on `port`, controller on `port + 1`."""
+
+    alias: str
+    port: int
+    home: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def config(self) -> ClusterConfig:
+        """The cluster as a flow's config names it, for clients and flows."""
+        return ClusterConfig(self.alias, self.bootstrap)
+
+    @property
+    def _pid_file(self) -> Path:
+        return self.home / "kafka.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "logs" / "server.out"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self._pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            # Reap it if it is our own child: a dead child stays a zombie that kill(pid, 0) still finds.
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return None
+        except ChildProcessError:
+            pass  # started by another process (an earlier `dev up`)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return pid
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def cluster_id(self) -> str:
+        """The KRaft cluster.id this directory was formatted with (stable across restarts)."""
+        path = self.home / "cluster.id"
+        if not path.exists():
+            self.home.mkdir(parents=True, exist_ok=True)
+            path.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=") + "\n")
+        return path.read_text().strip()
+
+    def _write_config(self) -> Path:
+        data = self.home / "data"
+        settings = {
+            **_BROKER_SETTINGS,
+            "controller.quorum.voters": f"1@127.0.0.1:{self.port + 1}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.port + 1}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(data),
+        }
+        config = self.home / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        (self.home / "log4j.properties").write_text(
+            "log4j.rootLogger=INFO, file\n"
+            "log4j.appender.file=org.apache.log4j.RollingFileAppender\n"
+            f"log4j.appender.file.File={self.home / 'logs' / 'server.log'}\n"
+            "log4j.appender.file.MaxFileSize=20MB\n"
+            "log4j.appender.file.MaxBackupIndex=2\n"
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.kafka=INFO\nlog4j.logger.org.apache.kafka=INFO\n"
+        )
+        return config
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        return [
+            "java", "-Xms256m", "-Xmx512m", "-XX:+UseG1GC",
+            f"-Dlog4j.configuration=file:{self.home / 'log4j.properties'}",
+            "-cp", kafka_classpath(), main, *args,
+        ]
+
+    def start(self, timeout: float = 90.0) -> None:
+        if self.is_running():
+            self.wait_ready(timeout)
+            return
+        for port in (self.port, self.port + 1):
+            if _port_open(port):
+                raise RuntimeError(f"{self.alias}: port {port} is already in use by another process")
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        config = self._write_config()
+        if not (self.home / "data" / "meta.properties").exists():
+            subprocess.run(
+                # `--cluster-id=` form: a base64 id may begin with '-', which argparse would read as a flag
+                self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id()}",
+                           "--config", str(config)),
+                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            )
+        with open(self.log_file, "ab") as out:
+            proc = subprocess.Popen(
+                self._java("kafka.Kafka", str(config)),
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in the caller's terminal must not kill the broker
+            )
+        self._pid_file.write_text(f"{proc.pid}\n")
+        self.wait_ready(timeout)
+
+    def _first_error(self) -> str:
+        """The first ERROR or FATAL line of the broker's output, for the one-line start-up failure."""
+        try:
+            lines = self.log_file.read_text(errors="replace").splitlines()
+        except OSError:
+            return "no output"
+        found = [line for line in lines if " ERROR " in line or " FATAL " in line or "Exception" in line]
+        return found[0].strip()[:300] if found else "no error line in its output"
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            if not self.is_running():
+                raise RuntimeError(f"{self.alias}: broker exited during start-up ({self._first_error()}); "
+                                   f"see {self.log_file}")
+            try:
+                # Probe the port first: a client pointed at a closed port logs every retry.
+                if not _port_open(self.port):
+                    raise ConnectionError(f"port {self.port} not open yet")
+                clients.admin(self.config).list_topics(timeout=5)
+                return
+            except Exception as exc:  # the broker is still starting
+                last_error = exc
+                time.sleep(0.3)
+        raise TimeoutError(f"{self.alias}: no answer on {self.bootstrap} after {timeout:.0f}s ({last_error})")
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """SIGTERM the broker we started, SIGKILL after `timeout`; False when it was not running."""
+        pid = self.pid()
+        if pid is None:
+            self._pid_file.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.is_running():
+            time.sleep(0.2)
+        if self.is_running():
+            os.kill(pid, signal.SIGKILL)
+            while self.is_running():
+                time.sleep(0.1)
+        self._pid_file.unlink(missing_ok=True)
+        return True
+
+
+def dev_clusters(root: Path | None = None) -> list[LocalCluster]:
+    """The two development clusters: dc1 on 19092 and dc2 on 29092, under `.cache/dev/`."""
+    base = root or cache_dir() / "dev"
+    return [LocalCluster("dc1", 19092, base / "dc1"), LocalCluster("dc2", 29092, base / "dc2")]

@@ -1,0 +1,89 @@
+"""Thin helpers over the admin API: cluster identity, topics, partitions, log bounds, configs.
+
+Each takes an admin client from `dr_stream.kafka.clients` and returns plain values, so the
+rules that use them stay free of Kafka types.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec, ResourceType
+
+from dr_stream.policy import TopicFilter
+
+# Topic configs that describe one cluster rather than the data, so they are not copied:
+# broker-id throttles, durability tied to the destination's own replication factor, tiered
+# storage, and the timestamp rules (the destination must keep the source's timestamps, so it
+# stays CreateTime and accepts records stamped long ago).
+CLUSTER_LOCAL_CONFIGS = frozenset({
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "message.timestamp.type",
+    "message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms",
+    "remote.storage.enable",
+    "local.retention.ms",
+    "local.retention.bytes",
+    "confluent.placement.constraints",
+})
+
+
+def cluster_id(admin: AdminClient, timeout: float = 15.0) -> str:
+    return admin.describe_cluster(request_timeout=timeout).result(timeout=timeout).cluster_id
+
+
+def partition_counts(admin: AdminClient, timeout: float = 15.0) -> dict[str, int]:
+    return {name: len(t.partitions) for name, t in admin.list_topics(timeout=timeout).topics.items()}
+
+
+def matching_partitions(admin: AdminClient, topic_filter: TopicFilter,
+                        timeout: float = 15.0) -> list[tuple[str, int]]:
+    """Every (topic, partition) of the cluster whose topic the filter selects."""
+    return [(t, p) for t, n in partition_counts(admin, timeout).items() if topic_filter.matches(t) for p in range(n)]
+
+
+def log_bounds(admin: AdminClient, partitions: list[tuple[str, int]],
+               timeout: float = 15.0) -> dict[tuple[str, int], tuple[int, int]]:
+    """(topic, partition) -> (log start offset, log end offset); partitions that do not exist are left out."""
+    if not partitions:
+        return {}
+    existing = partition_counts(admin, timeout)
+    wanted = sorted({(t, p) for t, p in partitions if p < existing.get(t, 0)})
+    if not wanted:
+        return {}
+    bounds: dict[tuple[str, int], list[int]] = {}
+    for spec, slot in ((OffsetSpec.earliest(), 0), (OffsetSpec.latest(), 1)):
+        futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted}, request_timeout=timeout)
+        for tp, future in futures.items():
+            bounds.setdefault((tp.topic, tp.partition), [0, 0])[slot] = future.result(timeout=timeout).offset
+    return {k: (v[0], v[1]) for k, v in bounds.items()}
+
+
+def copyable_configs(admin: AdminClient, topic: str, timeout: float = 15.0) -> dict[str, str]:
+    """The topic-level overrides set on `topic`, less the cluster-local ones."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(timeout=timeout)
+    return {
+        name: entry.value
+        for name, entry in entries.items()
+        if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        and name not in CLUSTER_LOCAL_CONFIGS
+        and entry.value is not None
+    }
+
+
+def create_topic(admin: AdminClient, topic: str, partitions: int, configs: dict[str, str] | None = None,
+                 timeout: float = 30.0) -> bool:
+    """Creates the topic with the cluster's default replication factor (its broker count need not
+    match the other cluster's); False when it already existed."""
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=configs or {})
+    try:
+        admin.create_topics([new], request_timeout=timeout)[topic].result(timeout=timeout)
+    except KafkaException as exc:
+        if "TOPIC_ALREADY_EXISTS" not in str(exc):
+            raise
+        return False
+    return True

@@ -1,0 +1,89 @@
+"""Consumer groups on one cluster: who they are, where they stand, whether they are running.
+
+A group's offsets are read and written through a consumer of that group, never the admin API:
+librdkafka's admin ListConsumerGroupOffsets (and its OffsetCommit twin) handle a NOT_COORDINATOR
+answer by asking the client's consumer-group handle to find the coordinator again, and an admin
+client has none, so the process dies on a NULL pointer (librdkafka issue 5040). That answer
+comes whenever a coordinator moves: a fresh cluster loading `__consumer_offsets`, a broker
+restarting. A consumer's handle retries instead. The consumer never joins the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka.clients import consuming
+
+# Offsets dr-stream commits carry this metadata, so the flow running the other way can tell a
+# translated position from a consumer's own progress and never echoes it back.
+SYNC_METADATA_PREFIX = "dr-stream:"
+
+# A group in one of these states has no members: offsets can be written without clobbering anyone.
+INACTIVE_STATES = frozenset({"EMPTY", "DEAD", "ABSENT"})
+
+
+@dataclass(frozen=True)
+class Committed:
+    offset: int
+    metadata: str = ""
+
+    @property
+    def written_by_dr_stream(self) -> bool:
+        return self.metadata.startswith(SYNC_METADATA_PREFIX)
+
+
+def list_groups(admin: AdminClient, timeout: float = 15.0) -> list[str]:
+    result = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
+    return sorted(g.group_id for g in result.valid)
+
+
+def committed_offsets(cluster: ClusterConfig, group: str, partitions: Iterable[tuple[str, int]],
+                      timeout: float = 15.0) -> dict[tuple[str, int], Committed]:
+    """The group's committed offsets among `partitions` (those it has no offset for are left out)."""
+    wanted = [TopicPartition(t, p) for t, p in sorted(set(partitions))]
+    if not wanted:
+        return {}
+    with consuming(cluster, group) as consumer:
+        found = consumer.committed(wanted, timeout=timeout)
+    return {(tp.topic, tp.partition): Committed(tp.offset, tp.metadata or "")
+            for tp in found if tp.offset >= 0 and tp.error is None}
+
+
+def group_state(admin: AdminClient, group: str, timeout: float = 15.0) -> tuple[str, int]:
+    """(state, member count); a group the cluster does not know is ("ABSENT", 0)."""
+    try:
+        described = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
+    except KafkaException as exc:
+        if "GROUP_ID_NOT_FOUND" in str(exc):
+            return "ABSENT", 0
+        raise
+    state = described.state.name if described.state is not None else "UNKNOWN"
+    members = len(described.members or [])
+    if state == "DEAD" and not members:
+        return "ABSENT", 0
+    return state, members
+
+
+def commit_offsets(cluster: ClusterConfig, group: str, offsets: dict[tuple[str, int], int], metadata: str,
+                   timeout: float = 15.0) -> None:
+    """Commits as the group without joining it: the broker accepts this only while the group has
+    no members, which is also the only time dr-stream writes a group."""
+    partitions = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
+    with consuming(cluster, group, {"socket.timeout.ms": int(timeout * 1000)}) as consumer:
+        result = consumer.commit(offsets=partitions, asynchronous=False)
+    failed = [tp for tp in result or [] if tp.error is not None]
+    if failed:
+        raise KafkaException(failed[0].error)
+
+
+def delete_group(admin: AdminClient, group: str, timeout: float = 15.0) -> bool:
+    """Deletes the group when the cluster has it; False when it did not."""
+    if group not in list_groups(admin, timeout):
+        return False
+    admin.delete_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
+    return True

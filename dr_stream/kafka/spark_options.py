@@ -1,0 +1,93 @@
+"""Every option map handed to Spark's Kafka source and sink.
+
+Spark's connector runs Apache Kafka's Java clients, which take the flow's `kafka:` properties
+unchanged under a `kafka.` prefix. The maps for the replicate, index and translate queries,
+the failback batch reads and the sink are all built here, from one `cluster_options`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dr_stream.config import ClusterConfig, FlowConfig
+
+# Spark's Kafka sink (through 4.2) cannot set a record's timestamp. The record path carries the
+# source timestamp in this header, and the interceptor dr-stream adds to the sink's producer
+# (built from jvm/) moves it into the record timestamp and drops the header before the send.
+TIMESTAMP_HEADER = "__dr_stream_ts"
+TIMESTAMP_INTERCEPTOR = "io.drstream.kafka.TimestampInterceptor"
+
+
+def cluster_options(cluster: ClusterConfig) -> dict[str, str]:
+    """How Spark's Java clients reach `cluster`: its bootstrap servers and `kafka:` properties."""
+    return {"kafka.bootstrap.servers": cluster.bootstrap_servers,
+            **{f"kafka.{k}": v for k, v in cluster.kafka.items()}}
+
+
+def _reading(cluster: ClusterConfig) -> dict[str, str]:
+    return {
+        **cluster_options(cluster),
+        "includeHeaders": "true",
+        # Records of aborted transactions are not data; a replicator must not copy them.
+        "kafka.isolation.level": "read_committed",
+        # Records deleted by retention before they were read are reported by Spark and skipped:
+        # stopping the flow would lose more, and a crash loop helps nobody.
+        "failOnDataLoss": "false",
+    }
+
+
+def replicate_source(config: FlowConfig) -> dict[str, str]:
+    """The replicate query's source: every partition of the topics the flow copies."""
+    return {
+        **_reading(config.source),
+        "subscribePattern": config.topic_filter.subscribe_pattern(),
+        "startingOffsets": config.streaming.starting_offsets,
+        "maxOffsetsPerTrigger": str(config.streaming.max_records_per_batch),
+        # New topics matching the pattern show up at the next metadata refresh.
+        "kafka.metadata.max.age.ms": "5000",
+    }
+
+
+def index_source(config: FlowConfig) -> dict[str, str]:
+    """The index query reads the flow's destination topics back from their first record."""
+    return {
+        **_reading(config.destination),
+        "subscribePattern": config.remote_topic_filter.subscribe_pattern(),
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": str(config.streaming.max_records_per_batch),
+        "kafka.metadata.max.age.ms": "5000",
+    }
+
+
+def topic_source(cluster: ClusterConfig, topic: str) -> dict[str, str]:
+    """One topic from its first record (`__consumer_timestamps`; compacted, so gaps are normal)."""
+    return {**_reading(cluster), "subscribe": topic, "startingOffsets": "earliest"}
+
+
+def batch_source(cluster: ClusterConfig, pattern: str) -> dict[str, str]:
+    """A batch read of every record now in the topics matching `pattern`."""
+    return {**_reading(cluster), "subscribePattern": pattern, "startingOffsets": "earliest",
+            "endingOffsets": "latest"}
+
+
+def batch_range(cluster: ClusterConfig, starts: dict[str, dict[str, int]],
+                ends: dict[str, dict[str, int]]) -> dict[str, str]:
+    """A batch read of [start, end) of the given partitions ({topic: {partition: offset}})."""
+    assign = {topic: [int(p) for p in partitions] for topic, partitions in starts.items()}
+    return {**_reading(cluster), "assign": json.dumps(assign), "startingOffsets": json.dumps(starts),
+            "endingOffsets": json.dumps(ends)}
+
+
+def sink(destination: ClusterConfig) -> dict[str, str]:
+    options = {
+        # Ordering per partition, with retries, is what makes the crash-resume filter exact.
+        "kafka.acks": "all",
+        "kafka.enable.idempotence": "true",
+        "kafka.max.in.flight.requests.per.connection": "5",
+        "kafka.linger.ms": "5",
+        "kafka.batch.size": "262144",
+        **cluster_options(destination),
+    }
+    interceptors = options.get("kafka.interceptor.classes", "")
+    options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, TIMESTAMP_INTERCEPTOR) if c)
+    return options

@@ -1,0 +1,112 @@
+"""Writing translated offsets to destination groups.
+
+The rule (`decide`, pure): offsets are written only to groups with no members on the
+destination (absent, EMPTY or DEAD), so a consumer running there is never overwritten; a
+destination offset is never moved backwards unless the operator forces it (`failover
+--force`); a dry run writes nothing and says what it would do. Every partition gets an action
+that says what happened and why. These are the rules MirrorMaker 2's group offset sync follows,
+so operators who know one know the other.
+
+`GroupSync` gathers a group's state and offsets, applies the rule and writes what it says;
+`sync_translations` does that for every group of a set of translations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.groups import INACTIVE_STATES, SYNC_METADATA_PREFIX, commit_offsets, committed_offsets, group_state
+from dr_stream.offsets.translation import Translation
+
+WRITES = frozenset({"committed", "rewound (--force)"})
+
+Partition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SyncAction:
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    current: int | None
+    action: str
+
+    @property
+    def wrote(self) -> bool:
+        return self.action in WRITES
+
+
+def decide(group: str, state: str, members: int, current: dict[Partition, int], wanted: dict[Partition, int],
+           force: bool = False, dry_run: bool = False) -> list[SyncAction]:
+    """What to do with each wanted offset of one group; the actions that `wrote` are the writes."""
+    if state not in INACTIVE_STATES:
+        reason = f"skipped: group is {state} on the destination ({members} members)"
+        return [SyncAction(group, t, p, o, current.get((t, p)), reason) for (t, p), o in sorted(wanted.items())]
+    actions = []
+    for (topic, partition), offset in sorted(wanted.items()):
+        have = current.get((topic, partition))
+        rewind = have is not None and have > offset
+        if have == offset:
+            action = "unchanged"
+        elif rewind and not force:
+            action = f"skipped: destination is ahead at {have}; not rewound (--force rewinds)"
+        elif dry_run:
+            action = "would rewind (--force)" if rewind else "would commit"
+        else:
+            action = "rewound (--force)" if rewind else "committed"
+        actions.append(SyncAction(group, topic, partition, offset, have, action))
+    return actions
+
+
+class GroupSync:
+    """Applies `decide` to destination groups; commits carry `dr-stream:<flow>` as metadata, so the
+    flow running the other way can tell them from a consumer's own progress."""
+
+    def __init__(self, destination: ClusterConfig, flow_name: str) -> None:
+        self.destination = destination
+        self.metadata = f"{SYNC_METADATA_PREFIX}{flow_name}"
+        self._client: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._client is None:
+            self._client = clients.admin(self.destination)
+        return self._client
+
+    def apply(self, group: str, wanted: dict[Partition, int], force: bool = False,
+              dry_run: bool = False) -> list[SyncAction]:
+        state, members = group_state(self.admin, group)
+        current = {k: c.offset for k, c in committed_offsets(self.destination, group, wanted).items()}
+        actions = decide(group, state, members, current, wanted, force, dry_run)
+        writes = {(a.topic, a.partition): a.offset for a in actions if a.wrote}
+        if writes:
+            commit_offsets(self.destination, group, writes, self.metadata)
+        return actions
+
+
+def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,
+                      dry_run: bool = False) -> dict[tuple[str, str, int], str]:
+    """Each translation's key -> the action taken for it. A group whose sync fails gets
+    `failed: <reason>` on each of its partitions and does not stop the others."""
+    by_group: dict[str, list[Translation]] = {}
+    actions: dict[tuple[str, str, int], str] = {}
+    for t in translations:
+        if t.offset is None:
+            actions[t.key] = f"skipped: not translated ({t.note})"
+        else:
+            by_group.setdefault(t.group, []).append(t)
+    for group, items in sorted(by_group.items()):
+        wanted = {(t.dest_topic, t.dest_partition): t.offset for t in items}
+        try:
+            done = {(a.topic, a.partition): a.action for a in sync.apply(group, wanted, force, dry_run)}
+        except Exception as exc:  # e.g. the group became active between the check and the write
+            done = dict.fromkeys(wanted, f"failed: {str(exc).splitlines()[0]}")
+        for t in items:
+            actions[t.key] = done[(t.dest_topic, t.dest_partition)]
+    return actions

@@ -1,0 +1,86 @@
+"""The second writer of `__consumer_timestamps`: dr-stream itself, from committed offsets.
+
+Unmodified consumers (any language, no helper) commit offsets to the source cluster as
+usual; this poller reads them every `interval_s`, looks up the timestamp of the last record
+each group consumed, and reports the positions that changed.
+
+Invariants: only groups the flow translates and topics it replicates are reported; a
+position dr-stream itself committed (metadata `dr-stream:...`, written by the flow running
+the other way) is never reported, so two flows can not echo a translation back and forth.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import matching_partitions
+from dr_stream.kafka.groups import committed_offsets, list_groups
+from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps, report
+from dr_stream.policy import GroupFilter, TopicFilter
+
+
+def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+                    group_pattern: str | None = None) -> list[GroupCommit]:
+    """The consumers' own committed positions on the replicated topics (timestamps not looked up)."""
+    out = []
+    selected = [g for g in list_groups(admin)
+                if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
+    partitions = matching_partitions(admin, topics) if selected else []
+    for group in selected:
+        for (topic, partition), committed in committed_offsets(cluster, group, partitions).items():
+            if not committed.written_by_dr_stream:
+                out.append(GroupCommit(group, topic, partition, committed.offset))
+    return out
+
+
+def stamped(commits: list[GroupCommit], timestamps: RecordTimestamps) -> list[GroupCommit]:
+    """The commits with the timestamp of the last record each group consumed."""
+    return [GroupCommit(c.group, c.topic, c.partition, c.offset, timestamps.before(c.topic, c.partition, c.offset))
+            for c in commits]
+
+
+@dataclass
+class CommittedOffsetPoller:
+    source: ClusterConfig
+    groups: GroupFilter
+    topics: TopicFilter
+    interval_s: float = 1.0
+    log: Callable[[str], None] = print
+    reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    errors: int = 0
+
+    def poll_once(self) -> int:
+        """Reports the positions that moved since the last poll; returns how many."""
+        changed = [c for c in current_commits(self.source, self._admin, self.groups, self.topics)
+                   if self.reported.get(c.key) != c.offset]
+        commits = stamped(changed, self._timestamps)
+        report(self._producer, commits)
+        self._producer.flush(10)
+        for c in commits:
+            self.reported[c.key] = c.offset
+        return len(commits)
+
+    def run(self, stop: threading.Event) -> None:
+        """Polls until `stop` is set; its clients live exactly as long as this call."""
+        self._admin = clients.admin(self.source)
+        self._producer = clients.producer(self.source, {"linger.ms": 0, "acks": "all"})
+        self._timestamps = RecordTimestamps(self.source)
+        try:
+            while not stop.is_set():
+                try:
+                    self.poll_once()
+                except Exception as exc:  # the source may be briefly unreachable; report, keep polling
+                    self.errors += 1
+                    if self.errors == 1 or self.errors % 60 == 0:
+                        self.log(f"group poller: {str(exc).splitlines()[0]} ({self.errors} failed polls so far)")
+                stop.wait(self.interval_s)
+        finally:
+            self._timestamps.close()
+            self._producer.close()

@@ -1,0 +1,89 @@
+"""The record of every translation a flow made: a Delta table at `streaming.translations`.
+
+`status` and the notebooks read it, and `failover` takes from it each group's last known
+source position when the source cluster is gone. A row is written when a translation or
+its action changes, not on every pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from dr_stream.offsets.consumer_timestamps import GroupCommit
+from dr_stream.offsets.translation import Translation
+
+SCHEMA = StructType([
+    StructField("group", StringType(), False),
+    StructField("topic", StringType(), False),
+    StructField("partition", IntegerType(), False),
+    StructField("source_offset", LongType(), False),
+    StructField("source_timestamp", LongType(), True),
+    StructField("dest_topic", StringType(), False),
+    StructField("dest_partition", IntegerType(), False),
+    StructField("offset", LongType(), True),
+    StructField("method", StringType(), False),
+    StructField("note", StringType(), True),
+    StructField("clamped", BooleanType(), False),
+    StructField("log_start", LongType(), True),
+    StructField("log_end", LongType(), True),
+    StructField("last_copied", LongType(), True),
+    StructField("source_log_end", LongType(), True),
+    StructField("action", StringType(), True),
+    StructField("translated_at", TimestampType(), False),
+])
+
+
+class TranslationLog:
+    def __init__(self, spark: SparkSession, path: str) -> None:
+        self.spark = spark
+        self.path = path
+
+    def exists(self) -> bool:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.isDeltaTable(self.spark, self.path)
+
+    def append(self, rows: list[tuple[Translation, str]]) -> None:
+        if not rows:
+            return
+        import datetime as dt
+
+        records = []
+        for t, action in rows:
+            d = asdict(t)
+            d["action"] = action
+            d["translated_at"] = dt.datetime.fromtimestamp(t.translated_at / 1000)
+            records.append(tuple(d[f] for f in SCHEMA.fieldNames()))
+        self.spark.createDataFrame(records, SCHEMA).write.format("delta").mode("append").save(self.path)
+
+    def history(self) -> DataFrame:
+        if not self.exists():
+            return self.spark.createDataFrame([], SCHEMA)
+        return self.spark.read.format("delta").load(self.path)
+
+    def latest(self) -> DataFrame:
+        """The newest row per (group, topic, partition)."""
+        newest = Window.partitionBy("group", "topic", "partition").orderBy(F.col("translated_at").desc())
+        return self.history().withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n")
+
+    def last_commits(self) -> list[GroupCommit]:
+        return [GroupCommit(r.group, r.topic, r.partition, r.source_offset, r.source_timestamp)
+                for r in self.latest().collect()]
+
+    def last_source_ends(self) -> dict[tuple[str, int], int]:
+        """The newest source log end recorded per source partition."""
+        rows = self.history().where("source_log_end IS NOT NULL").groupBy("topic", "partition").agg(
+            F.max_by("source_log_end", "translated_at").alias("end")).collect()
+        return {(r.topic, r.partition): r.end for r in rows}

@@ -1,0 +1,218 @@
+"""`dr-stream failback`: bring work back to the cluster that failed, once it returns.
+
+Run with the flow *from* the cluster that took over *to* the one coming back
+(`conf/dc2-to-dc1.yaml` after dc1 failed). One command does what would otherwise be a list of
+manual steps:
+
+1. unreplicated records: what dc1 still holds that never reached dc2 is found and reported;
+   `--include-unreplicated` copies it to dc2, otherwise it is left out for good
+   (`unreplicated`);
+2. copy back: the flow runs until its lag is 0, copying only what dc2 itself received: the
+   copies of dc1's records are recognised by provenance and skipped, so nothing is re-copied
+   or loops. With `--restore` (dc1 lost its data) the flow runs as a separate, temporary
+   instance whose filter override lets dc1's own records through as well, so dc1 gets back
+   everything dc2 holds;
+3. groups: the groups' positions on dc2 are translated to dc1 and committed under the sync
+   rules, copies of dc1 records mapping back to their originals exactly (`returned_records`).
+
+Invariants: every record dc2 received during the outage reaches dc1 once; a record that
+came from dc1 is never copied back (unless restoring); every step is reported with counts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+from confluent_kafka.admin import AdminClient
+from pyspark.sql import SparkSession
+
+from dr_stream.config import FilterOverride, FlowConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import cluster_id, log_bounds, matching_partitions
+from dr_stream.lag import spark_offsets, total_behind
+from dr_stream.operations.failover import Positions, failover
+from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
+from dr_stream.policy import TopicFilter
+from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.left_out import forget_left_out
+from dr_stream.replication.supervisor import run_until_stopped
+
+
+class FailbackError(RuntimeError):
+    """A precondition failed; the message is one line saying which and what to do."""
+
+
+@dataclass(frozen=True)
+class FailbackReport:
+    flow: str
+    source: str
+    destination: str
+    mode: str  # "resume" or "restore"
+    unreplicated: list[UnreplicatedPartition]
+    unreplicated_action: str
+    copied: int
+    skipped: int
+    seconds_to_zero_lag: float
+    state_dir: str
+    positions: Positions
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["positions"] = [p.as_dict() for p in self.positions.rows]
+        return out
+
+
+def restore_config(config: FlowConfig, stamp: str) -> FlowConfig:
+    """The temporary instance of a full restore: every record passes the provenance filter, and
+    its checkpoints, index and translations are new (the flow's own state describes the past)."""
+    streaming = config.streaming
+    suffix = f"-restore-{stamp}"
+    return replace(
+        config,
+        name=f"{config.name}-restore",
+        provenance=replace(config.provenance, filter_overrides=(FilterOverride(cluster=".*", topic=".*"),)),
+        streaming=replace(streaming, checkpoint_dir=streaming.checkpoint_dir.rstrip("/") + suffix,
+                          offset_index=streaming.offset_index.rstrip("/") + suffix,
+                          translations=streaming.translations.rstrip("/") + suffix),
+    )
+
+
+def check_preconditions(config: FlowConfig) -> tuple[str, str]:
+    """Failback's demands on the flow and both clusters; returns (source, destination) cluster.ids."""
+    if not config.renamer.is_identity():
+        raise FailbackError(f"{config.path}: topics.rename: failback needs the same topic names on both "
+                            f"clusters; this flow renames to {config.topics.rename!r}")
+    if not config.provenance.enabled or not config.topics.preserve_partitions:
+        raise FailbackError(f"{config.path}: failback needs provenance.enabled and topics.preserve_partitions, "
+                            "which tell copies from originals")
+    ids = []
+    for cluster in (config.source, config.destination):
+        try:
+            ids.append(cluster_id(clients.admin(cluster, clients.PROBE_SETTINGS), timeout=10))
+        except Exception as exc:
+            raise FailbackError(f"{cluster.alias} ({cluster.bootstrap_servers}) does not answer: "
+                                f"{str(exc).splitlines()[0]}") from exc
+    return ids[0], ids[1]
+
+
+def _remaining_records(config: FlowConfig) -> dict[str, int]:
+    admin = clients.admin(config.destination)
+    held: dict[str, int] = {}
+    for (topic, _), (start, end) in log_bounds(admin, matching_partitions(admin, config.topic_filter)).items():
+        if end > start:
+            held[topic] = held.get(topic, 0) + end - start
+    return held
+
+
+def _lag(admin: AdminClient, topics: TopicFilter, progress: dict | None) -> int:
+    """Records of the selected topics on `admin`'s cluster beyond what a query's progress read."""
+    bounds = log_bounds(admin, matching_partitions(admin, topics))
+    sources = progress["sources"] if progress else []
+    return total_behind(bounds, {k: o for s in sources for k, o in spark_offsets(s["endOffset"]).items()})
+
+
+def _progress(spark: SparkSession, name: str):
+    query = next((q for q in spark.streams.active if q.name == name), None)
+    return query.lastProgress if query else None
+
+
+def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callable[[str], None],
+                    every_s: float = 2.0) -> float:
+    """Blocks until the copy has read every record of the source and the index has read every
+    record of the destination; prints progress; returns the seconds it took."""
+    config = flow.config
+    source_admin, dest_admin = clients.admin(config.source), clients.admin(config.destination)
+    started = time.monotonic()
+    while True:
+        time.sleep(every_s)
+        copied = _progress(flow.spark, config.query_name("replicate"))
+        lag = _lag(source_admin, config.topic_filter, copied) if copied else None
+        index_lag = None
+        if lag == 0:
+            indexed = _progress(flow.spark, config.query_name("index"))
+            index_lag = _lag(dest_admin, config.remote_topic_filter, indexed)
+        totals = flow.progress.totals
+        elapsed = time.monotonic() - started
+        log(f"failback {config.source.alias} -> {config.destination.alias}: {totals['copied']} copied, "
+            f"{totals['skipped_cycle']} skipped (came from {config.destination.alias}), "
+            + ("first batch running" if lag is None else f"lag {lag} records")
+            + ("" if index_lag in (None, 0) else f", offset index {index_lag} records behind")
+            + f", {elapsed:.0f}s")
+        if lag == 0 and index_lag == 0:
+            return elapsed
+        if timeout_s is not None and elapsed > timeout_s:
+            shown = "unknown" if lag is None else lag
+            raise FailbackError(f"lag still {shown} records after {timeout_s:.0f}s (--timeout); the flow's "
+                                f"checkpoints under {config.streaming.checkpoint_dir} keep what was copied")
+
+
+def _prepare_restore(config: FlowConfig, source_id: str, log: Callable[[str], None]) -> tuple[FlowConfig, str]:
+    src, dst = config.source.alias, config.destination.alias
+    held = _remaining_records(config)
+    if held:
+        shown = ", ".join(f"{t} ({n} records)" for t, n in sorted(held.items()))
+        raise FailbackError(f"--restore copies everything {src} holds into empty topics, but {dst} still holds "
+                            f"{shown}; delete those topics on {dst} first (mixing old and restored records "
+                            "would reorder them), or fail back without --restore if that data is intact")
+    forget_left_out(clients.admin(config.destination), source_id)
+    config = restore_config(config, time.strftime("%Y%m%dT%H%M%S", time.gmtime()))
+    log(f"failback {src} -> {dst}: full restore; temporary flow {config.name} with filter override "
+        f"{{cluster: '.*', topic: '.*'}}, state under {config.streaming.checkpoint_dir}")
+    return config, f"not looked for: {dst} is being restored from {src}"
+
+
+def _handle_unreplicated(config: FlowConfig, spark: SparkSession, ids: tuple[str, str], include: bool,
+                         log: Callable[[str], None]) -> tuple[list[UnreplicatedPartition], str]:
+    src, dst = config.source.alias, config.destination.alias
+    log(f"failback {src} -> {dst}: looking for records on {dst} that never reached {src} ...")
+    finder = UnreplicatedRecords(spark, config, *ids)
+    found = finder.find()
+    if not found:
+        action = "none"
+    elif include:
+        action = f"copied to {src} ({finder.copy()} records), after what {src} received meanwhile"
+    else:
+        finder.leave_out(found)
+        action = (f"left out: they stay on {dst} only and {dst}-to-{src} will not copy them "
+                  "(--include-unreplicated copies them)")
+    log(f"failback {src} -> {dst}: {sum(p.records for p in found)} unreplicated records: {action}")
+    return found, action
+
+
+def _copy_back(config: FlowConfig, spark: SparkSession, timeout_s: float | None,
+               log: Callable[[str], None]) -> tuple[ReplicationFlow, float]:
+    """Runs the flow until it has caught up; returns it (for its totals) and the seconds it took."""
+    flow = ReplicationFlow(config, spark, log=lambda line: log(f"[{config.name}] {line}"))
+    flow.connect()
+    stop = threading.Event()
+    runner = threading.Thread(target=run_until_stopped, args=(flow, stop), name=f"failback-{config.name}",
+                              daemon=True)
+    runner.start()
+    try:
+        return flow, _wait_caught_up(flow, timeout_s, log)
+    finally:
+        stop.set()
+        runner.join(timeout=90)
+
+
+def failback(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*", include_unreplicated: bool = False,
+             restore: bool = False, force: bool = False, timeout_s: float | None = None,
+             log: Callable[[str], None] = print) -> FailbackReport:
+    ids = check_preconditions(config)
+    src, dst = config.source.alias, config.destination.alias
+    found: list[UnreplicatedPartition] = []
+    if restore:
+        config, action = _prepare_restore(config, ids[0], log)
+    else:
+        found, action = _handle_unreplicated(config, spark, ids, include_unreplicated, log)
+    flow, seconds = _copy_back(config, spark, timeout_s, log)
+    positions = failover(config, spark, group_pattern, force=force)
+    return FailbackReport(
+        flow=config.name, source=src, destination=dst, mode="restore" if restore else "resume",
+        unreplicated=found, unreplicated_action=action, copied=flow.progress.totals["copied"],
+        skipped=flow.progress.totals["skipped_cycle"], seconds_to_zero_lag=round(seconds, 1),
+        state_dir=config.streaming.checkpoint_dir, positions=positions,
+    )

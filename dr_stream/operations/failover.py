@@ -1,0 +1,117 @@
+"""`dr-stream translate` and `dr-stream failover`: move consumer groups to the destination.
+
+Where each group stood on the source comes from the source itself when it still answers
+(a planned failover), or else from the last positions the flow recorded in its translation
+log (the source is gone). Either way the position is translated through the offset index as
+it is now, clamped to the destination's logs, and, for `failover`, committed under the
+rules of `group_sync`.
+
+Invariant: every partition of every matching group is reported with an action, including
+the ones that were skipped, clamped, or translated by the timestamp fallback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dr_stream.config import FlowConfig
+from dr_stream.kafka import clients
+from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps
+from dr_stream.offsets.group_sync import GroupSync, sync_translations
+from dr_stream.offsets.index import OffsetIndex
+from dr_stream.offsets.poller import current_commits, stamped
+from dr_stream.offsets.returned_records import ReturnedRecords, maps_back
+from dr_stream.offsets.translation import Translation
+from dr_stream.offsets.translation_log import TranslationLog
+from dr_stream.offsets.translator import OffsetTranslator
+
+
+@dataclass(frozen=True)
+class GroupPosition:
+    """A translation and what was done with it."""
+
+    translation: Translation
+    action: str
+
+    def as_dict(self) -> dict:
+        return {**asdict(self.translation), "action": self.action, "unreplicated": self.translation.unreplicated}
+
+
+@dataclass(frozen=True)
+class Positions:
+    rows: list[GroupPosition]
+    source_reachable: bool
+    origin: str  # where the source positions came from
+
+
+@dataclass(frozen=True)
+class SourcePositions:
+    """Where the groups stood on the source, and what is known of the source from there."""
+
+    commits: list[GroupCommit]
+    origin_cluster: str | None
+    origin: str
+    live: bool
+    known_ends: dict[tuple[str, int], int]
+
+
+def _live_positions(config: FlowConfig, source_id: str, group_pattern: str) -> SourcePositions:
+    commits = current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
+                              group_pattern)
+    timestamps = RecordTimestamps(config.source)
+    try:
+        commits = stamped(commits, timestamps)
+    finally:
+        timestamps.close()
+    return SourcePositions(commits, source_id, f"committed offsets on {config.source.alias} (live)", True, {})
+
+
+def _recorded_positions(config: FlowConfig, spark: SparkSession, group_pattern: str) -> SourcePositions:
+    log = TranslationLog(spark, config.streaming.translations)
+    commits = [c for c in log.last_commits()
+               if config.group_filter.matches(c.group) and re.fullmatch(group_pattern, c.group)]
+    index = OffsetIndex(spark, config.streaming.offset_index)
+    newest = index.runs().groupBy("origin_cluster").agg(F.max("copied_at").alias("at")).orderBy(F.desc("at")).first()
+    origin = (f"{config.source.alias} is unreachable: last positions recorded by the flow "
+              f"in {config.streaming.translations}")
+    return SourcePositions(commits, newest["origin_cluster"] if newest else None, origin, False,
+                           log.last_source_ends())
+
+
+def source_positions(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*") -> SourcePositions:
+    """Live from the source when it answers, else the positions the flow last recorded."""
+    source_id = clients.reachable_cluster_id(config.source)
+    if source_id is None:
+        return _recorded_positions(config, spark, group_pattern)
+    return _live_positions(config, source_id, group_pattern)
+
+
+def translate_positions(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*") -> Positions:
+    found = source_positions(config, spark, group_pattern)
+    returned = None
+    if found.live and maps_back(config):
+        destination_id = clients.reachable_cluster_id(config.destination, timeout=15)
+        returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
+    translator = OffsetTranslator(
+        spark, OffsetIndex(spark, config.streaming.offset_index), config.renamer, config.destination,
+        source=config.source if found.live else None, origin_cluster=found.origin_cluster,
+        known_source_ends=found.known_ends, returned=returned,
+    )
+    try:
+        translations = translator.translate(found.commits)
+    finally:
+        translator.close()
+    return Positions([GroupPosition(t, "") for t in translations], found.live, found.origin)
+
+
+def failover(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*", dry_run: bool = False,
+             force: bool = False) -> Positions:
+    positions = translate_positions(config, spark, group_pattern)
+    translations = [p.translation for p in positions.rows]
+    actions = sync_translations(GroupSync(config.destination, config.name), translations, force, dry_run)
+    rows = [GroupPosition(t, actions[t.key]) for t in sorted(translations, key=lambda t: t.key)]
+    return Positions(rows, positions.source_reachable, positions.origin)

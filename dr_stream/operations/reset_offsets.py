@@ -1,0 +1,53 @@
+"""`dr-stream reset-offsets`: set a group to the first record at or after a datetime, on any cluster.
+
+For groups the offset index does not cover (consumers that never committed on the source,
+topics copied by another tool): record timestamps survive replication, so a datetime means
+the same point on every cluster. The group must have no members; moving it backwards is the
+point of a reset, so the never-rewind rule of automatic sync does not apply.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from confluent_kafka import TopicPartition
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import partition_counts
+from dr_stream.offsets.group_sync import GroupSync, SyncAction
+
+
+def parse_datetime(text: str) -> int:
+    """ISO 8601 (naive means UTC) -> epoch milliseconds."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an ISO 8601 datetime like 2026-11-21T16:34:33.236") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def offsets_at(cluster: ClusterConfig, partitions: list[tuple[str, int]], at_ms: int) -> dict[tuple[str, int], int]:
+    """First offset with timestamp >= at_ms per partition; the log end where every record is older."""
+    with clients.consuming(cluster, "dr-stream-reset") as consumer:
+        found = consumer.offsets_for_times([TopicPartition(t, p, at_ms) for t, p in partitions], timeout=15)
+        out = {}
+        for tp in found:
+            if tp.offset < 0:
+                tp.offset = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=15)[1]
+            out[(tp.topic, tp.partition)] = tp.offset
+        return out
+
+
+def reset_to_datetime(cluster: ClusterConfig, group: str, topic_pattern: str, at_ms: int,
+                      dry_run: bool = False) -> list[SyncAction]:
+    counts = partition_counts(clients.admin(cluster))
+    partitions = [(t, p) for t, n in sorted(counts.items()) if re.fullmatch(topic_pattern, t) and not t.startswith("__")
+                  for p in range(n)]
+    if not partitions:
+        raise ValueError(f"no topic matches {topic_pattern!r}")
+    wanted = offsets_at(cluster, partitions, at_ms)
+    return GroupSync(cluster, "reset-offsets").apply(group, wanted, force=True, dry_run=dry_run)

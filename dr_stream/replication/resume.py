@@ -1,0 +1,129 @@
+"""Exactly once across crashes: find what a killed run already wrote, and skip it.
+
+Spark's Kafka sink is at-least-once: after a crash the last micro-batch is replayed from
+the checkpoint and records written before the crash would be written again. With
+`preserve_partitions`, destination partition P receives this flow's records from source
+partition P only, in origin-offset order (one producer per task, idempotent, ordered).
+So the newest record in destination P whose newest provenance entry names this flow's
+source cluster and topic tells the highest origin offset already copied, and the replayed
+batch is filtered to offsets above it.
+
+Invariant: the filter never drops a record that is not already in the destination, or that
+the operator chose to leave out at failback (`left_out`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, TopicPartition
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka.clients import consuming
+from dr_stream.provenance import newest_entry, origin_offset
+from dr_stream.step import Step
+
+ALREADY_COPIED = "_already_copied"
+COPIED_UP_TO = "_copied_up_to"
+_SCHEMA = StructType([
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField(COPIED_UP_TO, LongType()),
+])
+
+Partition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class ResumeMarks:
+    """Per source partition, the origin offset up to which records are skipped on resume."""
+
+    skip_through: dict[Partition, int]
+    # (partition, source log end, mark): the source ends before a mark, so the topic was
+    # recreated (a full restore) and the mark says nothing about today's offsets.
+    recreated: tuple[tuple[Partition, int, int], ...] = ()
+
+
+def resume_marks(copied: dict[Partition, int], left_out: dict[Partition, int],
+                 source_ends: dict[Partition, int]) -> ResumeMarks:
+    """Combines what the destination holds with what was left out at failback (the higher wins),
+    and drops every mark at or beyond its partition's source log end."""
+    marks = dict(copied)
+    for key, offset in left_out.items():
+        marks[key] = max(offset, marks.get(key, -1))
+    recreated = tuple((key, source_ends.get(key, 0), offset) for key, offset in sorted(marks.items())
+                      if offset >= source_ends.get(key, 0))
+    for key, _, _ in recreated:
+        del marks[key]
+    return ResumeMarks(marks, recreated)
+
+
+@dataclass
+class LastCopiedScan:
+    """Reads destination partitions backwards to find the last origin offset this flow copied."""
+
+    destination: ClusterConfig
+    header: str
+    source_cluster_id: str
+    first_window: int = 500
+
+    def last_copied(self, source_topic: str, partition: int, remote_topic: str) -> int | None:
+        settings = {"enable.partition.eof": True, "auto.offset.reset": "earliest"}
+        with consuming(self.destination, "dr-stream-scan", settings) as consumer:
+            low, high = consumer.get_watermark_offsets(TopicPartition(remote_topic, partition), timeout=15)
+            window = self.first_window
+            while high > low:
+                start = max(low, high - window)
+                found = self._scan(consumer, source_topic, partition, remote_topic, start, high)
+                if found is not None:
+                    return found
+                high, window = start, window * 4
+            return None
+
+    def _scan(self, consumer: Consumer, source_topic: str, partition: int, remote_topic: str,
+              start: int, end: int) -> int | None:
+        consumer.assign([TopicPartition(remote_topic, partition, start)])
+        best: int | None = None
+        while True:
+            messages = consumer.consume(num_messages=5000, timeout=1)
+            if not messages:
+                return best  # nothing more readable below `end` (aborted or compacted away)
+            for msg in messages:
+                if msg.error() or msg.offset() >= end:
+                    return best  # partition EOF, or past the window
+                entry = newest_entry(msg.headers(), self.header)
+                found = origin_offset(entry, self.source_cluster_id, source_topic, partition)
+                if found is not None:
+                    best = found if best is None else max(best, found)
+                if msg.offset() >= end - 1:
+                    return best
+
+    def watermarks(self, pairs: Iterable[tuple[str, int, str]]) -> dict[Partition, int]:
+        """(source topic, partition) -> last copied origin offset, for the pairs that have one."""
+        out = {}
+        for source_topic, partition, remote in pairs:
+            offset = self.last_copied(source_topic, partition, remote)
+            if offset is not None:
+                out[(source_topic, partition)] = offset
+        return out
+
+
+def drop_already_copied(spark: SparkSession, marks: dict[Partition, int]) -> Step:
+    """Keeps records whose origin offset is above their partition's mark."""
+
+    def step(df: DataFrame) -> DataFrame:
+        if not marks:
+            return df.withColumn(ALREADY_COPIED, F.lit(False))
+        rows = [(t, p, o) for (t, p), o in sorted(marks.items())]
+        frame = F.broadcast(spark.createDataFrame(rows, _SCHEMA))
+        return (
+            df.join(frame, on=["topic", "partition"], how="left")
+            .withColumn(ALREADY_COPIED, F.coalesce(F.col("offset") <= F.col(COPIED_UP_TO), F.lit(False)))
+            .drop(COPIED_UP_TO)
+        )
+
+    return step

@@ -1,0 +1,119 @@
+"""Keeps a flow's queries running until it is told to stop.
+
+Invariants: a query that fails is restarted from its own checkpoint, with a backoff that
+doubles up to a limit and resets after a minute of health; a stop waits for each query to
+finish its batch in flight (within a grace period), since an interrupted batch is replayed and
+an interrupted translation-log write loses the newest positions.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql.streaming import StreamingQuery
+
+from dr_stream.replication.flow import ReplicationFlow
+
+
+def _error_line(error) -> str:
+    """One readable line: for an error raised in a foreachBatch function, the Python exception."""
+    if not error:
+        return "query stopped"
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if "Python Proxy" in lines[0]:
+        python = [line for line in lines if not line.startswith(("at ", "File ", "^", "~"))]
+        errors = [line for line in python if ("Error" in line or "Exception" in line) and ":" in line]
+        return errors[-1] if errors else lines[-1]
+    return lines[0]
+
+
+@dataclass
+class _Supervised:
+    name: str
+    start: Callable[[], StreamingQuery]
+    query: StreamingQuery | None = None
+    started_at: float = 0.0
+    backoff: float = 1.0
+    restart_at: float | None = 0.0
+
+    def launch(self) -> None:
+        self.query, self.started_at, self.restart_at = self.start(), time.monotonic(), None
+
+
+@dataclass
+class _Supervisor:
+    """Keeps each query of a flow running; a failed one restarts from its checkpoint with backoff."""
+
+    flow: ReplicationFlow
+    max_backoff_s: float
+    parts: list[_Supervised] = field(default_factory=list)
+
+    def check(self) -> None:
+        now = time.monotonic()
+        for part in self.parts:
+            if part.restart_at is not None:
+                if now >= part.restart_at:
+                    part.launch()
+                continue
+            if part.query.isActive:
+                continue
+            first_line = _error_line(part.query.exception())
+            if now - part.started_at > 60:
+                part.backoff = 1.0
+            self.flow.log(f"{part.name} failed: {first_line}; restarting from its checkpoint in {part.backoff:.0f}s")
+            part.restart_at = now + part.backoff
+            part.backoff = min(part.backoff * 2, self.max_backoff_s)
+
+    def stop(self, grace_s: float = 30.0) -> None:
+        """Stops each query between batches when it can: an interrupted batch would have to be
+        replayed, and an interrupted translation-log write would lose the newest positions."""
+        deadline = time.monotonic() + grace_s
+        for part in self.parts:
+            if part.query is None or not part.query.isActive:
+                continue
+            while part.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            part.query.stop()
+
+
+def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0) -> None:
+    """Runs the flow's queries and poller until SIGINT/SIGTERM (or `stop`), restarting failed queries."""
+    stop = stop or threading.Event()
+    flow.connect()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+    listener = flow.progress
+    flow.spark.streams.addListener(listener)
+    supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()])
+    poller = None
+    if flow.poller:
+        poller = threading.Thread(target=flow.poller.run, args=(stop,), name=f"poller-{flow.config.name}", daemon=True)
+        poller.start()
+    try:
+        supervisor.check()
+        flow.log(f"replicating {flow.config.source.alias} ({flow.source_cluster_id}) -> "
+                 f"{flow.config.destination.alias} ({flow.destination_cluster_id}); queries "
+                 f"{', '.join(p.name for p in supervisor.parts)}; "
+                 f"checkpoints under {flow.config.streaming.checkpoint_dir}")
+        while not stop.is_set():
+            stop.wait(1)
+            if not stop.is_set():
+                supervisor.check()
+    finally:
+        stop.set()
+        try:
+            supervisor.stop()
+            flow.spark.streams.removeListener(listener)
+        except Exception:  # the JVM may already be gone when the whole process group got the signal
+            pass
+        if poller:
+            poller.join(timeout=15)
+        flow.close()
+        flow.log("stopped")
+        sys.stdout.flush()

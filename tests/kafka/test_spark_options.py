@@ -1,0 +1,50 @@
+"""Spark's Kafka options and the librdkafka properties: both from the one cluster config."""
+
+from __future__ import annotations
+
+from dr_stream.config import parse_flow
+from dr_stream.kafka import spark_options
+from dr_stream.kafka.clients import client_properties
+
+FLOW = parse_flow({
+    "source": {"alias": "dc1", "bootstrap_servers": "a:1", "kafka": {"client.rack": "r1"}},
+    "destination": {"alias": "dc2", "bootstrap_servers": "b:2",
+                    "kafka": {"interceptor.classes": "com.example.Audit", "linger.ms": 20}},
+    "topics": {"include": ["orders"], "rename": "dc1.${topic}"},
+})
+
+
+def test_client_properties_are_the_bootstrap_and_the_kafka_map():
+    assert client_properties(FLOW.source) == {"bootstrap.servers": "a:1", "client.rack": "r1"}
+
+
+def test_every_kafka_property_reaches_spark_under_the_kafka_prefix():
+    assert spark_options.cluster_options(FLOW.source) == {"kafka.bootstrap.servers": "a:1", "kafka.client.rack": "r1"}
+
+
+def test_the_replicate_source_reads_the_flow_s_topics_committed_only_with_headers():
+    options = spark_options.replicate_source(FLOW)
+    assert options["subscribePattern"] == FLOW.topic_filter.subscribe_pattern()
+    assert (options["kafka.isolation.level"], options["includeHeaders"], options["failOnDataLoss"]) == (
+        "read_committed", "true", "false")
+    assert options["kafka.bootstrap.servers"] == "a:1"
+
+
+def test_the_index_source_reads_the_renamed_topics_on_the_destination_from_the_start():
+    options = spark_options.index_source(FLOW)
+    assert options["subscribePattern"] == FLOW.remote_topic_filter.subscribe_pattern()
+    assert (options["kafka.bootstrap.servers"], options["startingOffsets"]) == ("b:2", "earliest")
+    assert "kafka.client.rack" not in options
+
+
+def test_the_sink_is_idempotent_user_settings_win_and_the_timestamp_interceptor_comes_last():
+    options = spark_options.sink(FLOW.destination)
+    assert (options["kafka.acks"], options["kafka.enable.idempotence"]) == ("all", "true")
+    assert options["kafka.linger.ms"] == "20"
+    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{spark_options.TIMESTAMP_INTERCEPTOR}"
+
+
+def test_a_batch_range_names_each_partition_s_start_and_end():
+    options = spark_options.batch_range(FLOW.destination, {"t": {"1": 5}}, {"t": {"1": 9}})
+    assert (options["assign"], options["startingOffsets"], options["endingOffsets"]) == (
+        '{"t": [1]}', '{"t": {"1": 5}}', '{"t": {"1": 9}}')

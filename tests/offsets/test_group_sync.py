@@ -1,0 +1,84 @@
+"""When a destination group may be written, and what each partition's action says."""
+
+from __future__ import annotations
+
+import pytest
+
+from dr_stream.offsets.group_sync import decide, sync_translations
+from dr_stream.offsets.translation import Translation
+
+WANTED = {("t", 0): 100}
+
+
+def action(state="EMPTY", current=None, force=False, dry_run=False, members=0):
+    [found] = decide("g", state, members, current or {}, WANTED, force, dry_run)
+    return found.action, found.wrote
+
+
+@pytest.mark.parametrize("state", ["ABSENT", "EMPTY", "DEAD"])
+def test_a_group_with_no_members_gets_the_offset(state):
+    assert action(state) == ("committed", True)
+
+
+@pytest.mark.parametrize("state", ["STABLE", "PREPARING_REBALANCE", "UNKNOWN"])
+def test_a_group_running_on_the_destination_is_never_written_even_when_forced(state):
+    found, wrote = action(state, members=2, force=True)
+    assert found == f"skipped: group is {state} on the destination (2 members)"
+    assert not wrote
+
+
+def test_an_offset_already_there_is_unchanged():
+    assert action(current={("t", 0): 100}) == ("unchanged", False)
+
+
+def test_a_destination_ahead_is_not_rewound_unless_forced():
+    assert action(current={("t", 0): 150}) == (
+        "skipped: destination is ahead at 150; not rewound (--force rewinds)", False)
+    assert action(current={("t", 0): 150}, force=True) == ("rewound (--force)", True)
+
+
+def test_a_destination_behind_moves_forward_without_force():
+    assert action(current={("t", 0): 50}) == ("committed", True)
+
+
+def test_a_dry_run_says_what_it_would_do_and_writes_nothing():
+    assert action(dry_run=True) == ("would commit", False)
+    assert action(current={("t", 0): 150}, force=True, dry_run=True) == ("would rewind (--force)", False)
+
+
+def test_each_wanted_partition_gets_its_own_action_in_order():
+    actions = decide("g", "EMPTY", 0, {("t", 1): 9}, {("t", 1): 5, ("t", 0): 3})
+    assert [(a.partition, a.current, a.action) for a in actions] == [
+        (0, None, "committed"), (1, 9, "skipped: destination is ahead at 9; not rewound (--force rewinds)")]
+
+
+def translation(group, partition, offset, note=""):
+    return Translation(group, "t", partition, 0, -1, "t", partition, offset, "exact", note, False, 0, 10, None, None,
+                       0)
+
+
+class _Sync:
+    """The destination as `sync_translations` sees it: one group refuses the write."""
+
+    def __init__(self):
+        self.calls = []
+
+    def apply(self, group, wanted, force, dry_run):
+        self.calls.append((group, wanted, force, dry_run))
+        if group == "broken":
+            raise RuntimeError("COORDINATOR_NOT_AVAILABLE\ndetails")
+        return decide(group, "EMPTY", 0, {}, wanted, force, dry_run)
+
+
+def test_sync_translations_groups_by_group_reports_untranslated_and_survives_a_failing_group():
+    sync = _Sync()
+    actions = sync_translations(sync, [
+        translation("a", 0, 5), translation("a", 1, 6), translation("broken", 0, 7),
+        translation("c", 0, None, note="no index"),
+    ], force=True)
+    assert actions == {
+        ("a", "t", 0): "committed", ("a", "t", 1): "committed",
+        ("broken", "t", 0): "failed: COORDINATOR_NOT_AVAILABLE",
+        ("c", "t", 0): "skipped: not translated (no index)",
+    }
+    assert sync.calls[0] == ("a", {("t", 0): 5, ("t", 1): 6}, True, False)

@@ -1,0 +1,93 @@
+"""kill -9 during a large copy, then restart from the checkpoint: every record exactly once.
+
+The flow runs as a real `./spark-submit.sh` process group, so this also covers shipping
+the package and jars through spark-submit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dr_stream.paths import project_root
+from tests.kafka_tools import (
+    consume_all,
+    count,
+    create_topic,
+    produce,
+    provenance,
+    topic_exists,
+    unique,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+TOTAL = 300_000
+
+
+def _start(config: Path, log: Path) -> subprocess.Popen:
+    out = open(log, "ab")  # kept open for the child's lifetime
+    return subprocess.Popen(
+        [str(project_root() / "spark-submit.sh"), str(config)],
+        stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=project_root(),
+    )
+
+
+def _kill9(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_once(dc1, dc2, topics, tmp_path):
+    topic = unique("crash.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 3)
+    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(TOTAL)))
+    config = tmp_path / "flow.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "crash-test",
+        "source": {"alias": "dc1", "bootstrap_servers": dc1.bootstrap},
+        "destination": {"alias": "dc2", "bootstrap_servers": dc2.bootstrap},
+        "topics": {"include": [topic.replace(".", "\\.")]},
+        "streaming": {"checkpoint_dir": str(tmp_path / "checkpoints"), "offset_index": str(tmp_path / "index"),
+                      "trigger": "200ms", "max_records_per_batch": 15000},
+    }))
+    log = tmp_path / "flow.log"
+
+    def copied() -> int:
+        return count(dc2.bootstrap, topic) if topic_exists(dc2.bootstrap, topic) else 0
+
+    kills = 0
+    for threshold in (40_000, 120_000):
+        proc = _start(config, log)
+        try:
+            assert wait_until(lambda t=threshold: copied() >= t, 240), log.read_text()[-3000:]
+        finally:
+            _kill9(proc)
+        kills += 1
+    partial = copied()
+    assert partial < TOTAL, "the copy finished before the crash; the test proves nothing"
+
+    proc = _start(config, log)
+    try:
+        assert wait_until(lambda: copied() >= TOTAL, 300), log.read_text()[-3000:]
+        time.sleep(3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            _kill9(proc)
+
+    records = consume_all(dc2.bootstrap, topic)
+    origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in records)
+    assert len(records) == TOTAL, f"{len(records) - TOTAL:+d} records after {kills} kills"
+    assert set(origins.values()) == {1}
+    assert all(r.partition == p for r in records for p in [provenance(r)[-1]["partition"]])

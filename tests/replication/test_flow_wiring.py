@@ -1,0 +1,39 @@
+"""A flow and its parts connect to nothing until they are started: building one is pure wiring."""
+
+from __future__ import annotations
+
+from dr_stream.config import parse_flow
+from dr_stream.offsets.consumer_timestamps import RecordTimestamps
+from dr_stream.offsets.group_sync import GroupSync
+from dr_stream.offsets.index import OffsetIndex
+from dr_stream.offsets.returned_records import ReturnedRecords
+from dr_stream.offsets.translator import OffsetTranslator
+from dr_stream.replication.flow import ReplicationFlow
+
+# Nothing listens on port 1: a part that connected while being built would fail or hang here.
+NOWHERE = parse_flow({
+    "source": {"alias": "dc1", "bootstrap_servers": "127.0.0.1:1"},
+    "destination": {"alias": "dc2", "bootstrap_servers": "127.0.0.1:1"},
+    "streaming": {"checkpoint_dir": "hdfs://nn/flows/x/checkpoints", "offset_index": "s3a://b/flows/x/offset-index"},
+})
+
+
+def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state(spark):
+    flow = ReplicationFlow(NOWHERE, spark)
+    assert not flow.connected
+    assert (flow.translate_query, flow.indexer, flow.poller) == (None, None, None)
+    assert flow.index.path == "s3a://b/flows/x/offset-index"
+    assert flow.progress.query_name == "replicate-dc1-to-dc2"
+    assert NOWHERE.checkpoint("index") == "hdfs://nn/flows/x/checkpoints/index"
+
+
+def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):
+    translator = OffsetTranslator(spark, OffsetIndex(spark, "/nowhere"), NOWHERE.renamer, NOWHERE.destination,
+                                  source=NOWHERE.source, returned=ReturnedRecords(NOWHERE.source, "h", "id"))
+    sync = GroupSync(NOWHERE.destination, NOWHERE.name)
+    stamps = RecordTimestamps(NOWHERE.source)
+    assert translator._admins == {} and not translator._dest_consumer.opened
+    assert not translator.returned._consumer.opened and not stamps._consumer.opened and sync._client is None
+    translator.close()
+    stamps.close()
+    assert not translator.returned._consumer.opened

@@ -1,0 +1,141 @@
+"""The record path's DataFrame steps, one at a time, with chispa."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from dr_stream.config import FilterOverride
+from dr_stream.policy import TopicRenamer
+from dr_stream.provenance import HEADERS_TYPE, MALFORMED, PROVENANCE, with_provenance
+from dr_stream.replication.record_path import (
+    CYCLE,
+    DEST_TOPIC,
+    ReplicationPlan,
+    mark_cycles,
+    prepare,
+    route_to_destination,
+    stamp_provenance,
+    to_sink_rows,
+)
+
+KAFKA_SCHEMA = StructType([
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+    StructField("headers", HEADERS_TYPE),
+])
+TS = dt.datetime(2010, 1, 1, tzinfo=dt.UTC).replace(tzinfo=None)
+
+
+def prov(cluster, topic="orders", partition=0, offset=7, timestamp=1000) -> tuple[str, bytes]:
+    body = {"cluster": cluster, "topic": topic, "partition": partition, "offset": offset, "timestamp": timestamp}
+    return ("__replicator_id", json.dumps(body).encode())
+
+
+def kafka_rows(spark, *headers_per_row, topic="orders"):
+    rows = [
+        (f"k{i}".encode(), f"v{i}".encode(), topic, 1, 100 + i, TS, 0, [list(h) for h in headers] if headers else None)
+        for i, headers in enumerate(headers_per_row)
+    ]
+    return spark.createDataFrame(rows, KAFKA_SCHEMA)
+
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def test_with_provenance_keeps_valid_entries_in_hop_order_and_flags_malformed(spark):
+    df = kafka_rows(
+        spark,
+        [prov("A", offset=1), ("other", b"x"), prov("B", offset=2)],
+        [("__replicator_id", b"{not json"), prov("A")],
+        [("__replicator_id", b'{"cluster": "A", "partition": "x"}')],
+        None,
+    ).transform(with_provenance("__replicator_id"))
+    got = df.select(F.transform(PROVENANCE, lambda p: p["cluster"]).alias("clusters"), MALFORMED)
+    expected = spark.createDataFrame(
+        [(["A", "B"], False), (["A"], True), ([], True), ([], False)],
+        StructType([StructField("clusters", ArrayType(StringType())), StructField(MALFORMED, BooleanType())]),
+    )
+    assert_df_equality(got, expected, ignore_nullable=True)
+
+
+def test_route_to_destination_applies_the_rename_template(spark):
+    df = kafka_rows(spark, None).transform(route_to_destination(TopicRenamer("dc1.${topic}")))
+    assert [r[DEST_TOPIC] for r in df.collect()] == ["dc1.orders"]
+
+
+@pytest.mark.parametrize(
+    ("header", "overrides", "is_cycle"),
+    [
+        (prov("DEST", topic="orders"), (), True),  # came from the destination topic
+        (prov("DEST", topic="other"), (), False),  # from the destination cluster, another topic
+        (prov("THIRD", topic="orders"), (), False),
+        (prov("DEST", topic="orders", timestamp=500), (FilterOverride("DE.*", "orders", 0, 1000),), False),
+        (prov("DEST", topic="orders", timestamp=5000), (FilterOverride("DE.*", "orders", 0, 1000),), True),
+        (prov("DEST", topic="orders"), (FilterOverride("DEST", "orders", None, None),), False),
+        (("__replicator_id", b"garbage"), (), False),  # malformed = no provenance
+    ],
+)
+def test_mark_cycles_applies_the_cycle_rule_and_its_overrides(spark, header, overrides, is_cycle):
+    plan = ReplicationPlan("SRC", "DEST", filter_overrides=overrides)
+    df = (
+        kafka_rows(spark, [header])
+        .transform(with_provenance(plan.header))
+        .transform(route_to_destination(plan.renamer))
+        .transform(mark_cycles(plan))
+    )
+    assert df.select(CYCLE).first()[0] is is_cycle
+
+
+def test_stamp_provenance_appends_one_header_with_the_origin_and_a_transient_timestamp(spark):
+    plan = ReplicationPlan("SRC", "DEST")
+    row = (
+        kafka_rows(spark, [("app", b"1")])
+        .transform(with_provenance(plan.header))
+        .transform(stamp_provenance(plan))
+        .select("_sink_headers")
+        .first()[0]
+    )
+    keys = [h["key"] for h in row]
+    assert keys == ["app", "__replicator_id", "__dr_stream_ts"]
+    origin = json.loads(bytes(row[1]["value"]))
+    assert {k: origin[k] for k in ("cluster", "topic", "partition", "offset")} == {
+        "cluster": "SRC", "topic": "orders", "partition": 1, "offset": 100}
+    assert isinstance(origin["timestamp"], int)
+    assert int(bytes(row[2]["value"])) == 1262304000000
+
+
+def test_prepare_drops_records_that_came_from_the_destination_and_keeps_the_rest(spark):
+    plan = ReplicationPlan("SRC", "DEST")
+    df = kafka_rows(spark, [prov("DEST")], None, [prov("THIRD")]).transform(prepare(plan))
+    assert sorted(r["value"] for r in df.select("value").collect()) == [b"v1", b"v2"]
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_to_sink_rows_keeps_the_partition_only_when_asked(spark, preserve):
+    plan = ReplicationPlan("SRC", "DEST", preserve_partitions=preserve)
+    df = kafka_rows(spark, None).transform(prepare(plan)).transform(to_sink_rows(preserve))
+    expected = ["topic", "key", "value", "headers"] + (["partition"] if preserve else [])
+    assert df.columns == expected
+    row = df.first()
+    assert (row["key"], row["value"], row["topic"]) == (b"k0", b"v0", "orders")

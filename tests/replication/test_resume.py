@@ -1,0 +1,43 @@
+"""What a restarted run skips: the marks rule, and the filter step over a batch (chispa)."""
+
+from __future__ import annotations
+
+from chispa import assert_df_equality
+
+from dr_stream.replication.resume import ALREADY_COPIED, drop_already_copied, resume_marks
+
+
+def test_what_the_destination_holds_is_skipped():
+    marks = resume_marks({("t", 0): 41}, {}, {("t", 0): 100})
+    assert (marks.skip_through, marks.recreated) == ({("t", 0): 41}, ())
+
+
+def test_left_out_records_are_skipped_too_and_the_higher_mark_wins():
+    marks = resume_marks({("t", 0): 41, ("t", 1): 90}, {("t", 0): 60, ("t", 1): 10, ("t", 2): 5},
+                         {("t", 0): 100, ("t", 1): 100, ("t", 2): 100})
+    assert marks.skip_through == {("t", 0): 60, ("t", 1): 90, ("t", 2): 5}
+
+
+def test_a_mark_at_or_past_the_source_end_means_the_topic_was_recreated_and_skips_nothing():
+    marks = resume_marks({("t", 0): 99, ("t", 1): 500}, {}, {("t", 0): 100, ("t", 1): 500})
+    assert marks.skip_through == {("t", 0): 99}
+    assert marks.recreated == ((("t", 1), 500, 500),)
+
+
+def test_a_partition_the_source_no_longer_has_keeps_no_mark():
+    assert resume_marks({("gone", 0): 3}, {}, {}).recreated == ((("gone", 0), 0, 3),)
+
+
+def test_the_filter_flags_records_at_or_below_their_partition_s_mark(spark):
+    batch = spark.createDataFrame([("t", 0, 40), ("t", 0, 41), ("t", 0, 42), ("t", 1, 0), ("u", 0, 7)],
+                                  "topic string, partition int, offset long")
+    got = batch.transform(drop_already_copied(spark, {("t", 0): 41, ("u", 0): 3}))
+    expected = spark.createDataFrame(
+        [("t", 0, 40, True), ("t", 0, 41, True), ("t", 0, 42, False), ("t", 1, 0, False), ("u", 0, 7, False)],
+        f"topic string, partition int, offset long, {ALREADY_COPIED} boolean")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_with_no_marks_the_filter_flags_nothing(spark):
+    batch = spark.createDataFrame([("t", 0, 1)], "topic string, partition int, offset long")
+    assert batch.transform(drop_already_copied(spark, {})).first()[ALREADY_COPIED] is False

@@ -1,0 +1,98 @@
+"""The layout's rules, checked on the source: one place builds Kafka clients, no import circles,
+wings depend one way, small modules and functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "dr_stream"
+CLIENT_CLASSES = {"AdminClient", "Consumer", "Producer"}
+# Lower layers never import higher ones: an operator command is not a dependency of the
+# streaming runtime, and the Kafka wing knows nothing of what uses it.
+LAYERS = ["kafka", "offsets", "replication", "operations", "dev"]
+
+
+def modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = ast.parse(path.read_text(), str(path))
+    return out
+
+
+def imports(tree: ast.Module) -> set[str]:
+    """dr_stream modules imported anywhere in the module (function-level imports included)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("dr_stream"):
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("dr_stream"))
+    return found
+
+
+def dependency_graph() -> dict[str, set[str]]:
+    trees = modules()
+    return {name: {m for m in imports(tree) if m in trees and m != name} for name, tree in trees.items()}
+
+
+def test_only_the_kafka_clients_module_constructs_confluent_kafka_clients():
+    builders = set()
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CLIENT_CLASSES:
+                builders.add(name)
+    assert builders == {"dr_stream.kafka.clients"}
+
+
+def test_no_module_imports_itself_through_others():
+    graph = dependency_graph()
+    cycles = []
+
+    def visit(node: str, path: list[str], done: set[str]) -> None:
+        for nxt in sorted(graph[node]):
+            if nxt in path:
+                cycles.append([*path[path.index(nxt):], nxt])
+            elif nxt not in done:
+                visit(nxt, [*path, nxt], done)
+        done.add(node)
+
+    done: set[str] = set()
+    for start in sorted(graph):
+        if start not in done:
+            visit(start, [start], done)
+    assert cycles == []
+
+
+@pytest.mark.parametrize("lower", LAYERS)
+def test_a_wing_never_imports_a_wing_above_it(lower):
+    above = LAYERS[LAYERS.index(lower) + 1:]
+    wrong = {
+        (name, dep) for name, deps in dependency_graph().items() if name.startswith(f"dr_stream.{lower}")
+        for dep in deps if any(dep.startswith(f"dr_stream.{wing}") for wing in above)
+    }
+    assert wrong == set()
+
+
+def test_top_level_modules_import_no_wing():
+    top = {n for n in modules() if n.count(".") == 1 and n.split(".")[1] not in LAYERS and n != "dr_stream.cli"}
+    wrong = {(n, d) for n, deps in dependency_graph().items() if n in top for d in deps
+             if any(d.startswith(f"dr_stream.{wing}") for wing in LAYERS if wing != "kafka")}
+    assert wrong == set()
+
+
+def test_no_module_is_over_400_lines_and_no_function_over_60():
+    too_long = []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        if len(text.splitlines()) > 400:
+            too_long.append(str(path))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 60:
+                too_long.append(f"{path.name}:{node.name}")
+    assert too_long == []

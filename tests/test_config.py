@@ -1,0 +1,141 @@
+"""Flow config: every mistake is one line naming the file and the key path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from dr_stream.config import ConfigError, load_flow, parse_flow
+
+BASE = {
+    "source": {"alias": "dc1", "bootstrap_servers": "127.0.0.1:19092"},
+    "destination": {"alias": "dc2", "bootstrap_servers": "127.0.0.1:29092"},
+}
+
+
+def with_(**sections):
+    raw = {k: dict(v) for k, v in BASE.items()}
+    for key, value in sections.items():
+        raw[key] = value if not isinstance(value, dict) else {**raw.get(key, {}), **value}
+    return raw
+
+
+def test_defaults_follow_the_design():
+    config = parse_flow(with_(), "f.yaml")
+    assert config.name == "dc1-to-dc2"
+    assert config.topics.rename == "${topic}" and config.topics.preserve_partitions
+    assert config.provenance.header == "__replicator_id"
+    assert config.streaming.checkpoint_dir == ".cache/flows/dc1-to-dc2/checkpoints"
+    assert config.streaming.trigger_interval == "1 seconds"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (with_(topics={"includes": ["x"]}), "f.yaml: topics.includes: unknown key"),
+        (with_(bogus=1), "f.yaml: bogus: unknown key"),
+        (with_(topics={"preserve_partitions": "yes"}), "f.yaml: topics.preserve_partitions: expected true or false"),
+        (with_(topics={"include": ["orders("]}), "f.yaml: topics.include[0]: invalid regex"),
+        (with_(provenance={"filter_overrides": [{"cluster": "[", "topic": "x"}]}),
+         "f.yaml: provenance.filter_overrides[0].cluster: invalid regex"),
+        (with_(source={"bootstrap_servers": ""}), "f.yaml: source.bootstrap_servers: is required"),
+        (with_(streaming={"max_records_per_batch": 0}), "f.yaml: streaming.max_records_per_batch: expected an integer"),
+        (with_(streaming={"trigger": "soon"}), "f.yaml: streaming.trigger:"),
+        (with_(topics={"rename": "dc1.topic"}), "f.yaml: topics.rename:"),
+        (with_(destination={"alias": "dc1"}), "f.yaml: destination.alias: is the same as source.alias"),
+        (with_(source={"kafka": {"sasl.password": "${env:DR_STREAM_UNSET_FOR_TEST}"}}),
+         "f.yaml: source.kafka.sasl.password: environment variable DR_STREAM_UNSET_FOR_TEST is not set"),
+    ],
+)
+def test_each_mistake_is_one_line_naming_file_and_key(raw, message):
+    with pytest.raises(ConfigError) as error:
+        parse_flow(raw, "f.yaml")
+    assert str(error.value).startswith(message)
+    assert "\n" not in str(error.value)
+
+
+def test_env_substitution_fills_values_and_secrets_stay_out_of_errors_and_repr(monkeypatch):
+    monkeypatch.setenv("DR_TEST_PASSWORD", "hunter2-secret")
+    monkeypatch.setenv("DR_TEST_HOST", "10.0.0.1:9092")
+    config = parse_flow(with_(source={"bootstrap_servers": "${env:DR_TEST_HOST}",
+                                      "kafka": {"sasl.password": "${env:DR_TEST_PASSWORD}"}}), "f.yaml")
+    assert config.source.bootstrap_servers == "10.0.0.1:9092"
+    assert config.source.kafka["sasl.password"] == "hunter2-secret"
+    assert config.source.redacted_kafka() == {"sasl.password": "***"}
+    with pytest.raises(ConfigError) as error:
+        parse_flow(with_(source={"kafka": {"sasl.password": "${env:DR_TEST_PASSWORD}", "x": {"a": 1}}}), "f.yaml")
+    assert "hunter2" not in str(error.value)
+
+
+def test_shipped_configs_load():
+    for name in ("dc1-to-dc2", "dc2-to-dc1", "dc1-to-dc2-renamed"):
+        config = load_flow(f"conf/{name}.yaml")
+        assert config.name == name
+
+
+def test_shipped_configs_replicate_schemas_one_way_from_the_primary():
+    from dr_stream.policy import TopicFilter, TopicRenamer
+
+    def copies_schemas(name: str) -> bool:
+        config = load_flow(f"conf/{name}.yaml")
+        return TopicFilter(config.topics.include, config.topics.exclude).matches("_schemas")
+
+    assert copies_schemas("dc1-to-dc2") and copies_schemas("dc1-to-dc2-renamed")
+    assert not copies_schemas("dc2-to-dc1")
+    assert TopicRenamer("dc1.${topic}").format_remote_topic("_schemas") == "dc1._schemas"
+
+
+def test_cli_prints_one_line_and_exits_2_on_a_bad_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("source: {alias: dc1, bootstrap_servers: x}\ndestination: {alias: dc2, bootstrap_servers: y}\n"
+                   "topics: {exclude: '*'}\n")
+    result = subprocess.run([sys.executable, "-m", "dr_stream.cli", "check-config", "--config", str(bad)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"dr-stream: config error: {bad}: topics.exclude: expected a list of regex strings"
+    ]
+
+
+def test_unreadable_and_invalid_yaml_name_the_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"nope\.yaml: cannot read"):
+        load_flow(tmp_path / "nope.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("source: [\n")
+    with pytest.raises(ConfigError, match=r"broken\.yaml: line \d+: not valid YAML"):
+        load_flow(broken)
+
+
+@pytest.mark.parametrize(("trigger", "ms"), [("200ms", 200), ("1s", 1000), ("500 milliseconds", 500),
+                                             ("2 seconds", 2000), ("1m", 60_000), ("0s", 0)])
+def test_trigger_reads_as_milliseconds_whatever_its_unit(trigger, ms):
+    raw = {"source": {"alias": "a", "bootstrap_servers": "x"}, "destination": {"alias": "b", "bootstrap_servers": "y"},
+           "streaming": {"checkpoint_dir": "c", "offset_index": "i", "trigger": trigger}}
+    assert parse_flow(raw, "f.yaml").streaming.trigger_ms == ms
+
+
+@pytest.mark.parametrize(("index", "translations"), [
+    (".cache/flows/f/offset-index", ".cache/flows/f/translations"),
+    ("s3a://bucket/flows/f/offset-index", "s3a://bucket/flows/f/translations"),
+    ("hdfs://nn:8020/flows/f/offset-index/", "hdfs://nn:8020/flows/f/translations"),
+    ("offset-index", "translations"),
+])
+def test_translations_default_beside_the_offset_index_for_paths_and_uris(index, translations):
+    raw = {"source": {"alias": "a", "bootstrap_servers": "x:1"},
+           "destination": {"alias": "b", "bootstrap_servers": "y:1"}, "streaming": {"offset_index": index}}
+    assert parse_flow(raw).streaming.translations == translations
+
+
+def test_filters_and_query_names_are_built_once_per_config():
+    config = parse_flow({"source": {"alias": "a", "bootstrap_servers": "x:1"},
+                         "destination": {"alias": "b", "bootstrap_servers": "y:1"},
+                         "topics": {"include": ["orders"], "rename": "a.${topic}"},
+                         "offsets": {"groups": {"include": ["app-.*"]}}})
+    assert config.topic_filter is config.topic_filter
+    assert config.remote_topic_filter.matches("a.orders") and not config.remote_topic_filter.matches("orders")
+    assert config.group_filter.matches("app-1") and not config.group_filter.matches("other")
+    assert (config.query_name("replicate"), config.checkpoint("translate")) == (
+        "replicate-a-to-b", ".cache/flows/a-to-b/checkpoints/translate")
+
