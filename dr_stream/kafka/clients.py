@@ -7,7 +7,7 @@ timeouts) is made once and reaches every client.
 
 Invariants: callers name what they need a client for (a consumer's group, extra settings);
 a consumer or producer opened with `consuming`/`producing` is closed when the block ends,
-whatever happens inside it.
+whatever happens inside it. Every client logs through `client_log`, never straight to stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
+from dr_stream.kafka.client_log import client_log
 
 Settings = Mapping[str, str | int | bool]
 
@@ -33,7 +34,7 @@ def client_properties(cluster: ClusterConfig) -> dict[str, str]:
 
 
 def _config(cluster: ClusterConfig, settings: Settings | None) -> dict:
-    return {**client_properties(cluster), **(settings or {})}
+    return {**client_properties(cluster), **(settings or {}), "logger": client_log(cluster.alias)}
 
 
 def admin(cluster: ClusterConfig, settings: Settings | None = None) -> AdminClient:
