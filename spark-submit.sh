@@ -15,8 +15,9 @@ shift
 [ -f "$config" ] || { echo "$0: $config: no such file" >&2; exit 2; }
 [ -x "$here/.venv/bin/spark-submit" ] || make -C "$here" setup >&2
 "$here/.venv/bin/python" -m dr_stream.cli check-config --config "$config" >/dev/null
-jars=$(ls "$here"/.cache/jars/spark/*.jar "$here"/.cache/jars/dr-stream/*.jar | paste -sd, -)
-dist="$here/.cache/dist"
+cache=${DR_STREAM_CACHE:-$here/.cache}  # the same cache dr_stream.paths uses
+jars=$(ls "$cache"/jars/spark/*.jar "$cache"/jars/dr-stream/*.jar | paste -sd, -)
+dist="$cache/dist"
 mkdir -p "$dist"
 (cd "$here" && "$here/.venv/bin/python" -m zipfile -c "$dist/dr_stream.zip" dr_stream/)
 name=$("$here/.venv/bin/python" -c 'import sys; from dr_stream.config import load_flow; print(load_flow(sys.argv[1]).name)' "$config")
