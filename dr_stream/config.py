@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from dr_stream.kafka.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -33,9 +34,21 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class ClusterConfig:
+    """One cluster of a flow. `kafka` holds Apache Kafka's Java client properties (Spark's
+    connector takes them unchanged; dr-stream's own clients get settings derived from them);
+    `librdkafka` adds or overrides settings of dr-stream's own clients only; `defined_at` says
+    where it was written (`<file>: <source|destination>`), for errors."""
+
     alias: str
     bootstrap_servers: str
     kafka: dict[str, str] = field(default_factory=dict)
+    librdkafka: dict[str, str] = field(default_factory=dict)
+    defined_at: str = ""
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        """An error about one of this cluster's keys, naming the file, the cluster and the key."""
+        where = self.defined_at or f"<memory>: {self.alias}"
+        return ConfigError(f"{where}.{key}: {message} (cluster {self.alias})")
 
     def redacted_kafka(self) -> dict[str, str]:
         return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.kafka.items()}
@@ -227,22 +240,34 @@ class _Reader:
         return tuple(parse(item, f"{key}.{name}[{i}]") for i, item in enumerate(value))
 
 
+def _properties(r: _Reader, raw: dict, key: str) -> dict[str, str]:
+    """A map of client properties (`kafka:` or `librdkafka:`): scalar values, `${env:...}` expanded."""
+    value = raw.get(key.rsplit(".", 1)[1]) or {}
+    if not isinstance(value, dict):
+        raise r.fail(key, "expected a mapping of client properties")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if k == "bootstrap.servers":
+            raise r.fail(f"{key}.{k}", "set bootstrap_servers instead")
+        if isinstance(v, (dict, list)) or v is None:
+            raise r.fail(f"{key}.{k}", "expected a scalar value")
+        out[str(k)] = r.expand(str(v).lower() if isinstance(v, bool) else str(v), f"{key}.{k}")
+    return out
+
+
 def _cluster(r: _Reader, raw: Any, key: str) -> ClusterConfig:
-    raw = r.mapping(raw, key, {"alias", "bootstrap_servers", "kafka"}, required={"alias", "bootstrap_servers"})
+    raw = r.mapping(raw, key, {"alias", "bootstrap_servers", "kafka", "librdkafka"},
+                    required={"alias", "bootstrap_servers"})
     alias = r.string(raw, "alias", key)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", alias):
         raise r.fail(f"{key}.alias", f"{alias!r} may hold only letters, digits, '.', '_' and '-'")
-    kafka_raw = raw.get("kafka") or {}
-    if not isinstance(kafka_raw, dict):
-        raise r.fail(f"{key}.kafka", "expected a mapping of client properties")
-    kafka: dict[str, str] = {}
-    for k, v in kafka_raw.items():
-        if k == "bootstrap.servers":
-            raise r.fail(f"{key}.kafka.{k}", "set bootstrap_servers instead")
-        if isinstance(v, (dict, list)) or v is None:
-            raise r.fail(f"{key}.kafka.{k}", "expected a scalar value")
-        kafka[str(k)] = r.expand(str(v).lower() if isinstance(v, bool) else str(v), f"{key}.kafka.{k}")
-    return ClusterConfig(alias, r.string(raw, "bootstrap_servers", key), kafka)
+    kafka, librdkafka = _properties(r, raw, f"{key}.kafka"), _properties(r, raw, f"{key}.librdkafka")
+    try:
+        # Only whether the settings can be derived; files are read when the clients are built.
+        derive(kafka, librdkafka, read_truststore=lambda *_: "")
+    except ClientSettingsError as exc:
+        raise r.fail(f"{key}.kafka.{exc.key}", exc.message) from None
+    return ClusterConfig(alias, r.string(raw, "bootstrap_servers", key), kafka, librdkafka, f"{r.path}: {key}")
 
 
 def _override(r: _Reader, raw: Any, key: str) -> FilterOverride:

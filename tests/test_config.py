@@ -47,6 +47,11 @@ def test_defaults_follow_the_design():
         (with_(destination={"alias": "dc1"}), "f.yaml: destination.alias: is the same as source.alias"),
         (with_(source={"kafka": {"sasl.password": "${env:DR_STREAM_UNSET_FOR_TEST}"}}),
          "f.yaml: source.kafka.sasl.password: environment variable DR_STREAM_UNSET_FOR_TEST is not set"),
+        (with_(destination={"kafka": {"security.protocol": "SASL_SSL"}}),
+         "f.yaml: destination.kafka.sasl.mechanism: GSSAPI (Kerberos) is not available"),
+        (with_(destination={"kafka": {"security.protocol": "SSL", "ssl.keystore.location": "/k.jks"}}),
+         "f.yaml: destination.kafka.ssl.keystore.type: a JKS keystore's private key cannot be read"),
+        (with_(source={"librdkafka": {"debug": ["all"]}}), "f.yaml: source.librdkafka.debug: expected a scalar value"),
     ],
 )
 def test_each_mistake_is_one_line_naming_file_and_key(raw, message):
@@ -67,6 +72,33 @@ def test_env_substitution_fills_values_and_secrets_stay_out_of_errors_and_repr(m
     with pytest.raises(ConfigError) as error:
         parse_flow(with_(source={"kafka": {"sasl.password": "${env:DR_TEST_PASSWORD}", "x": {"a": 1}}}), "f.yaml")
     assert "hunter2" not in str(error.value)
+
+
+def test_a_jaas_string_from_the_environment_becomes_librdkafka_credentials_and_never_shows(monkeypatch):
+    from dr_stream.kafka.clients import client_properties
+
+    monkeypatch.setenv("DR_TEST_PASSWORD", "hunter2-secret")
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="drs" '
+            'password="${env:DR_TEST_PASSWORD}";')
+    config = parse_flow(with_(destination={"kafka": {"security.protocol": "SASL_PLAINTEXT",
+                                                     "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": jaas},
+                                           "librdkafka": {"client.id": "drs-python"}}), "f.yaml")
+    settings = client_properties(config.destination)
+    assert (settings["sasl.mechanisms"], settings["sasl.username"], settings["sasl.password"]) == (
+        "SCRAM-SHA-512", "drs", "hunter2-secret")
+    assert settings["client.id"] == "drs-python" and "sasl.jaas.config" not in settings
+    assert "hunter2" not in repr(config.destination.redacted_kafka())
+
+
+def test_a_missing_truststore_file_is_one_line_naming_file_cluster_and_key():
+    from dr_stream.kafka.clients import client_properties
+
+    config = parse_flow(with_(destination={"kafka": {"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                                                     "ssl.truststore.location": "/nowhere/ca.pem"}}), "f.yaml")
+    with pytest.raises(ConfigError) as error:
+        client_properties(config.destination)
+    assert str(error.value) == ("f.yaml: destination.kafka.ssl.truststore.location: /nowhere/ca.pem: no such file "
+                                "(cluster dc2)")
 
 
 def test_shipped_configs_load():

@@ -12,42 +12,78 @@ whatever happens inside it. Every client logs through `client_log`, never straig
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka.client_log import client_log
+from dr_stream.kafka.librdkafka_settings import ClientSettingsError, derive
+from dr_stream.kafka.truststores import read_truststore
 
-Settings = Mapping[str, str | int | bool]
+Settings = Mapping[str, object]
 
 # A probe must answer quickly whether the cluster is there; librdkafka would otherwise keep
 # retrying the connection for its default socket timeout of a minute.
 PROBE_SETTINGS: Settings = {"socket.connection.setup.timeout.ms": "5000"}
 
 
+# librdkafka settings naming a file, and the Java property the user wrote it under.
+_FILES = {"ssl.ca.location": "ssl.truststore.location", "ssl.keystore.location": "ssl.keystore.location",
+          "ssl.certificate.location": "ssl.keystore.location", "ssl.key.location": "ssl.keystore.location"}
+
+
 def client_properties(cluster: ClusterConfig) -> dict[str, str]:
-    """The librdkafka properties of `cluster`: its bootstrap servers and its `kafka:` properties."""
-    return {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}
+    """The librdkafka settings of `cluster`: its bootstrap servers and what `derive` makes of its
+    Java client properties, with its `librdkafka:` map on top. A file that is not there, or
+    settings that cannot be derived, raise one ConfigError naming the file, cluster and key."""
+    try:
+        derived = derive(cluster.kafka, cluster.librdkafka, read_truststore)
+    except ClientSettingsError as exc:
+        raise cluster.fail(f"kafka.{exc.key}", exc.message) from None
+    for setting, java_key in _FILES.items():
+        path = derived.settings.get(setting)
+        if path and not os.path.isfile(path):
+            raise cluster.fail(f"kafka.{java_key}", f"{path}: no such file")
+    return {"bootstrap.servers": cluster.bootstrap_servers, **derived.settings}
 
 
 def _config(cluster: ClusterConfig, settings: Settings | None) -> dict:
     return {**client_properties(cluster), **(settings or {}), "logger": client_log(cluster.alias)}
 
 
+@contextmanager
+def _refusals_reported(cluster: ClusterConfig) -> Iterator[None]:
+    """librdkafka refusing the settings at construction (a keystore it cannot open) is one ConfigError."""
+    try:
+        yield
+    except KafkaException as exc:
+        raise cluster.fail("kafka", f"dr-stream's client refused the derived settings: {exc.args[0].str()}") from None
+
+
 def admin(cluster: ClusterConfig, settings: Settings | None = None) -> AdminClient:
-    return AdminClient(_config(cluster, settings))
+    with _refusals_reported(cluster):
+        return AdminClient(_config(cluster, settings))
 
 
 def consumer(cluster: ClusterConfig, group: str, settings: Settings | None = None) -> Consumer:
     """A consumer that never commits on its own: dr-stream only ever reads positions it assigns."""
-    return Consumer(_config(cluster, {"group.id": group, "enable.auto.commit": False, **(settings or {})}))
+    with _refusals_reported(cluster):
+        return Consumer(_config(cluster, {"group.id": group, "enable.auto.commit": False, **(settings or {})}))
 
 
 def producer(cluster: ClusterConfig, settings: Settings | None = None) -> Producer:
-    return Producer(_config(cluster, settings))
+    with _refusals_reported(cluster):
+        return Producer(_config(cluster, settings))
+
+
+def probe_admin(cluster: ClusterConfig, on_error: Callable[[KafkaError], None]) -> AdminClient:
+    """A dedicated admin client whose error events reach `on_error` (served by its `poll`); the
+    caller destroys it (`__exit__`) in its own thread when done."""
+    return admin(cluster, {**PROBE_SETTINGS, "error_cb": on_error})
 
 
 @contextmanager
@@ -93,12 +129,3 @@ class OnDemandConsumer:
             self._client.close()
             self._client = None
 
-
-def reachable_cluster_id(cluster: ClusterConfig, timeout: float = 5.0) -> str | None:
-    """The cluster's cluster.id when it answers within `timeout`, else None (the probe failover
-    and status use to decide between live positions and recorded ones)."""
-    try:
-        client = admin(cluster, PROBE_SETTINGS)
-        return client.describe_cluster(request_timeout=timeout).result(timeout=timeout).cluster_id
-    except Exception:
-        return None
