@@ -10,6 +10,7 @@ import sys
 from dataclasses import asdict
 
 from dr_stream.config import ConfigError, load_flow
+from dr_stream.kafka.reachability import ClusterAccessError
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -167,8 +168,15 @@ def _setup(_: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     config = load_flow(args.config)
-    print(f"{args.config}: ok (flow {config.name}: {config.source.alias} -> {config.destination.alias})")
-    return 0
+    print(f"{args.config}: ok (flow {config.name}: {config.source.alias} -> {config.destination.alias})", flush=True)
+    if not args.connect:
+        return 0
+    from dr_stream.kafka.reachability import check_clusters
+
+    results = check_clusters([config.source, config.destination])
+    for _, line in results:
+        print(line)
+    return 0 if all(ok for ok, _ in results) else 3
 
 
 def _flow_commands(sub) -> None:
@@ -182,6 +190,8 @@ def _flow_commands(sub) -> None:
 
     check = sub.add_parser("check-config", help="validate a flow YAML and exit")
     check.add_argument("--config", required=True)
+    check.add_argument("--connect", action="store_true",
+                       help="also connect to both clusters with dr-stream's clients and Spark's Java clients")
     check.set_defaults(func=_check)
 
 
@@ -257,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"dr-stream: config error: {exc}", file=sys.stderr)
         return 2
+    except ClusterAccessError as exc:
+        print(f"dr-stream: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -141,7 +142,7 @@ def build_own_jar(pins: JvmPins) -> bool:
     stamp = dest / _STAMP
     if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
         return False
-    print("building jvm/ (timestamp interceptor) ...", file=sys.stderr, flush=True)
+    print("building jvm/ (timestamp interceptor, connection check) ...", file=sys.stderr, flush=True)
     subprocess.run(
         ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), "package", f"-Dkafka.version={pins.kafka}"],
         check=True,
@@ -182,6 +183,13 @@ def spark_jars() -> list[Path]:
             raise RuntimeError(f"no jars in {jar_dir(name)}: run `make setup` first")
         jars += found
     return jars
+
+
+def connection_check_classpath() -> str:
+    """dr-stream's jar, the Kafka connector's jars (kafka-clients) and pyspark's own (logging)."""
+    import pyspark
+
+    return ":".join([*(str(j) for j in spark_jars()), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
 
 
 def kafka_classpath() -> str:

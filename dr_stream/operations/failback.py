@@ -31,7 +31,8 @@ from pyspark.sql import SparkSession
 
 from dr_stream.config import FilterOverride, FlowConfig
 from dr_stream.kafka import clients
-from dr_stream.kafka.admin import cluster_id, log_bounds, matching_partitions
+from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.lag import spark_offsets, total_behind
 from dr_stream.operations.failover import Positions, failover
 from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
@@ -88,14 +89,7 @@ def check_preconditions(config: FlowConfig) -> tuple[str, str]:
     if not config.provenance.enabled or not config.topics.preserve_partitions:
         raise FailbackError(f"{config.path}: failback needs provenance.enabled and topics.preserve_partitions, "
                             "which tell copies from originals")
-    ids = []
-    for cluster in (config.source, config.destination):
-        try:
-            ids.append(cluster_id(clients.admin(cluster, clients.PROBE_SETTINGS), timeout=10))
-        except Exception as exc:
-            raise FailbackError(f"{cluster.alias} ({cluster.bootstrap_servers}) does not answer: "
-                                f"{str(exc).splitlines()[0]}") from exc
-    return ids[0], ids[1]
+    return require_cluster_id(config.source), require_cluster_id(config.destination)
 
 
 def _remaining_records(config: FlowConfig) -> dict[str, int]:

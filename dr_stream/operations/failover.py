@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
+from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps
 from dr_stream.offsets.group_sync import GroupSync, sync_translations
 from dr_stream.offsets.index import OffsetIndex
@@ -84,17 +85,17 @@ def _recorded_positions(config: FlowConfig, spark: SparkSession, group_pattern: 
 
 def source_positions(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*") -> SourcePositions:
     """Live from the source when it answers, else the positions the flow last recorded."""
-    source_id = clients.reachable_cluster_id(config.source)
+    source_id = reachable_cluster_id(config.source)
     if source_id is None:
         return _recorded_positions(config, spark, group_pattern)
     return _live_positions(config, source_id, group_pattern)
 
 
 def translate_positions(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*") -> Positions:
+    destination_id = require_cluster_id(config.destination)
     found = source_positions(config, spark, group_pattern)
     returned = None
     if found.live and maps_back(config):
-        destination_id = clients.reachable_cluster_id(config.destination, timeout=15)
         returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
     translator = OffsetTranslator(
         spark, OffsetIndex(spark, config.streaming.offset_index), config.renamer, config.destination,

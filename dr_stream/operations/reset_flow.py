@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
-from dr_stream.kafka.admin import cluster_id
+from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.replication.left_out import forget_left_out, left_out_group
 
 
@@ -27,7 +27,7 @@ def reset_flow(config: FlowConfig) -> list[str]:
             target = p.with_name(f"{p.name}.before-{stamp}")
             shutil.move(str(p), str(target))
             done.append(f"moved {p} -> {target}")
-    destination_id = cluster_id(clients.admin(config.destination))
+    destination_id = require_cluster_id(config.destination)
     if forget_left_out(clients.admin(config.source), destination_id):
         done.append(f"deleted group {left_out_group(destination_id)} on {config.source.alias}")
     return done or ["nothing to reset"]

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.reachability import reachable_cluster_ids
 from dr_stream.lag import records_behind
 from dr_stream.offsets.consumer_timestamps import UNKNOWN_TIMESTAMP, RecordTimestamps
 from dr_stream.offsets.index import OffsetIndex
@@ -46,16 +47,17 @@ class TranslationAge:
 
 
 def replication_lag(config: FlowConfig, spark: SparkSession) -> list[PartitionLag]:
+    # A cluster that refuses dr-stream stops the command; a source that is down is reported from the index.
+    source_id, _ = reachable_cluster_ids([config.source, config.destination])
     copied = {
         (r.origin_topic, r.origin_partition): r.last
         for r in OffsetIndex(spark, config.streaming.offset_index).runs()
         .groupBy("origin_topic", "origin_partition").agg(F.max("origin_end").alias("last")).collect()
     }
-    try:
-        admin = clients.admin(config.source, clients.PROBE_SETTINGS)
+    bounds = {}
+    if source_id is not None:
+        admin = clients.admin(config.source)
         bounds = log_bounds(admin, matching_partitions(admin, config.topic_filter, timeout=5), timeout=5)
-    except Exception:  # source down: report what the index knows
-        bounds = {}
     now_ms = time.time() * 1000
     stamps = RecordTimestamps(config.source) if bounds else None
     out = []

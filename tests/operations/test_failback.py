@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from dr_stream.kafka.clients import reachable_cluster_id
+from dr_stream.kafka.reachability import reachable_cluster_id
 from dr_stream.operations.failback import FailbackError, failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.reset_flow import reset_flow

@@ -1,0 +1,196 @@
+"""Can dr-stream reach a cluster, and if not, why: one line an operator can act on.
+
+librdkafka retries a failing connection for as long as a request may wait and tells why only
+through its error events: an authentication failure, a TLS handshake that could not verify the
+broker, a refused connection. `probe` opens a dedicated admin client that listens for those
+events and asks for the cluster's id; `cause` (pure) turns the first decisive event into the
+reason, so a wrong password is reported in about a second instead of after a timeout.
+
+Two situations differ: a cluster that does not answer may simply be down (failover expects
+that of the source, and falls back to recorded positions), while a cluster that refuses the
+credentials or whose certificate is not trusted is a mistake to report, never to work around.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError
+
+from dr_stream.config import ClusterConfig
+from dr_stream.jvm import connection_check_classpath
+from dr_stream.kafka import clients
+
+# librdkafka's local error codes (negative), by what they mean to an operator.
+_AUTHENTICATION = {KafkaError._AUTHENTICATION}
+_TLS = {KafkaError._SSL}
+_DECISIVE = _AUTHENTICATION | _TLS
+_REFUSALS = ("authentication failed", "TLS handshake failed")
+_BROKER_PREFIX = re.compile(r"^\S+/\S+: ")
+
+
+class ClusterAccessError(RuntimeError):
+    """One line: the cluster's alias, why it could not be used, and its bootstrap servers."""
+
+
+@dataclass(frozen=True)
+class Reachability:
+    alias: str
+    bootstrap: str
+    cluster_id: str | None
+    cause: str | None  # None when reached
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.cluster_id is not None
+
+    @property
+    def refused(self) -> bool:
+        """It answered, but would not let dr-stream in (credentials or TLS trust)."""
+        return not self.ok and self.cause.startswith(_REFUSALS)
+
+    def line(self) -> str:
+        if self.ok:
+            return f"{self.alias}: ok (cluster.id {self.cluster_id}, {self.bootstrap}, {self.seconds:.1f}s)"
+        return f"{self.alias}: {self.cause} ({self.bootstrap})"
+
+
+def _detail(message: str) -> str:
+    """librdkafka's message without its broker prefix (`sasl_ssl://host:9093/1: `) and state suffix."""
+    return _BROKER_PREFIX.sub("", message).split(" (after ")[0].strip()
+
+
+def cause(errors: Sequence[tuple[int, str]], timeout_s: float) -> str:
+    """The reason a cluster was not reached, from librdkafka's (code, message) error events."""
+    for codes, what in ((_AUTHENTICATION, _REFUSALS[0]), (_TLS, _REFUSALS[1])):
+        for code, message in errors:
+            if code in codes:
+                return f"{what}: {_detail(message)}"
+    for code, message in errors:
+        if code in (KafkaError._TRANSPORT, KafkaError._RESOLVE):
+            return f"unreachable: {_detail(message)}"
+    if any(code == KafkaError._ALL_BROKERS_DOWN for code, _ in errors):
+        return ("unreachable: the broker closed every connection (a listener of another security.protocol, "
+                "or not a Kafka broker)")
+    return f"no answer within {timeout_s:.0f}s"
+
+
+def decisive(errors: Sequence[tuple[int, str]]) -> bool:
+    """Whether waiting longer cannot help (credentials or trust are wrong)."""
+    return any(code in _DECISIVE for code, _ in errors)
+
+
+def probe(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
+    """Connects to `cluster` and reads its cluster.id, or says why it could not."""
+    errors: list[tuple[int, str]] = []
+    started = time.monotonic()
+    client = clients.probe_admin(cluster, lambda e: errors.append((e.code(), e.str())))
+    try:
+        future = client.describe_cluster(request_timeout=timeout_s)
+        while not future.done() and time.monotonic() - started < timeout_s and not decisive(errors):
+            client.poll(0.1)  # serves the error events (and the client's log lines)
+        elapsed = time.monotonic() - started
+        if future.done() and future.exception() is None:
+            return Reachability(cluster.alias, cluster.bootstrap_servers, future.result().cluster_id, None, elapsed)
+        if future.done() and not errors:
+            errors.append((future.exception().args[0].code(), future.exception().args[0].str()))
+        return Reachability(cluster.alias, cluster.bootstrap_servers, None, cause(errors, timeout_s), elapsed)
+    finally:
+        client.__exit__(None, None, None)  # destroyed here, in the caller's thread
+
+
+def reachable_cluster_id(cluster: ClusterConfig, timeout_s: float = 5.0) -> str | None:
+    """The cluster.id, or None when the cluster does not answer (it may be down); raises
+    ClusterAccessError when it answers but refuses dr-stream."""
+    found = probe(cluster, timeout_s)
+    if found.refused:
+        raise ClusterAccessError(found.line())
+    return found.cluster_id
+
+
+def reachable_cluster_ids(clusters: Sequence[ClusterConfig], timeout_s: float = 5.0) -> list[str | None]:
+    """`reachable_cluster_id` of each cluster, probed at once."""
+    with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+        found = list(pool.map(lambda c: probe(c, timeout_s), clusters))
+    for result in found:
+        if result.refused:
+            raise ClusterAccessError(result.line())
+    return [result.cluster_id for result in found]
+
+
+def require_cluster_id(cluster: ClusterConfig, timeout_s: float = 10.0) -> str:
+    """The cluster.id of a cluster the command cannot do without; ClusterAccessError otherwise."""
+    found = probe(cluster, timeout_s)
+    if not found.ok:
+        raise ClusterAccessError(found.line())
+    return found.cluster_id
+
+
+def java_cause(line: str, timeout_s: float) -> str:
+    """The reason in the Java check's one-line answer (`error <exception>: <message>`)."""
+    kind, _, message = line.removeprefix("error ").partition(": ")
+    if "SaslAuthentication" in kind or kind == "AuthenticationException":
+        return f"{_REFUSALS[0]}: {message}"
+    if "SslAuthentication" in kind or "SSLHandshake" in kind:
+        return f"{_REFUSALS[1]}: {message}"
+    if "Timeout" in kind:
+        return f"no answer within {timeout_s:.0f}s"
+    return f"Java client settings refused: {kind}: {message}"
+
+
+def probe_java(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
+    """What Spark's connector will meet: Apache Kafka's Java admin client, given the cluster's
+    `kafka:` properties unchanged, connects and reads the cluster.id. The properties (they may
+    hold secrets) go through a file only this user can read, deleted afterwards."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="dr-stream-check-") as private:
+        path = os.path.join(private, "client.properties")
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            for key, value in {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}.items():
+                out.write(f"{_escaped(key)}={_escaped(value)}\n")
+        command = ["java", "-Dorg.apache.logging.log4j.level=OFF", "-cp", connection_check_classpath(),
+                   "io.drstream.kafka.ConnectionCheck", path, str(timeout_s)]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s + 20)
+            answer = (result.stdout.strip().splitlines() or ["error NoAnswer: the Java check printed nothing"])[-1]
+        except subprocess.TimeoutExpired:
+            answer = "error TimeoutException: the Java check did not finish"
+    elapsed = time.monotonic() - started
+    if answer.startswith("ok "):
+        return Reachability(cluster.alias, cluster.bootstrap_servers, answer[3:].strip(), None, elapsed)
+    return Reachability(cluster.alias, cluster.bootstrap_servers, None, java_cause(answer, timeout_s), elapsed)
+
+
+def _escaped(text: str) -> str:
+    """A value as java.util.Properties reads it back unchanged."""
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
+
+
+def check_line(python: Reachability, java: Reachability | None) -> tuple[bool, str]:
+    """(ok, one line) for a cluster: both client families reached it, or the first reason one did not."""
+    if not python.ok:
+        return False, f"{python.line()} [dr-stream's clients]"
+    if java is not None and not java.ok:
+        return False, f"{java.line()} [Spark's Java clients]"
+    if java is not None and java.cluster_id != python.cluster_id:
+        return False, (f"{python.alias}: the two client families reached different clusters ({python.cluster_id} "
+                       f"and {java.cluster_id}); check bootstrap_servers")
+    seen = f"{python.seconds:.1f}s" + (f", Java clients {java.seconds:.1f}s" if java is not None else "")
+    return True, f"{python.alias}: ok (cluster.id {python.cluster_id}, {python.bootstrap}, {seen})"
+
+
+def check_clusters(clusters: Sequence[ClusterConfig], java: bool = True,
+                   timeout_s: float = 10.0) -> list[tuple[bool, str]]:
+    """`check_line` for each cluster, every probe running at once (bounded by `timeout_s` plus a JVM start)."""
+    with ThreadPoolExecutor(max_workers=2 * len(clusters)) as pool:
+        python = [pool.submit(probe, c, timeout_s) for c in clusters]
+        jvm = [pool.submit(probe_java, c, timeout_s) if java else None for c in clusters]
+        return [check_line(p.result(), j.result() if j else None) for p, j in zip(python, jvm, strict=True)]
