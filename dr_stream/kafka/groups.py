@@ -5,23 +5,31 @@ librdkafka's admin ListConsumerGroupOffsets (and its OffsetCommit twin) handle a
 answer by asking the client's consumer-group handle to find the coordinator again, and an admin
 client has none, so the process dies on a NULL pointer (librdkafka issue 5040). That answer
 comes whenever a coordinator moves: a fresh cluster loading `__consumer_offsets`, a broker
-restarting. A consumer's handle retries instead. The consumer never joins the group.
+restarting. Through a consumer the same answer is an ordinary error, retried here until the
+coordinator settles. The consumer never joins the group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
+from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
 
 # Offsets dr-stream commits carry this metadata, so the flow running the other way can tell a
 # translated position from a consumer's own progress and never echoes it back.
 SYNC_METADATA_PREFIX = "dr-stream:"
+
+T = TypeVar("T")
+_COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE}
 
 # A group in one of these states has no members: offsets can be written without clobbering anyone.
 INACTIVE_STATES = frozenset({"EMPTY", "DEAD", "ABSENT"})
@@ -49,9 +57,28 @@ def committed_offsets(cluster: ClusterConfig, group: str, partitions: Iterable[t
     if not wanted:
         return {}
     with consuming(cluster, group) as consumer:
-        found = consumer.committed(wanted, timeout=timeout)
+        try:
+            found = _while_coordinator_moves(lambda left: consumer.committed(wanted, timeout=left), timeout)
+        except KafkaException as exc:
+            if denied(exc):
+                raise not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}",
+                                     "reading its committed offsets") from None
+            raise
     return {(tp.topic, tp.partition): Committed(tp.offset, tp.metadata or "")
             for tp in found if tp.offset >= 0 and tp.error is None}
+
+
+def _while_coordinator_moves(call: Callable[[float], T], timeout: float) -> T:
+    """call(seconds left), again while the group's coordinator is moving or loading, until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call(max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.25)
 
 
 def group_state(admin: AdminClient, group: str, timeout: float = 15.0) -> tuple[str, int]:
@@ -75,10 +102,19 @@ def commit_offsets(cluster: ClusterConfig, group: str, offsets: dict[tuple[str, 
     no members, which is also the only time dr-stream writes a group."""
     partitions = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
     with consuming(cluster, group, {"socket.timeout.ms": int(timeout * 1000)}) as consumer:
-        result = consumer.commit(offsets=partitions, asynchronous=False)
-    failed = [tp for tp in result or [] if tp.error is not None]
-    if failed:
-        raise KafkaException(failed[0].error)
+        def commit(_: float) -> None:
+            result = consumer.commit(offsets=partitions, asynchronous=False)
+            failed = [tp for tp in result or [] if tp.error is not None]
+            if failed:
+                raise KafkaException(failed[0].error)
+
+        try:
+            _while_coordinator_moves(commit, timeout)
+        except KafkaException as exc:
+            if denied(exc):
+                raise not_authorized(cluster.alias, cluster.kafka, "READ", f"GROUP {group}",
+                                     "committing offsets to it") from None
+            raise
 
 
 def delete_group(admin: AdminClient, group: str, timeout: float = 15.0) -> bool:

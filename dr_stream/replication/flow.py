@@ -24,7 +24,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients, spark_options
-from dr_stream.kafka.admin import cluster_id, log_bounds, matching_partitions
+from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.offsets import consumer_timestamps
 from dr_stream.offsets.group_sync import GroupSync
 from dr_stream.offsets.index import OffsetIndex
@@ -76,14 +77,15 @@ class ReplicationFlow:
         config = self.config
         self._source_admin = clients.admin(config.source)
         self._dest_admin = clients.admin(config.destination)
-        self.source_cluster_id = cluster_id(self._source_admin)
-        self.destination_cluster_id = cluster_id(self._dest_admin)
+        self.source_cluster_id = require_cluster_id(config.source)
+        self.destination_cluster_id = require_cluster_id(config.destination)
         if self.source_cluster_id == self.destination_cluster_id:
             raise ValueError(f"{config.path}: source and destination are the same cluster "
                              f"({self.source_cluster_id})")
         topics = config.topics
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
-                                    sync_configs=topics.sync_configs, log=self.log)
+                                    config.source, config.destination, sync_configs=topics.sync_configs,
+                                    log=self.log)
         self.plan = ReplicationPlan(
             source_cluster_id=self.source_cluster_id, destination_cluster_id=self.destination_cluster_id,
             renamer=config.renamer, header=config.provenance.header, provenance_enabled=config.provenance.enabled,
