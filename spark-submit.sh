@@ -26,6 +26,7 @@ exec "$here/.venv/bin/spark-submit" \
   --master 'local[2]' \
   --name "dr-stream-$name" \
   --conf spark.ui.showConsoleProgress=false \
+  --conf 'spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas|credential' \
   --conf spark.driver.memory=2g \
   --jars "$jars" \
   --py-files "$dist/dr_stream.zip" \

@@ -9,6 +9,12 @@ from pyspark.sql import SparkSession
 from dr_stream.jvm import spark_jars
 from dr_stream.paths import cache_dir
 
+# Kafka client properties reach Spark as source and sink options; plan strings (explain, the
+# SQL tab, the event log) show option values unless their names match this. Spark's own
+# `spark.redaction.regex` covers conf keys and environment variables the same way.
+REDACTED_OPTIONS = r"(?i)url|password|secret|token|jaas|credential|keystore\.key|key\.pem|truststore\.certificates"
+REDACTED_CONF = r"(?i)secret|password|token|access[.]?key|jaas|credential"
+
 # The replicate query's tasks go first when the index and translate queries want the same cores:
 # they only follow the copy, and a replicate batch waiting behind them is latency on every record.
 _POOLS = """<?xml version="1.0"?>
@@ -50,6 +56,8 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
         # The offset index and the translation log are small Delta tables written every second or
         # so: rebuilding their snapshot over Delta's default 50 partitions costs more than the data.
         .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
+        .config("spark.redaction.regex", REDACTED_CONF)
         .config("spark.scheduler.mode", "FAIR")
         .config("spark.scheduler.allocation.file", scheduler_pools())
         # Replication must see each task failure as a query failure: the restart path is what
