@@ -66,6 +66,52 @@ def dc3(cluster_home) -> Iterator[LocalCluster]:
     yield from _cluster(cluster_home, "dc3", 23092)
 
 
+# The secured cluster's SCRAM password, made at test time and reachable only through the
+# environment, the way a flow file names it: ${env:DR_TEST_SEC_PASSWORD}.
+SEC_PASSWORD_VARIABLE = "DR_TEST_SEC_PASSWORD"
+FLOW_PRINCIPALS = ("User:drs", "User:drs-client")
+# What a flow's principal needs, by the cluster's role (least privilege; see README "Secured clusters").
+SOURCE_ACLS = [("TOPIC", "*", "LITERAL", op) for op in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")] + [
+    ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
+    ("TOPIC", "__consumer_timestamps", "LITERAL", op) for op in ("WRITE", "CREATE")] + [
+    ("CLUSTER", "kafka-cluster", "LITERAL", "DESCRIBE")]
+DESTINATION_ACLS = [("TOPIC", "*", "LITERAL", op) for op in
+                    ("CREATE", "ALTER", "ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")] + [
+    ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
+    ("CLUSTER", "kafka-cluster", "LITERAL", op) for op in ("DESCRIBE", "IDEMPOTENT_WRITE")]
+
+
+@pytest.fixture(scope="session")
+def pki(cluster_home):
+    from dr_stream.dev.certificates import make_pki
+
+    return make_pki(cluster_home / "pki")
+
+
+@pytest.fixture(scope="session")
+def sec(cluster_home, pki) -> Iterator[LocalCluster]:
+    """A secured cluster: SASL_SSL (SCRAM-SHA-512, users drs and drs-lp) on 20094, mutual TLS
+    (CN=drs-client) on 20095, the standard authorizer on; the test harness works on its plaintext
+    listener (20092). drs and drs-client hold what a flow needs on either side; drs-lp holds
+    nothing until a test grants it exactly what it checks."""
+    import os
+    import secrets
+
+    from dr_stream.dev.clusters import Secured
+    from tests.kafka_tools import grant
+
+    os.environ[SEC_PASSWORD_VARIABLE] = secrets.token_hex(12)
+    cluster = LocalCluster("sec", 20092, cluster_home / "sec",
+                           Secured(pki, tuple((user, os.environ[SEC_PASSWORD_VARIABLE]) for user in ("drs", "drs-lp"))))
+    cluster.start()
+    try:
+        for principal in FLOW_PRINCIPALS:
+            grant(cluster.bootstrap, principal, SOURCE_ACLS + DESTINATION_ACLS)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, name: str | None = None,
                 **sections) -> FlowConfig:
     """A flow between two test clusters; `name` must differ from any flow running at the same time

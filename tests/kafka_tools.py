@@ -213,3 +213,39 @@ def provenance(record: Record) -> list[dict]:
     from dr_stream.provenance import entries
 
     return [e for e in entries(record.headers, "__replicator_id") if e is not None]
+
+
+def _resource_type(kind: str):
+    """Kafka's resource type by its kafka-acls name (confluent-kafka calls the cluster BROKER)."""
+    from confluent_kafka.admin import ResourceType
+
+    return ResourceType["BROKER" if kind == "CLUSTER" else kind]
+
+
+def grant(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, str]]) -> None:
+    """ACLs for `principal` (e.g. "User:drs"): (resource type, name, pattern type, operation) each,
+    by their confluent-kafka enum names (("TOPIC", "*", "LITERAL", "READ"))."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
+
+    bindings = [AclBinding(_resource_type(kind), name, ResourcePatternType[pattern], principal, "*",
+                           AclOperation[operation], AclPermissionType.ALLOW)
+                for kind, name, pattern, operation in dict.fromkeys(rules)]
+    client = admin(bootstrap)  # the client must outlive its futures
+    for future in client.create_acls(bindings).values():
+        future.result(timeout=30)
+
+
+def revoke(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, str]]) -> None:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+    )
+
+    filters = [AclBindingFilter(_resource_type(kind), name, ResourcePatternType[pattern], principal, "*",
+                                AclOperation[operation], AclPermissionType.ALLOW)
+               for kind, name, pattern, operation in dict.fromkeys(rules)]
+    client = admin(bootstrap)
+    for future in client.delete_acls(filters).values():
+        future.result(timeout=30)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dr_stream.config import ClusterConfig
+from dr_stream.dev.certificates import STORE_PASSWORD, Pki
 from dr_stream.jvm import kafka_classpath
 from dr_stream.kafka import clients
 from dr_stream.paths import cache_dir
@@ -51,16 +52,62 @@ def _port_open(port: int) -> bool:
 
 
 @dataclass(frozen=True)
+class Secured:
+    """A secured cluster's extra listeners: SASL_SSL with SCRAM-SHA-512 on `port + 2` and TLS
+    with client certificates on `port + 3`, the standard authorizer on. The plaintext listener on
+    `port` stays for the operator (its anonymous principal is a super user), so tests and the
+    demo set up topics and ACLs there while flows go through the secured ones."""
+
+    pki: Pki
+    scram_users: tuple[tuple[str, str], ...]
+
+    def settings(self, port: int) -> dict[str, str]:
+        tls = {"ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(self.pki.broker_keystore),
+               "ssl.keystore.password": STORE_PASSWORD, "ssl.key.password": STORE_PASSWORD,
+               "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.pki.ca_pem)}
+        listeners = (f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{port + 2},"
+                     f"SSL://127.0.0.1:{port + 3}")
+        return {
+            **tls,
+            "listeners": f"{listeners},CONTROLLER://127.0.0.1:{port + 1}",
+            "advertised.listeners": listeners,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "listener.name.ssl.ssl.client.auth": "required",
+            # A client certificate's CN is its principal: CN=drs-client -> User:drs-client.
+            "ssl.principal.mapping.rules": "RULE:^CN=([^,]+).*$/$1/,DEFAULT",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS",
+        }
+
+    def format_arguments(self) -> list[str]:
+        return [f"--add-scram=SCRAM-SHA-512=[name={user},password={password}]"
+                for user, password in self.scram_users]
+
+
+@dataclass(frozen=True)
 class LocalCluster:
-    """One single-node KRaft cluster on loopback: broker on `port`, controller on `port + 1`."""
+    """One single-node KRaft cluster on loopback: broker on `port`, controller on `port + 1`
+    (and, when `secured`, SASL_SSL on `port + 2` and mutual TLS on `port + 3`)."""
 
     alias: str
     port: int
     home: Path
+    secured: Secured | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port + 2}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port + 3}"
 
     @property
     def config(self) -> ClusterConfig:
@@ -111,6 +158,7 @@ class LocalCluster:
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.port + 1}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(data),
+            **(self.secured.settings(self.port) if self.secured else {}),
         }
         config = self.home / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
@@ -137,7 +185,7 @@ class LocalCluster:
         if self.is_running():
             self.wait_ready(timeout)
             return
-        for port in (self.port, self.port + 1):
+        for port in range(self.port, self.port + (4 if self.secured else 2)):
             if _port_open(port):
                 raise RuntimeError(f"{self.alias}: port {port} is already in use by another process")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
@@ -146,7 +194,7 @@ class LocalCluster:
             subprocess.run(
                 # `--cluster-id=` form: a base64 id may begin with '-', which argparse would read as a flag
                 self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id()}",
-                           "--config", str(config)),
+                           "--config", str(config), *(self.secured.format_arguments() if self.secured else [])),
                 check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             )
         with open(self.log_file, "ab") as out:

@@ -1,0 +1,78 @@
+"""A throw-away certificate authority for local secured clusters (tests, the secured demo).
+
+Made with openssl and keytool, at the time it is needed, in one directory: a CA, a broker
+certificate for 127.0.0.1 and localhost, and a client certificate for mutual TLS, each in the
+forms Kafka users hand over (PEM, PKCS12, JKS). Nothing here is for production.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+STORE_PASSWORD = "dr-stream-test-store"
+
+
+@dataclass(frozen=True)
+class Pki:
+    home: Path
+
+    @property
+    def ca_pem(self) -> Path:
+        return self.home / "ca.pem"
+
+    @property
+    def truststore_jks(self) -> Path:
+        return self.home / "truststore.jks"
+
+    @property
+    def truststore_p12(self) -> Path:
+        return self.home / "truststore.p12"
+
+    @property
+    def broker_keystore(self) -> Path:
+        return self.home / "broker.p12"
+
+    @property
+    def client_keystore(self) -> Path:
+        return self.home / "client.p12"
+
+    @property
+    def client_pem(self) -> Path:
+        """The client's private key and certificate chain in one PEM file."""
+        return self.home / "client.pem"
+
+
+def _run(*command: str, cwd: Path) -> None:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{command[0]} {command[1]} failed: {(result.stderr or result.stdout).strip()[:300]}")
+
+
+def _signed(home: Path, name: str, subject: str, extensions: str) -> None:
+    _run("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+         f"{name}.csr", "-subj", subject, cwd=home)
+    (home / f"{name}.ext").write_text(extensions)
+    _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+         "-out", f"{name}.crt", "-days", "2", "-sha256", "-extfile", f"{name}.ext", cwd=home)
+    _run("openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-certfile", "ca.pem",
+         "-name", name, "-out", f"{name}.p12", "-passout", f"pass:{STORE_PASSWORD}", cwd=home)
+
+
+def make_pki(home: Path, client_cn: str = "drs-client") -> Pki:
+    """Creates the CA and certificates under `home` (again only when missing)."""
+    pki = Pki(home)
+    if pki.client_pem.exists():
+        return pki
+    home.mkdir(parents=True, exist_ok=True)
+    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+         "-days", "2", "-subj", "/CN=dr-stream test CA", cwd=home)
+    _signed(home, "broker", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _signed(home, "client", f"/CN={client_cn}", "extendedKeyUsage=clientAuth\n")
+    pki.client_pem.write_text((home / "client.key").read_text() + (home / "client.crt").read_text()
+                              + pki.ca_pem.read_text())
+    for store, kind in ((pki.truststore_jks, "JKS"), (pki.truststore_p12, "PKCS12")):
+        _run("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", store.name,
+             "-storetype", kind, "-storepass", STORE_PASSWORD, cwd=home)
+    return pki
