@@ -69,6 +69,19 @@ def flow_yaml(directory: Path, name: str, source: dict, destination: dict, topic
     return str(path)
 
 
+def copy_and_sync(spark, path: str, source, destination, topic: str, group: str, records: int,
+                  at: dict[int, int], prefix: str) -> None:
+    """Runs the flow until `records` values `<prefix><i>` (round-robin over the partitions of `at`)
+    are copied and `group`, committed on the source at `at`, shows the same offsets on the destination."""
+    partitions = len(at)
+    produce(source.bootstrap, topic, ({"value": f"{prefix}{i}".encode(), "partition": i % partitions}
+                                      for i in range(records)))
+    with running_flow(spark, load_flow(path)):
+        assert wait_until(lambda: count(destination.bootstrap, topic) == records, 120)
+        consume_and_commit(source.bootstrap, topic, group, at, helper=False)
+        assert wait_until(lambda: committed(destination.bootstrap, group, topic, partitions) == at, 60)
+
+
 def cli(*args: str, timeout: float = 180) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "dr_stream.cli", *args], capture_output=True, text=True,
@@ -154,11 +167,7 @@ class TestSecuredFlows:
         assert secret not in Path(path).read_text()
         create_topic(dc1.bootstrap, topic, partitions=2)
         try:
-            produce(dc1.bootstrap, topic, ({"value": f"v{i}".encode(), "partition": i % 2} for i in range(400)))
-            with running_flow(spark, load_flow(path)):
-                assert wait_until(lambda: count(sec.bootstrap, topic) == 400, 120)
-                consume_and_commit(dc1.bootstrap, topic, group, {0: 150, 1: 120}, helper=False)
-                assert wait_until(lambda: committed(sec.bootstrap, group, topic, 2) == {0: 150, 1: 120}, 60)
+            copy_and_sync(spark, path, dc1, sec, topic, group, 400, {0: 150, 1: 120}, "v")
             assert sorted(r.value for r in consume_all(sec.bootstrap, topic)) == sorted(
                 f"v{i}".encode() for i in range(400))
             status, _ = cli("status", "--config", path, "--json")
@@ -186,11 +195,7 @@ class TestSecuredFlows:
                          {"alias": "dc1", "bootstrap_servers": dc1.bootstrap}, topic)
         create_topic(dc1.bootstrap, topic, partitions=1)
         try:
-            produce(dc1.bootstrap, topic, ({"value": f"dc1-{i}".encode()} for i in range(300)))
-            with running_flow(spark, load_flow(forward)):
-                assert wait_until(lambda: count(sec.bootstrap, topic) == 300, 120)
-                consume_and_commit(dc1.bootstrap, topic, group, {0: 150}, helper=False)
-                assert wait_until(lambda: committed(sec.bootstrap, group, topic, 1) == {0: 150}, 60)
+            copy_and_sync(spark, forward, dc1, sec, topic, group, 300, {0: 150}, "dc1-")
             produce(sec.bootstrap, topic, ({"value": f"sec-{i}".encode()} for i in range(100)))
             consume_and_commit(sec.bootstrap, topic, group, {0: 350}, helper=False)
             result, _ = cli("failback", "--config", back, "--group", group, "--json", timeout=300)
@@ -264,11 +269,7 @@ class TestLeastPrivilege:
         create_topic(sec.bootstrap, topic, partitions=2)
         grant(sec.bootstrap, "User:drs-lp", SOURCE_ACLS)
         try:
-            produce(sec.bootstrap, topic, ({"value": f"s{i}".encode(), "partition": i % 2} for i in range(200)))
-            with running_flow(spark, load_flow(path)):
-                assert wait_until(lambda: count(dc2.bootstrap, topic) == 200, 120)
-                consume_and_commit(sec.bootstrap, topic, group, {0: 40, 1: 60}, helper=False)
-                assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 2) == {0: 40, 1: 60}, 60)
+            copy_and_sync(spark, path, sec, dc2, topic, group, 200, {0: 40, 1: 60}, "s")
         finally:
             revoke(sec.bootstrap, "User:drs-lp", SOURCE_ACLS)
             delete_topics(sec.bootstrap, [topic])
