@@ -115,7 +115,8 @@ def _failback(args: argparse.Namespace) -> int:
 def _reset_flow(args: argparse.Namespace) -> int:
     from dr_stream.operations.reset_flow import reset_flow
 
-    for line in reset_flow(load_flow(args.config)):
+    config = load_flow(args.config)
+    for line in reset_flow(config, _spark(config)):
         print(line)
     return 0
 

@@ -96,3 +96,18 @@ def test_no_module_is_over_400_lines_and_no_function_over_60():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 60:
                 too_long.append(f"{path.name}:{node.name}")
     assert too_long == []
+
+
+def test_the_wings_that_touch_state_paths_use_no_local_file_functions():
+    """Checkpoints, the offset index and translations may be on HDFS or object storage, which
+    os, shutil and pathlib cannot see; state_paths (Hadoop's FileSystem) and Delta can."""
+    local = {"os", "shutil", "pathlib"}
+    wrong = set()
+    for name, tree in modules().items():
+        if name.split(".")[1:2] not in (["offsets"], ["operations"], ["replication"]):
+            continue
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) else [])
+            wrong |= {(name, n) for n in names if n and n.split(".")[0] in local}
+    assert wrong == set()

@@ -246,7 +246,7 @@ class TestFullRestore:
         assert sorted(on_fb1) == sorted(on_fb2)  # including the 600 records that originated on dc1
         assert_resumes_exactly(fb1, topic, group, 2, seen, set(on_fb1))
 
-        assert any(line.startswith("moved ") for line in reset_flow(fwd))
+        assert any(line.startswith("moved ") for line in reset_flow(fwd, spark))
         back_to_normal(spark, fwd, fb1, fb2, topic, 2, 20, 800 + 40)  # fresh: reads the restored log, copies only new
 
 
