@@ -123,17 +123,33 @@ def _reset_flow(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     from dr_stream.operations.report import format_status
-    from dr_stream.operations.status import replication_lag, translation_ages
+    from dr_stream.operations.status import (
+        Thresholds,
+        over_thresholds,
+        replication_lag,
+        source_commits,
+        translation_ages,
+        unreachable,
+    )
 
     config = load_flow(args.config)
+    down = unreachable(config)
     spark = _spark(config)
-    lags, ages = replication_lag(config, spark), translation_ages(config, spark)
+    lags = replication_lag(config, spark, source_up=config.source.alias not in down)
+    ages = translation_ages(config, spark)
+    limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
+    judged = limits.max_translation_age is not None and config.source.alias not in down
+    over = over_thresholds(lags, ages, limits, source_commits(config) if judged else None)
     if args.json:
-        print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages]},
-                         indent=2))
+        print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],
+                          "unreachable": down, "over_thresholds": over}, indent=2))
     else:
         print(format_status(lags, ages))
-    return 0
+    for alias in down:
+        print(f"dr-stream: status: {alias} does not answer", file=sys.stderr)
+    for line in over:
+        print(f"dr-stream: status: {line}", file=sys.stderr)
+    return 3 if down else 2 if over else 0
 
 
 def _reset(args: argparse.Namespace) -> int:
@@ -236,6 +252,11 @@ def _state_commands(sub) -> None:
     status = sub.add_parser("status", help="replication lag per partition and translation age")
     status.add_argument("--config", required=True)
     status.add_argument("--json", action="store_true")
+    status.add_argument("--max-lag-records", type=int, help="exit 2 when a partition lags by more records")
+    status.add_argument("--max-lag-seconds", type=float,
+                        help="exit 2 when a partition's oldest record not copied yet is older")
+    status.add_argument("--max-translation-age", type=float,
+                        help="exit 2 when a group's last translation is older (seconds)")
     status.set_defaults(func=_status)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")

@@ -4,6 +4,10 @@ Replication lag per source partition is read against the offset index: records n
 yet (`lag.records_behind`, from the last copied origin offset); seconds = age of the oldest
 record not copied yet (0 when nothing waits). The index trails the copy by about one trigger
 interval. The text form is `report.format_status`.
+
+For alerting, `over_thresholds` (pure) names every partition and group past the operator's
+limits; the command exits 2 for those and 3 when a cluster does not answer, so a cron job or
+a Kubernetes probe can act on the exit code alone.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dr_stream.kafka.reachability import reachable_cluster_ids
 from dr_stream.lag import records_behind
 from dr_stream.offsets.consumer_timestamps import UNKNOWN_TIMESTAMP, RecordTimestamps
 from dr_stream.offsets.index import OffsetIndex
+from dr_stream.offsets.poller import current_commits
 from dr_stream.offsets.translation_log import TranslationLog
 
 
@@ -35,6 +40,13 @@ class PartitionLag:
 
 
 @dataclass(frozen=True)
+class Thresholds:
+    max_lag_records: int | None = None
+    max_lag_seconds: float | None = None
+    max_translation_age: float | None = None
+
+
+@dataclass(frozen=True)
 class TranslationAge:
     group: str
     topic: str
@@ -46,16 +58,27 @@ class TranslationAge:
     age_seconds: float
 
 
-def replication_lag(config: FlowConfig, spark: SparkSession) -> list[PartitionLag]:
-    # A cluster that refuses dr-stream stops the command; a source that is down is reported from the index.
-    source_id, _ = reachable_cluster_ids([config.source, config.destination])
+def source_commits(config: FlowConfig) -> dict[tuple[str, str, int], int]:
+    """The translated groups' committed offsets on the source now."""
+    return {(c.group, c.topic, c.partition): c.offset for c in
+            current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter)}
+
+
+def unreachable(config: FlowConfig) -> list[str]:
+    """The aliases of the flow's clusters that do not answer (one that refuses dr-stream raises)."""
+    clusters = [config.source, config.destination]
+    return [c.alias for c, found in zip(clusters, reachable_cluster_ids(clusters), strict=True) if found is None]
+
+
+def replication_lag(config: FlowConfig, spark: SparkSession, source_up: bool = True) -> list[PartitionLag]:
+    """Lag per source partition; with the source down (`source_up` False), what the index knows."""
     copied = {
         (r.origin_topic, r.origin_partition): r.last
         for r in OffsetIndex(spark, config.streaming.offset_index).runs()
         .groupBy("origin_topic", "origin_partition").agg(F.max("origin_end").alias("last")).collect()
     }
     bounds = {}
-    if source_id is not None:
+    if source_up:
         admin = clients.admin(config.source)
         bounds = log_bounds(admin, matching_partitions(admin, config.topic_filter, timeout=5), timeout=5)
     now_ms = time.time() * 1000
@@ -87,3 +110,24 @@ def translation_ages(config: FlowConfig, spark: SparkSession) -> list[Translatio
         for r in TranslationLog(spark, config.streaming.translations).latest()
         .orderBy("group", "topic", "partition").collect()
     ]
+
+
+def over_thresholds(lags: list[PartitionLag], ages: list[TranslationAge], limits: Thresholds,
+                    commits: dict[tuple[str, str, int], int] | None = None) -> list[str]:
+    """One line per partition or group past a limit; what cannot be known is not judged. A
+    translation is stale only when the group has moved on the source since (`commits`: its
+    current committed offsets); an idle group's last translation may be as old as it likes."""
+    out = []
+    for g in lags:
+        if limits.max_lag_records is not None and g.lag_records is not None and g.lag_records > limits.max_lag_records:
+            out.append(f"{g.topic}[{g.partition}]: lag {g.lag_records} records > {limits.max_lag_records}")
+        if limits.max_lag_seconds is not None and g.lag_seconds is not None and g.lag_seconds > limits.max_lag_seconds:
+            out.append(f"{g.topic}[{g.partition}]: lag {g.lag_seconds:.1f} s > {limits.max_lag_seconds:g} s")
+    if limits.max_translation_age is not None and commits is not None:
+        for a in ages:
+            moved = commits.get((a.group, a.topic, a.partition), a.source_offset) != a.source_offset
+            if moved and a.age_seconds > limits.max_translation_age:
+                out.append(f"group {a.group} {a.topic}[{a.partition}]: committed at "
+                           f"{commits[(a.group, a.topic, a.partition)]} on the source, last translated at "
+                           f"{a.source_offset} {a.age_seconds:.1f} s ago > {limits.max_translation_age:g} s")
+    return out
