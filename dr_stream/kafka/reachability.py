@@ -110,14 +110,12 @@ def probe(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
 def reachable_cluster_id(cluster: ClusterConfig, timeout_s: float = 5.0) -> str | None:
     """The cluster.id, or None when the cluster does not answer (it may be down); raises
     ClusterAccessError when it answers but refuses dr-stream."""
-    found = probe(cluster, timeout_s)
-    if found.refused:
-        raise ClusterAccessError(found.line())
-    return found.cluster_id
+    return reachable_cluster_ids([cluster], timeout_s)[0]
 
 
 def reachable_cluster_ids(clusters: Sequence[ClusterConfig], timeout_s: float = 5.0) -> list[str | None]:
-    """`reachable_cluster_id` of each cluster, probed at once."""
+    """Each cluster's cluster.id, or None where it does not answer, probed at once; raises
+    ClusterAccessError when one answers but refuses dr-stream."""
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
         found = list(pool.map(lambda c: probe(c, timeout_s), clusters))
     for result in found:
