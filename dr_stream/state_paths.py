@@ -19,11 +19,6 @@ def _qualified(spark: SparkSession, uri: str):
     return fs.makeQualified(path), fs
 
 
-def exists(spark: SparkSession, uri: str) -> bool:
-    path, fs = _qualified(spark, uri)
-    return bool(fs.exists(path))
-
-
 def move_aside(spark: SparkSession, uri: str, suffix: str) -> str | None:
     """Renames `uri` to `<uri>.<suffix>` beside it; the new URI, or None when there was nothing."""
     path, fs = _qualified(spark, uri)

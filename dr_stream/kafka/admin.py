@@ -31,10 +31,6 @@ CLUSTER_LOCAL_CONFIGS = frozenset({
 })
 
 
-def cluster_id(admin: AdminClient, timeout: float = 15.0) -> str:
-    return admin.describe_cluster(request_timeout=timeout).result(timeout=timeout).cluster_id
-
-
 def partition_counts(admin: AdminClient, timeout: float = 15.0) -> dict[str, int]:
     return {name: len(t.partitions) for name, t in admin.list_topics(timeout=timeout).topics.items()}
 

@@ -41,14 +41,14 @@ def client_properties(cluster: ClusterConfig) -> dict[str, str]:
     Java client properties, with its `librdkafka:` map on top. A file that is not there, or
     settings that cannot be derived, raise one ConfigError naming the file, cluster and key."""
     try:
-        derived = derive(cluster.kafka, cluster.librdkafka, read_truststore)
+        settings = derive(cluster.kafka, cluster.librdkafka, read_truststore)
     except ClientSettingsError as exc:
         raise cluster.fail(f"kafka.{exc.key}", exc.message) from None
     for setting, java_key in _FILES.items():
-        path = derived.settings.get(setting)
+        path = settings.get(setting)
         if path and not os.path.isfile(path):
             raise cluster.fail(f"kafka.{java_key}", f"{path}: no such file")
-    return {"bootstrap.servers": cluster.bootstrap_servers, **derived.settings}
+    return {"bootstrap.servers": cluster.bootstrap_servers, **settings}
 
 
 def _config(cluster: ClusterConfig, settings: Settings | None) -> dict:

@@ -19,7 +19,7 @@ other names, and no Java keystores. `derive` maps one to the other:
 - `ssl.endpoint.identification.algorithm` as is, `""` (off) -> `none`;
 - `client.id`, `client.rack`, `metadata.max.age.ms` and the connection and retry backoffs as is.
 
-Every other Java property is for the Java clients only and is listed in `java_only`. A
+Every other Java property is for the Java clients only. A
 cluster's `librdkafka:` map is applied last: it adds or overrides settings of the Python
 clients only. What cannot be derived (Kerberos, a JKS keystore's private key, an unknown
 login module) raises `ClientSettingsError`: one line naming the key and what to do instead,
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 ReadTruststore = Callable[[str, str, str | None], str]
 
@@ -58,12 +57,6 @@ class ClientSettingsError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(f"{key}: {message}")
         self.key, self.message = key, message
-
-
-@dataclass(frozen=True)
-class Derivation:
-    settings: dict[str, str]
-    java_only: tuple[str, ...]
 
 
 def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
@@ -178,7 +171,7 @@ def _identity(java: Mapping[str, str]) -> dict[str, str]:
 
 
 def derive(java: Mapping[str, str], overrides: Mapping[str, str] | None,
-           read_truststore: ReadTruststore) -> Derivation:
+           read_truststore: ReadTruststore) -> dict[str, str]:
     """librdkafka settings for a cluster whose Java client properties are `java`."""
     protocol = java.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in PROTOCOLS:
@@ -194,11 +187,5 @@ def derive(java: Mapping[str, str], overrides: Mapping[str, str] | None,
         algorithm = java.get("ssl.endpoint.identification.algorithm")
         if algorithm is not None:
             settings["ssl.endpoint.identification.algorithm"] = algorithm.strip().lower() or "none"
-    used = {"security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.oauthbearer.token.endpoint.url",
-            "ssl.truststore.certificates", "ssl.truststore.location", "ssl.truststore.type",
-            "ssl.truststore.password", "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password",
-            "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password",
-            "ssl.endpoint.identification.algorithm", *SAME_NAME}
-    java_only = tuple(sorted(k for k in java if k not in used))
-    return Derivation({**settings, **(overrides or {})}, java_only)
+    return {**settings, **(overrides or {})}
 

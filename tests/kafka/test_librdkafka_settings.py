@@ -13,25 +13,23 @@ def no_store(location, kind, password):
     raise AssertionError("no truststore should be read")
 
 
-def test_plaintext_needs_nothing_and_java_only_keys_are_listed():
+def test_plaintext_needs_nothing_and_java_only_keys_stay_with_the_java_clients():
     d = derive({"acks": "all", "client.id": "drs"}, None, no_store)
-    assert d.settings == {"client.id": "drs"}
-    assert d.java_only == ("acks",)
+    assert d == {"client.id": "drs"}
 
 
 def test_scram_over_tls_with_a_pem_truststore_file():
     d = derive({"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": SCRAM,
                 "ssl.truststore.type": "PEM", "ssl.truststore.location": "/etc/kafka/ca.pem"}, None, no_store)
-    assert d.settings == {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+    assert d == {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
                           "sasl.username": "drs", "sasl.password": 's3cr"et', "ssl.ca.location": "/etc/kafka/ca.pem"}
-    assert d.java_only == ()
 
 
 def test_plain_login_with_unquoted_options_and_the_librdkafka_map_overriding():
     jaas = "org.apache.kafka.common.security.plain.PlainLoginModule required username=alice password=pw;"
     d = derive({"security.protocol": "sasl_plaintext", "sasl.mechanism": "PLAIN", "sasl.jaas.config": jaas},
                {"sasl.username": "bob", "debug": "security"}, no_store)
-    assert d.settings == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+    assert d == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
                           "sasl.username": "bob", "sasl.password": "pw", "debug": "security"}
 
 
@@ -44,32 +42,32 @@ def test_jks_and_pkcs12_truststores_are_read_as_pem_and_inline_pem_is_used_as_is
 
     d = derive({"security.protocol": "SSL", "ssl.truststore.location": "/t.jks", "ssl.truststore.password": "x"},
                None, reader)
-    assert d.settings["ssl.ca.pem"] == "PEM" and read == [("/t.jks", "JKS", "x")]
+    assert d["ssl.ca.pem"] == "PEM" and read == [("/t.jks", "JKS", "x")]
     d = derive({"security.protocol": "SSL", "ssl.truststore.type": "PKCS12", "ssl.truststore.location": "/t.p12"},
                None, reader)
     assert read[-1] == ("/t.p12", "PKCS12", None)
     d = derive({"security.protocol": "SSL", "ssl.truststore.type": "PEM", "ssl.truststore.certificates": "-----B"},
                None, no_store)
-    assert d.settings == {"security.protocol": "SSL", "ssl.ca.pem": "-----B"}
+    assert d == {"security.protocol": "SSL", "ssl.ca.pem": "-----B"}
 
 
 def test_client_certificates_from_pkcs12_pem_file_and_inline_pem():
     base = {"security.protocol": "SSL", "ssl.truststore.certificates": "CA"}
     d = derive({**base, "ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/k.p12",
                 "ssl.keystore.password": "kp"}, None, no_store)
-    assert d.settings["ssl.keystore.location"] == "/k.p12" and d.settings["ssl.keystore.password"] == "kp"
+    assert d["ssl.keystore.location"] == "/k.p12" and d["ssl.keystore.password"] == "kp"
     d = derive({**base, "ssl.keystore.type": "PEM", "ssl.keystore.location": "/k.pem", "ssl.key.password": "kp"},
                None, no_store)
-    assert (d.settings["ssl.certificate.location"], d.settings["ssl.key.location"], d.settings["ssl.key.password"]) \
+    assert (d["ssl.certificate.location"], d["ssl.key.location"], d["ssl.key.password"]) \
         == ("/k.pem", "/k.pem", "kp")
     d = derive({**base, "ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": "C", "ssl.keystore.key": "K"},
                None, no_store)
-    assert (d.settings["ssl.certificate.pem"], d.settings["ssl.key.pem"]) == ("C", "K")
+    assert (d["ssl.certificate.pem"], d["ssl.key.pem"]) == ("C", "K")
 
 
 def test_hostname_verification_off_is_none_for_librdkafka():
     d = derive({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": ""}, None, no_store)
-    assert d.settings["ssl.endpoint.identification.algorithm"] == "none"
+    assert d["ssl.endpoint.identification.algorithm"] == "none"
 
 
 def test_oauthbearer_client_credentials_and_unsecured_jwt():
@@ -77,14 +75,14 @@ def test_oauthbearer_client_credentials_and_unsecured_jwt():
             'clientSecret="cs" scope="kafka" extension_logicalCluster="lkc-1";')
     d = derive({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": jaas,
                 "sasl.oauthbearer.token.endpoint.url": "https://idp/token"}, None, no_store)
-    assert d.settings["sasl.oauthbearer.method"] == "oidc"
-    assert d.settings["sasl.oauthbearer.client.secret"] == "cs"
-    assert d.settings["sasl.oauthbearer.extensions"] == "logicalCluster=lkc-1"
+    assert d["sasl.oauthbearer.method"] == "oidc"
+    assert d["sasl.oauthbearer.client.secret"] == "cs"
+    assert d["sasl.oauthbearer.extensions"] == "logicalCluster=lkc-1"
     jaas = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
             'unsecuredLoginStringClaim_sub="alice";')
     d = derive({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config": jaas},
                None, no_store)
-    assert d.settings["sasl.oauthbearer.config"] == "principal=alice"
+    assert d["sasl.oauthbearer.config"] == "principal=alice"
 
 
 @pytest.mark.parametrize(("java", "key", "says"), [
