@@ -256,7 +256,8 @@ def _state_commands(sub) -> None:
     status.add_argument("--max-lag-seconds", type=float,
                         help="exit 2 when a partition's oldest record not copied yet is older")
     status.add_argument("--max-translation-age", type=float,
-                        help="exit 2 when a group's last translation is older (seconds)")
+                        help="exit 2 when a group committed on the source since its last translation and "
+                             "that translation is older (seconds)")
     status.set_defaults(func=_status)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")
