@@ -1,13 +1,18 @@
 """The JVM side of dr-stream: which Maven artifacts it needs and where they are cached.
 
 Pins live in `pyproject.toml` under `[tool.dr-stream.jvm]`, next to the Python pins, so
-one file says every version. Two jar sets are fetched from Maven Central with Maven:
+one file says every version. They are read when the jars are fetched, never when a flow
+runs: an installed package (a packed driver environment, a container image) runs from jars
+handed to it by spark-submit and has no `pyproject.toml`. Three jar sets are fetched from
+Maven Central with Maven:
 
 * `spark`: Spark's Kafka connector and Delta, added to Spark's classpath. Fetched
   *without* transitive dependencies, because pyspark already ships Scala, Jackson,
   Hadoop and the compression codecs and a second copy on the classpath breaks it.
 * `kafka`: the Apache Kafka broker and MirrorMaker 2 with all their dependencies,
   run as plain `java -cp` processes for the local clusters.
+* `hadoop`: Hadoop's mini-cluster (HDFS and YARN in one JVM) for `dr-stream dev yarn`, at the
+  Hadoop version pyspark's own client jars carry, so the cluster speaks the client's protocol.
 
 Invariant: a set whose stamp matches its artifact list is never fetched again, so
 `make setup` is idempotent and a second run downloads nothing.
@@ -21,7 +26,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +42,12 @@ class JvmPins:
     delta: str
     kafka: str
     commons_pool2: str
+    hadoop: str
 
     @classmethod
     def load(cls, pyproject: Path | None = None) -> JvmPins:
+        import tomllib  # only where the pins are read: at setup, in a checkout
+
         path = pyproject or project_root() / "pyproject.toml"
         try:
             table = tomllib.loads(path.read_text())["tool"]["dr-stream"]["jvm"]
@@ -53,6 +60,7 @@ class JvmPins:
             delta=table["delta"],
             kafka=table["kafka"],
             commons_pool2=table["commons-pool2"],
+            hadoop=table["hadoop"],
         )
 
     def spark_artifacts(self) -> list[str]:
@@ -71,6 +79,17 @@ class JvmPins:
             f"org.apache.kafka:kafka_{self.scala}:{self.kafka}",
             f"org.apache.kafka:connect-mirror:{self.kafka}",
             # Kafka 3.x logs through slf4j 1.7 + reload4j, as its own distribution does.
+            "org.slf4j:slf4j-reload4j:1.7.36",
+        ]
+
+    def hadoop_artifacts(self) -> list[str]:
+        return [
+            f"org.apache.hadoop:hadoop-client-minicluster:{self.hadoop}",
+            # The mini-cluster's own test helpers call JUnit's assertions and Bouncy Castle, which
+            # its POM leaves to the test classpath it was written for (versions: Hadoop's own).
+            "org.junit.jupiter:junit-jupiter-api:5.13.3",
+            "org.bouncycastle:bcprov-jdk18on:1.82",
+            "org.bouncycastle:bcpkix-jdk18on:1.82",
             "org.slf4j:slf4j-reload4j:1.7.36",
         ]
 
@@ -135,16 +154,17 @@ def build_own_jar(pins: JvmPins) -> bool:
     """Build jvm/ (the timestamp interceptor) into `.cache/jars/dr-stream`; False when up to date."""
     source = project_root() / "jvm"
     inputs = sorted([source / "pom.xml", *(source / "src").rglob("*.java")])
-    digest = hashlib.sha256(pins.kafka.encode())
+    digest = hashlib.sha256(f"{pins.kafka} {pins.hadoop}".encode())
     for path in inputs:
         digest.update(path.read_bytes())
     dest = jar_dir("dr-stream")
     stamp = dest / _STAMP
     if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
         return False
-    print("building jvm/ (timestamp interceptor, connection check) ...", file=sys.stderr, flush=True)
+    print("building jvm/ (timestamp interceptor, connection check, dev Hadoop) ...", file=sys.stderr, flush=True)
     subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), "package", f"-Dkafka.version={pins.kafka}"],
+        ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), "package", f"-Dkafka.version={pins.kafka}",
+         f"-Dhadoop.version={pins.hadoop}"],
         check=True,
     )
     shutil.rmtree(dest, ignore_errors=True)
@@ -162,6 +182,15 @@ def check_pyspark_matches(pins: JvmPins) -> None:
             f"pyproject.toml: [tool.dr-stream.jvm] spark = {pins.spark} but pyspark {installed} is installed; "
             "the Kafka connector must match the Spark it runs in"
         )
+    import pyspark
+
+    bundled = sorted(Path(pyspark.__file__).parent.glob("jars/hadoop-client-api-*.jar"))
+    version = bundled[0].stem.removeprefix("hadoop-client-api-") if bundled else None
+    if version != pins.hadoop:
+        raise RuntimeError(
+            f"pyproject.toml: [tool.dr-stream.jvm] hadoop = {pins.hadoop} but pyspark carries Hadoop {version}; "
+            "the dev cluster must speak the protocol of the client that submits to it"
+        )
 
 
 def setup_jars() -> None:
@@ -169,6 +198,7 @@ def setup_jars() -> None:
     check_pyspark_matches(pins)
     fetched = fetch("spark", pins.spark_artifacts(), transitive=False)
     fetched |= fetch("kafka", pins.kafka_artifacts(), transitive=True)
+    fetched |= fetch("hadoop", pins.hadoop_artifacts(), transitive=True)
     fetched |= build_own_jar(pins)
     if not fetched:
         print("JVM dependencies already in place: nothing downloaded", file=sys.stderr)
@@ -192,11 +222,23 @@ def connection_check_classpath() -> str:
     return ":".join([*(str(j) for j in spark_jars()), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
 
 
-def kafka_classpath() -> str:
-    jars = sorted(jar_dir("kafka").glob("*.jar"))
-    if not jars:
-        raise RuntimeError(f"no jars in {jar_dir('kafka')}: run `make setup` first")
+def _classpath(*names: str) -> str:
+    jars = []
+    for name in names:
+        found = sorted(jar_dir(name).glob("*.jar"))
+        if not found:
+            raise RuntimeError(f"no jars in {jar_dir(name)}: run `make setup` first")
+        jars += found
     return ":".join(str(j) for j in jars)
+
+
+def kafka_classpath() -> str:
+    return _classpath("kafka")
+
+
+def hadoop_classpath() -> str:
+    """dr-stream's jar (the cluster's main class) and Hadoop's mini-cluster."""
+    return _classpath("dr-stream", "hadoop")
 
 
 if __name__ == "__main__":

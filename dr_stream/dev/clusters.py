@@ -9,8 +9,6 @@ requests, and `stop` signals exactly the PID it started, never a process found b
 from __future__ import annotations
 
 import base64
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 
 from dr_stream.config import ClusterConfig
 from dr_stream.dev.certificates import STORE_PASSWORD, Pki
+from dr_stream.dev.processes import running_pid, stop_pid
 from dr_stream.jvm import kafka_classpath
 from dr_stream.kafka import clients
 from dr_stream.paths import cache_dir
@@ -123,21 +122,7 @@ class LocalCluster:
         return self.home / "logs" / "server.out"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self._pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        try:
-            # Reap it if it is our own child: a dead child stays a zombie that kill(pid, 0) still finds.
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return None
-        except ChildProcessError:
-            pass  # started by another process (an earlier `dev up`)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return pid
+        return running_pid(self._pid_file)
 
     def is_running(self) -> bool:
         return self.pid() is not None
@@ -235,20 +220,7 @@ class LocalCluster:
 
     def stop(self, timeout: float = 30.0) -> bool:
         """SIGTERM the broker we started, SIGKILL after `timeout`; False when it was not running."""
-        pid = self.pid()
-        if pid is None:
-            self._pid_file.unlink(missing_ok=True)
-            return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.is_running():
-            time.sleep(0.2)
-        if self.is_running():
-            os.kill(pid, signal.SIGKILL)
-            while self.is_running():
-                time.sleep(0.1)
-        self._pid_file.unlink(missing_ok=True)
-        return True
+        return stop_pid(self._pid_file, timeout)
 
 
 def dev_clusters(root: Path | None = None) -> list[LocalCluster]:

@@ -1,0 +1,47 @@
+"""Processes the dev tools start (brokers, the Hadoop cluster), tracked by the PID file written
+when each was started. Invariant: only that PID is ever signalled, never a process found by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def running_pid(pid_file: Path) -> int | None:
+    """The PID in `pid_file` when that process is alive, else None."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        # Reap it if it is our own child: a dead child stays a zombie that kill(pid, 0) still finds.
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return None
+    except ChildProcessError:
+        pass  # started by another process (an earlier `dev up`)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+def stop_pid(pid_file: Path, timeout: float) -> bool:
+    """SIGTERM the recorded process, SIGKILL after `timeout`; False when it was not running."""
+    pid = running_pid(pid_file)
+    if pid is None:
+        pid_file.unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and running_pid(pid_file) is not None:
+        time.sleep(0.2)
+    if running_pid(pid_file) is not None:
+        os.kill(pid, signal.SIGKILL)
+        while running_pid(pid_file) is not None:
+            time.sleep(0.1)
+    pid_file.unlink(missing_ok=True)
+    return True
