@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jars test unit lint demo bench down clean
+.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench down clean
 
 setup: $(STAMP) jars
 
@@ -19,6 +19,14 @@ $(STAMP): pyproject.toml
 jars: $(STAMP)
 	$(PY) -m dr_stream.jvm
 
+# What a cluster runs (the wheel, the driver's packed Python environment, the jars), rebuilt
+# only when the package or its pins change; spark-submit.sh builds it before a YARN submission.
+DIST := .cache/dist
+dist: $(DIST)/pyenv.tar.gz
+
+$(DIST)/pyenv.tar.gz: pyproject.toml jobs/replicate.py $(shell find dr_stream -name '*.py') | jars
+	$(PY) -m dr_stream.dist
+
 lint: $(STAMP)
 	$(PY) -m ruff check dr_stream tests jobs bench
 
@@ -26,11 +34,19 @@ lint: $(STAMP)
 unit: setup
 	$(PY) -m pytest -q -m "not integration"
 
-test: setup lint
+test: setup lint dist
 	$(PY) -m pytest -q
+
+# Only the cases on the local HDFS and YARN (cluster and client mode, restarts, state on HDFS).
+test-yarn: setup dist
+	$(PY) -m pytest -q -m yarn
 
 demo: setup
 	$(PY) -m dr_stream.dev.demo
+
+# The flow conf/dc1-to-dc2.yaml in yarn-cluster mode on the local YARN, its state on HDFS.
+demo-yarn: setup dist
+	$(PY) -m dr_stream.dev.demo_yarn
 
 # dr-stream vs MirrorMaker 2 on its own two clusters (about 6 min); results in bench/results/.
 bench: setup
@@ -38,6 +54,7 @@ bench: setup
 
 down:
 	-$(VENV)/bin/dr-stream dev down
+	-$(VENV)/bin/dr-stream dev yarn down
 
 clean: down
 	rm -rf .cache $(VENV) jvm/target

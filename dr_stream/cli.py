@@ -14,15 +14,24 @@ from dr_stream.kafka.reachability import ClusterAccessError
 
 
 def _dev(args: argparse.Namespace) -> int:
+    words = args.words
+    if words[:1] == ["yarn"] and len(words) == 2 and words[1] in ("up", "down", "status"):
+        from dr_stream.dev.hadoop_commands import yarn_command
+
+        return yarn_command(words[1])
+    if len(words) != 1 or words[0] not in ("up", "down", "status"):
+        print("dr-stream dev: expected up | down | status, or yarn up | down | status", file=sys.stderr)
+        return 2
     from dr_stream.dev.clusters import dev_clusters
 
     clusters = dev_clusters()
-    if args.action == "up":
+    action = words[0]
+    if action == "up":
         for cluster in clusters:
             print(f"{cluster.alias}: starting on {cluster.bootstrap} ...", flush=True)
             cluster.start()
         _print_status(clusters)
-    elif args.action == "down":
+    elif action == "down":
         for cluster in clusters:
             stopped = cluster.stop()
             print(f"{cluster.alias}: {'stopped' if stopped else 'was not running'}")
@@ -46,6 +55,10 @@ def _run(args: argparse.Namespace) -> int:
 
     spark = spark_session(f"dr-stream-{config.name}")
     spark.sparkContext.setLogLevel("WARN")
+    if spark.conf.get("spark.submit.deployMode", "client") == "cluster":
+        from dr_stream.state_paths import require_shared
+
+        require_shared(config)
     try:
         run_until_stopped(ReplicationFlow(config, spark))
     finally:
@@ -185,6 +198,10 @@ def _setup(_: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     config = load_flow(args.config)
+    if args.deploy_mode == "cluster":
+        from dr_stream.state_paths import require_shared
+
+        require_shared(config)
     print(f"{args.config}: ok (flow {config.name}: {config.source.alias} -> {config.destination.alias})", flush=True)
     if not args.connect:
         return 0
@@ -197,8 +214,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _flow_commands(sub) -> None:
-    dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092)")
-    dev.add_argument("action", choices=["up", "down", "status"])
+    dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092); "
+                                     "`dev yarn ...`: a local HDFS and YARN (NameNode on 19800)")
+    dev.add_argument("words", nargs="+", metavar="[yarn] {up,down,status}")
     dev.set_defaults(func=_dev)
 
     run = sub.add_parser("run", help="run one flow in local Spark until SIGINT/SIGTERM")
@@ -209,6 +227,8 @@ def _flow_commands(sub) -> None:
     check.add_argument("--config", required=True)
     check.add_argument("--connect", action="store_true",
                        help="also connect to both clusters with dr-stream's clients and Spark's Java clients")
+    check.add_argument("--deploy-mode", choices=["client", "cluster"], default="client",
+                       help="cluster: also refuse state paths a driver on another node could not reach")
     check.set_defaults(func=_check)
 
 

@@ -11,9 +11,11 @@ from dr_stream.paths import cache_dir
 
 # Kafka client properties reach Spark as source and sink options; plan strings (explain, the
 # SQL tab, the event log) show option values unless their names match this. Spark's own
-# `spark.redaction.regex` covers conf keys and environment variables the same way.
+# `spark.redaction.regex` covers conf keys and environment variables the same way; it also
+# hides every variable spark-submit.sh hands a cluster-mode driver (`${env:NAME}` values are
+# often secrets whatever their names).
 REDACTED_OPTIONS = r"(?i)url|password|secret|token|jaas|credential|keystore\.key|key\.pem|truststore\.certificates"
-REDACTED_CONF = r"(?i)secret|password|token|access[.]?key|jaas|credential"
+REDACTED_CONF = r"(?i)secret|password|token|access[.]?key|jaas|credential|appMasterEnv|driverEnv"
 
 # The replicate query's tasks go first when the index and translate queries want the same cores:
 # they only follow the copy, and a replicate batch waiting behind them is latency on every record.
@@ -59,7 +61,8 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
         .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
         .config("spark.redaction.regex", REDACTED_CONF)
         .config("spark.scheduler.mode", "FAIR")
-        .config("spark.scheduler.allocation.file", scheduler_pools())
+        # A scheme, or Spark would look for it on the default file system (HDFS on YARN).
+        .config("spark.scheduler.allocation.file", "file://" + scheduler_pools())
         # Replication must see each task failure as a query failure: the restart path is what
         # drops already-written records (replication/resume.py); a silent task retry would not.
         .config("spark.task.maxFailures", "1")

@@ -8,7 +8,35 @@ Spark and Delta use to write them.
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from dr_stream.config import FlowConfig
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_KEYS = ("checkpoint_dir", "offset_index", "translations")
+
+
+def is_relative(uri: str) -> bool:
+    """A path with neither a scheme (`hdfs:`, `s3a:`, `file:`, ...) nor a leading `/`."""
+    return not _SCHEME.match(uri) and not uri.startswith("/")
+
+
+def require_shared(flow: FlowConfig) -> None:
+    """In cluster deploy mode the driver runs on a node the submitter never sees, and a relative
+    path would name a directory in that container, gone with it: every state path must then be a
+    URI or an absolute path (a mount every node shares). Raises the ConfigError for the first."""
+    from dr_stream.config import ConfigError
+
+    for key in _KEYS:
+        value = getattr(flow.streaming, key)
+        if is_relative(value):
+            raise ConfigError(
+                f"{flow.path}: streaming.{key}: {value!r} is a relative path; in cluster deploy mode the driver "
+                f"runs on another node, so give a shared URI (e.g. hdfs://NAMENODE:8020/dr-stream/{flow.name}/{key})")
 
 
 def _qualified(spark: SparkSession, uri: str):

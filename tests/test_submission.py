@@ -1,0 +1,90 @@
+"""What spark-submit.sh hands spark-submit, per master and deploy mode (the rule, no Spark started)."""
+
+from __future__ import annotations
+
+from dr_stream.submission import IMAGE_JOB, Artifacts, Target, driver_environment, env_names, plan
+
+ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv.tar.gz", "/repo/jobs/replicate.py")
+
+
+def _plan(*options: str, properties: str | None = None) -> list[str]:
+    return plan(list(options), "conf/flow.yaml", "f", ARTIFACTS, "(?i)secret", properties)
+
+
+def _conf(argv: list[str]) -> dict[str, str]:
+    return dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_the_target_is_read_from_options_in_either_spelling_and_from_conf():
+    assert Target.of([]) == Target("local[2]", "client")
+    assert Target.of(["--master", "yarn", "--deploy-mode=cluster"]) == Target("yarn", "cluster")
+    assert Target.of(["--master=k8s://https://api:6443", "--conf", "spark.submit.deployMode=cluster"]).cluster_mode
+
+
+def test_local_mode_ships_the_jars_and_reads_the_flow_file_where_it_is():
+    argv = _plan()
+    assert argv[:4] == ["--master", "local[2]", "--deploy-mode", "client"]
+    assert _option(argv, "--jars") == "/c/jars/kafka.jar,/c/jars/delta.jar"
+    assert "--archives" not in argv and "--files" not in argv
+    assert argv[-3:-1] == ["/repo/jobs/replicate.py", "--config"] and argv[-1].endswith("/conf/flow.yaml")
+
+
+def test_yarn_cluster_mode_ships_the_packed_environment_and_the_flow_file_by_its_base_name():
+    argv = _plan("--master", "yarn", "--deploy-mode", "cluster")
+    conf = _conf(argv)
+    assert _option(argv, "--archives") == "/c/dist/pyenv.tar.gz#pyenv"
+    assert conf["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == "./pyenv/bin/python"
+    assert conf["spark.yarn.maxAppAttempts"] == "2"
+    assert _option(argv, "--files").endswith("/conf/flow.yaml")
+    assert argv[-2:] == ["--config", "flow.yaml"]
+
+
+def test_yarn_client_mode_gives_the_executors_the_packed_environment_but_reads_the_flow_file_here():
+    argv = _plan("--master", "yarn", "--deploy-mode", "client")
+    assert _option(argv, "--archives") == "/c/dist/pyenv.tar.gz#pyenv"
+    assert "--files" not in argv and argv[-1].endswith("/conf/flow.yaml")
+
+
+def test_kubernetes_cluster_mode_runs_the_images_job_and_ships_no_jars():
+    argv = _plan("--master", "k8s://https://api:6443", "--deploy-mode", "cluster")
+    assert "--jars" not in argv and "--archives" not in argv
+    assert argv[-3] == IMAGE_JOB and argv[-2:] == ["--config", "flow.yaml"]
+
+
+def test_the_users_files_jars_and_archives_are_merged_with_ours_not_replaced():
+    argv = _plan("--master", "yarn", "--deploy-mode", "cluster", "--files", "/etc/kafka/truststore.p12",
+                 "--jars=/x/extra.jar", "--queue", "streaming")
+    assert argv.count("--files") == 1 and argv.count("--jars") == 1
+    assert _option(argv, "--files").split(",")[1:] == ["/etc/kafka/truststore.p12"]
+    assert _option(argv, "--jars").split(",")[-1] == "/x/extra.jar"
+    assert _option(argv, "--queue") == "streaming"
+
+
+def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():
+    argv = _plan("--master", "yarn", "--deploy-mode", "cluster", properties="/tmp/p/driver-env.properties")
+    assert _option(argv, "--properties-file") == "/tmp/p/driver-env.properties"
+    assert "--load-spark-defaults" in argv
+
+
+def test_the_flow_files_variables_go_to_a_remote_driver_only():
+    names = env_names("a: ${env:DC1_USER}\nb: ${env:DC1_PASSWORD}-${env:DC1_USER}\n")
+    assert names == ["DC1_USER", "DC1_PASSWORD"]
+    environ = {"DC1_USER": "drs", "DC1_PASSWORD": "s3cret"}
+    assert driver_environment(Target("yarn", "cluster"), names, environ) == {
+        "spark.yarn.appMasterEnv.DC1_USER": "drs", "spark.yarn.appMasterEnv.DC1_PASSWORD": "s3cret"}
+    assert driver_environment(Target("k8s://https://api", "cluster"), names, environ) == {
+        "spark.kubernetes.driverEnv.DC1_USER": "drs", "spark.kubernetes.driverEnv.DC1_PASSWORD": "s3cret"}
+    assert driver_environment(Target("yarn", "client"), names, environ) == {}
+
+
+def test_spark_redacts_every_variable_handed_to_a_remote_driver():
+    import re
+
+    from dr_stream.session import REDACTED_CONF
+
+    assert re.search(REDACTED_CONF, "spark.yarn.appMasterEnv.DC1_USER")
+    assert re.search(REDACTED_CONF, "spark.kubernetes.driverEnv.ANYTHING")

@@ -1,0 +1,246 @@
+"""Flows on a real YARN with their state on a real HDFS, submitted with `./spark-submit.sh`.
+
+One HDFS + YARN (Hadoop's mini-cluster, `dr-stream dev yarn`) serves the module; each test
+submits its own application and kills it through the ResourceManager when done. The figures
+the README and the closing note quote (submit to first record, kill to first record again)
+are printed by these tests (`pytest -s -m yarn`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dr_stream.dev.hadoop import LocalHadoop
+from dr_stream.paths import project_root
+from tests.kafka_tools import (
+    consume_all,
+    consume_and_commit,
+    count,
+    create_topic,
+    produce,
+    provenance,
+    topic_exists,
+    unique,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.yarn]
+# Small containers: the node offers 6 GiB, one application takes two (driver and one executor).
+SMALL = ["--driver-memory", "1g", "--executor-memory", "1g", "--num-executors", "1"]
+
+
+@pytest.fixture(scope="module")
+def hadoop(cluster_home) -> Iterator[LocalHadoop]:
+    cluster = LocalHadoop(cluster_home / "hadoop", 20800)
+    began = time.monotonic()
+    cluster.start()
+    print(f"\nHDFS + YARN ready in {time.monotonic() - began:.1f}s")
+    try:
+        yield cluster
+    finally:
+        for app in cluster.applications():
+            if app["state"] not in ("FINISHED", "FAILED", "KILLED"):
+                cluster.kill_application(app["id"])
+        cluster.stop()
+
+
+def _flow(path: Path, dc1, dc2, topic: str, state: str, **streaming) -> Path:
+    path.write_text(yaml.safe_dump({
+        "name": path.stem,
+        "source": {"alias": "dc1", "bootstrap_servers": dc1.bootstrap},
+        "destination": {"alias": "dc2", "bootstrap_servers": dc2.bootstrap},
+        "topics": {"include": [re.escape(topic)]},
+        "streaming": {"checkpoint_dir": f"{state}/checkpoints", "offset_index": f"{state}/offset-index",
+                      "trigger": "500ms", **streaming},
+    }))
+    return path
+
+
+def _environment(hadoop: LocalHadoop) -> dict[str, str]:
+    return {**os.environ, "HADOOP_CONF_DIR": str(hadoop.conf_dir)}
+
+
+def _submit_cluster_mode(hadoop: LocalHadoop, flow: Path, log: Path) -> str:
+    """Submits and returns at once (the application runs on); its application id."""
+    done = subprocess.run(
+        [str(project_root() / "spark-submit.sh"), str(flow), "--master", "yarn", "--deploy-mode", "cluster",
+         "--conf", "spark.yarn.submit.waitAppCompletion=false", *SMALL],
+        env=_environment(hadoop), cwd=project_root(), capture_output=True, text=True, timeout=300)
+    log.write_text(done.stdout + done.stderr)
+    found = re.search(r"application_\d+_\d+", done.stderr)
+    assert done.returncode == 0 and found, log.read_text()[-3000:]
+    return found.group(0)
+
+
+def _driver_output(hadoop: LocalHadoop, app_id: str) -> str:
+    """The drivers' stdout, every attempt, for failure messages."""
+    return "\n".join(p.read_text(errors="replace")[-2000:]
+                     for p in sorted(hadoop.home.glob(f"work/**/{app_id}/container_*_000001/stdout")))
+
+
+def _exactly_once(dc2, topic: str, total: int) -> None:
+    records = consume_all(dc2.bootstrap, topic)
+    origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in records)
+    assert len(records) == total, f"{len(records) - total:+d} records"
+    assert set(origins.values()) == {1}
+
+
+def _cli(hadoop: LocalHadoop, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(project_root() / ".venv" / "bin" / "dr-stream"), *args], env=_environment(hadoop),
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_on_hdfs(
+        hadoop, dc1, dc2, topics, tmp_path):
+    topic = unique("yarn.cluster.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 3)
+    total = 50_000
+    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode(), "partition": i % 3} for i in range(total)))
+    group = unique("yarn-group-")
+    consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
+    flow = _flow(tmp_path / "yarn-cluster.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-cluster")
+
+    began = time.monotonic()
+    app = _submit_cluster_mode(hadoop, flow, tmp_path / "submit.log")
+    try:
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) > 0, 240), \
+            _driver_output(hadoop, app)
+        print(f"\nyarn-cluster: submit to first copied record {time.monotonic() - began:.1f}s")
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 180), _driver_output(hadoop, app)
+        _exactly_once(dc2, topic, total)
+
+        def translated() -> dict[int, int]:
+            done = _cli(hadoop, "translate", "--config", str(flow), "--group", group, "--json")
+            assert done.returncode == 0, done.stderr[-2000:]
+            return {p["partition"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
+
+        assert wait_until(lambda: translated() == {0: 1000, 1: 1000, 2: 1000}, 120, interval=2), translated()
+        status = _cli(hadoop, "status", "--config", str(flow), "--json", "--max-lag-records", "0")
+        assert status.returncode == 0, status.stdout + status.stderr[-2000:]
+        lags = json.loads(status.stdout)["replication"]
+        assert {(lag["partition"], lag["lag_records"]) for lag in lags} == {(0, 0), (1, 0), (2, 0)}
+        assert hadoop.application(app)["state"] == "RUNNING"
+    finally:
+        hadoop.kill_application(app)
+
+
+def test_a_killed_driver_container_is_restarted_by_yarn_and_the_copy_finishes_exactly_once(
+        hadoop, dc1, dc2, topics, tmp_path):
+    topic = unique("yarn.restart.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 3)
+    total = 60_000
+    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(total)))
+    # Small batches keep the copy going long enough to be interrupted.
+    flow = _flow(tmp_path / "yarn-restart.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-restart",
+                 trigger="200ms", max_records_per_batch=1500)
+    app = _submit_cluster_mode(hadoop, flow, tmp_path / "submit.log")
+    try:
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= 6000, 240), \
+            _driver_output(hadoop, app)
+        first = hadoop.attempts(app)[-1]["containerId"]
+        hadoop.kill_container(first)
+        killed_at, at_kill = time.monotonic(), count(dc2.bootstrap, topic)
+        assert at_kill < total, "the copy finished before the kill; the test proves nothing"
+        assert wait_until(lambda: len(hadoop.attempts(app)) == 2, 120), hadoop.application(app)
+        # Records the first attempt's executor still had in flight may land after the kill;
+        # the second attempt is copying once the count moves past them.
+        settled = count(dc2.bootstrap, topic)
+        assert wait_until(lambda: count(dc2.bootstrap, topic) > settled, 240), _driver_output(hadoop, app)
+        print(f"\nyarn restart: kill -9 of {first} to records flowing again {time.monotonic() - killed_at:.1f}s "
+              f"({at_kill} of {total} copied at the kill)")
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 240), _driver_output(hadoop, app)
+        time.sleep(3)  # anything duplicated would land now
+        _exactly_once(dc2, topic, total)
+        assert hadoop.application(app)["state"] == "RUNNING"
+    finally:
+        hadoop.kill_application(app)
+
+
+def test_reset_flow_moves_state_on_hdfs_aside_and_a_fresh_run_starts_clean(hadoop, spark, dc1, dc2, topics, tmp_path):
+    from dr_stream.config import load_flow
+    from tests.conftest import running_flow
+
+    topic = unique("yarn.reset.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 2)
+    produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2} for i in range(2000)))
+    state = f"{hadoop.fs_uri}/dr-stream/yarn-reset"
+    flow_path = _flow(tmp_path / "yarn-reset.yaml", dc1, dc2, topic, state)
+    config = load_flow(flow_path)
+    with running_flow(spark, config):
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= 2000, 120)
+
+    fs = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(state).getFileSystem(
+        spark.sparkContext._jsc.hadoopConfiguration())
+
+    def exists(uri: str) -> bool:
+        return fs.exists(spark.sparkContext._jvm.org.apache.hadoop.fs.Path(uri))
+
+    assert exists(f"{state}/checkpoints") and exists(f"{state}/offset-index")
+    done = _cli(hadoop, "reset-flow", "--config", str(flow_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    moved = re.findall(r"moved (\S+) -> (\S+)", done.stdout)
+    # No group committed on the source, so no translations table was ever written.
+    assert {m[0] for m in moved} == {f"{state}/checkpoints", f"{state}/offset-index"}
+    assert all(not exists(old) and exists(new) for old, new in moved), done.stdout
+
+    produce(dc1.bootstrap, topic, ({"value": b"w", "partition": i % 2} for i in range(500)))
+    with running_flow(spark, config):
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= 2500, 120)
+        time.sleep(2)
+    _exactly_once(dc2, topic, 2500)
+    assert exists(f"{state}/checkpoints/replicate/offsets/0"), "the fresh run did not start from batch 0"
+
+
+def test_yarn_client_mode_replicates(hadoop, dc1, dc2, topics, tmp_path):
+    topic = unique("yarn.client.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 2)
+    produce(dc1.bootstrap, topic, ({"value": f"{i}".encode(), "partition": i % 2} for i in range(5000)))
+    flow = _flow(tmp_path / "yarn-client.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-client")
+    log = tmp_path / "client.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(project_root() / "spark-submit.sh"), str(flow), "--master", "yarn", "--deploy-mode", "client", *SMALL],
+            env=_environment(hadoop), cwd=project_root(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= 5000, 240), \
+            log.read_text()[-3000:]
+        running = [a for a in hadoop.applications() if a["name"] == "dr-stream-yarn-client" and a["state"] == "RUNNING"]
+        assert running, "the executors did not run on YARN"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    _exactly_once(dc2, topic, 5000)
+
+
+def test_a_relative_state_path_in_cluster_mode_is_one_clear_line(tmp_path):
+    flow = tmp_path / "relative.yaml"
+    flow.write_text(yaml.safe_dump({
+        "source": {"alias": "dc1", "bootstrap_servers": "127.0.0.1:1"},
+        "destination": {"alias": "dc2", "bootstrap_servers": "127.0.0.1:2"},
+        "streaming": {"checkpoint_dir": "hdfs://nn:8020/x/checkpoints", "offset_index": "state/offset-index"},
+    }))
+    done = subprocess.run([str(project_root() / "spark-submit.sh"), str(flow), "--master", "yarn",
+                           "--deploy-mode", "cluster"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert f"{flow}: streaming.offset_index: 'state/offset-index' is a relative path" in lines[0]
+    assert "cluster deploy mode" in lines[0]
