@@ -185,6 +185,14 @@ def main(argv: list[str]) -> int:
 
     flow_path, options = argv[0], argv[1:]
     target = Target.of(options)
+    names = env_names(Path(flow_path).read_text())
+    unset = [n for n in names if n not in os.environ] if target.cluster_mode else []
+    if unset:
+        # The remote driver may get them from its cluster (a Kubernetes secretKeyRef, a YARN
+        # appMasterEnv set elsewhere); the flow is checked here with stand-ins.
+        print(f"spark-submit.sh: {', '.join(unset)} not set here: the driver must get them from its cluster",
+              file=sys.stderr)
+        os.environ.update({n: "unset-at-submit" for n in unset})
     try:
         flow = load_flow(flow_path)
         if target.cluster_mode:
@@ -197,7 +205,9 @@ def main(argv: list[str]) -> int:
         subprocess.run(["make", "-s", "-C", str(root), "dist"], check=True, stdout=sys.stderr)
     artifacts = Artifacts(tuple(str(j) for j in spark_jars()), str(dist_dir() / "pyenv.tar.gz"),
                           str(root / "jobs" / "replicate.py"))
-    properties = driver_environment(target, env_names(Path(flow_path).read_text()), dict(os.environ))
+    for name in unset:
+        del os.environ[name]
+    properties = driver_environment(target, names, dict(os.environ))
     with tempfile.TemporaryDirectory(prefix="dr-stream-submit-") as private:  # mode 0700
         properties_file = None
         if properties:

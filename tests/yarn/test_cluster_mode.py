@@ -111,6 +111,9 @@ def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_o
     group = unique("yarn-group-")
     consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
     flow = _flow(tmp_path / "yarn-cluster.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-cluster")
+    # The destination's address reaches the driver on YARN only if spark-submit.sh hands it over.
+    flow.write_text(flow.read_text().replace(dc2.bootstrap, "${env:DR_TEST_YARN_DESTINATION}"))
+    os.environ["DR_TEST_YARN_DESTINATION"] = dc2.bootstrap
 
     began = time.monotonic()
     app = _submit_cluster_mode(hadoop, flow, tmp_path / "submit.log")
