@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from dr_stream.config import FlowConfig
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_KEYS = ("checkpoint_dir", "offset_index", "translations")
+# Each state key, and the directory name a shared URI for it would usually end in.
+_KEYS = {"checkpoint_dir": "checkpoints", "offset_index": "offset-index", "translations": "translations"}
 
 
 def is_relative(uri: str) -> bool:
@@ -31,12 +32,12 @@ def require_shared(flow: FlowConfig) -> None:
     URI or an absolute path (a mount every node shares). Raises the ConfigError for the first."""
     from dr_stream.config import ConfigError
 
-    for key in _KEYS:
+    for key, directory in _KEYS.items():
         value = getattr(flow.streaming, key)
         if is_relative(value):
             raise ConfigError(
                 f"{flow.path}: streaming.{key}: {value!r} is a relative path; in cluster deploy mode the driver "
-                f"runs on another node, so give a shared URI (e.g. hdfs://NAMENODE:8020/dr-stream/{flow.name}/{key})")
+                f"runs on another node, so give a shared URI (e.g. hdfs://NAMENODE:8020/dr-stream/{flow.name}/{directory})")
 
 
 def _qualified(spark: SparkSession, uri: str):
