@@ -67,6 +67,16 @@ def _flow(path: Path, dc1, dc2, topic: str, state: str, **streaming) -> Path:
     return path
 
 
+def _source_topic(dc1, topics: list[str], prefix: str, partitions: int, total: int, repeat: int = 1) -> str:
+    """A new topic on dc1 holding `total` numbered records (8 bytes times `repeat`), round robin."""
+    topic = unique(prefix)
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, partitions)
+    produce(dc1.bootstrap, topic,
+            ({"value": f"{i:08d}".encode() * repeat, "partition": i % partitions} for i in range(total)))
+    return topic
+
+
 def _environment(hadoop: LocalHadoop) -> dict[str, str]:
     return {**os.environ, "HADOOP_CONF_DIR": str(hadoop.conf_dir)}
 
@@ -103,11 +113,8 @@ def _cli(hadoop: LocalHadoop, *args: str) -> subprocess.CompletedProcess:
 
 def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_on_hdfs(
         hadoop, dc1, dc2, topics, tmp_path):
-    topic = unique("yarn.cluster.")
-    topics.append(topic)
-    create_topic(dc1.bootstrap, topic, 3)
     total = 50_000
-    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode(), "partition": i % 3} for i in range(total)))
+    topic = _source_topic(dc1, topics, "yarn.cluster.", 3, total)
     group = unique("yarn-group-")
     consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
     flow = _flow(tmp_path / "yarn-cluster.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-cluster")
@@ -141,11 +148,8 @@ def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_o
 
 def test_a_killed_driver_container_is_restarted_by_yarn_and_the_copy_finishes_exactly_once(
         hadoop, dc1, dc2, topics, tmp_path):
-    topic = unique("yarn.restart.")
-    topics.append(topic)
-    create_topic(dc1.bootstrap, topic, 3)
     total = 60_000
-    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(total)))
+    topic = _source_topic(dc1, topics, "yarn.restart.", 3, total, repeat=8)
     # Small batches keep the copy going long enough to be interrupted.
     flow = _flow(tmp_path / "yarn-restart.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-restart",
                  trigger="200ms", max_records_per_batch=1500)
@@ -176,10 +180,7 @@ def test_reset_flow_moves_state_on_hdfs_aside_and_a_fresh_run_starts_clean(hadoo
     from dr_stream.config import load_flow
     from tests.conftest import running_flow
 
-    topic = unique("yarn.reset.")
-    topics.append(topic)
-    create_topic(dc1.bootstrap, topic, 2)
-    produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2} for i in range(2000)))
+    topic = _source_topic(dc1, topics, "yarn.reset.", 2, 2000)
     state = f"{hadoop.fs_uri}/dr-stream/yarn-reset"
     flow_path = _flow(tmp_path / "yarn-reset.yaml", dc1, dc2, topic, state)
     config = load_flow(flow_path)
@@ -209,10 +210,7 @@ def test_reset_flow_moves_state_on_hdfs_aside_and_a_fresh_run_starts_clean(hadoo
 
 
 def test_yarn_client_mode_replicates(hadoop, dc1, dc2, topics, tmp_path):
-    topic = unique("yarn.client.")
-    topics.append(topic)
-    create_topic(dc1.bootstrap, topic, 2)
-    produce(dc1.bootstrap, topic, ({"value": f"{i}".encode(), "partition": i % 2} for i in range(5000)))
+    topic = _source_topic(dc1, topics, "yarn.client.", 2, 5000)
     flow = _flow(tmp_path / "yarn-client.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-client")
     log = tmp_path / "client.log"
     with open(log, "wb") as out:
@@ -247,3 +245,13 @@ def test_a_relative_state_path_in_cluster_mode_is_one_clear_line(tmp_path):
     assert len(lines) == 1, done.stderr
     assert f"{flow}: streaming.offset_index: 'state/offset-index' is a relative path" in lines[0]
     assert "cluster deploy mode" in lines[0]
+
+
+def test_dev_yarn_status_tells_where_the_client_configuration_is_and_what_runs(hadoop, capsys):
+    from dr_stream.dev.hadoop_commands import yarn_command
+
+    assert yarn_command("status", hadoop) == 0
+    shown = capsys.readouterr().out
+    assert f"hdfs\t{hadoop.fs_uri}\trunning (pid {hadoop.pid()})" in shown
+    assert f"export HADOOP_CONF_DIR={hadoop.conf_dir}" in shown
+    assert (hadoop.conf_dir / "yarn-site.xml").exists() and (hadoop.conf_dir / "core-site.xml").exists()
