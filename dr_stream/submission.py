@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -218,7 +219,21 @@ def main(argv: list[str]) -> int:
                   "to the driver", file=sys.stderr)
         arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file)
         submit = str(root / ".venv" / "bin" / "spark-submit")
-        return subprocess.run([submit, *arguments], env=_python_environment(target, root)).returncode
+        return _run_forwarding_signals([submit, *arguments], _python_environment(target, root))
+
+
+def _run_forwarding_signals(command: list[str], env: dict[str, str]) -> int:
+    """Runs spark-submit as a child and hands it every SIGTERM, SIGINT and SIGHUP this process
+    gets: a scheduler or a test that signals spark-submit.sh must stop Spark, not orphan it.
+    (A child, not an exec, so the private properties file can be removed once it exits.)"""
+    child = subprocess.Popen(command, env=env)
+    forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, lambda number, _frame: child.send_signal(number)) for sig in forwarded}
+    try:
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _escape(value: str) -> str:

@@ -40,6 +40,14 @@ def _start(config: Path, log: Path) -> subprocess.Popen:
     )
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def _kill9(proc: subprocess.Popen) -> None:
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -85,6 +93,8 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             _kill9(proc)
+    # SIGTERM to spark-submit.sh alone (as a scheduler sends it) stops Spark too: nothing of its group is left.
+    assert wait_until(lambda: not _group_alive(proc.pid), 30), "spark-submit.sh left a process running"
 
     records = consume_all(dc2.bootstrap, topic)
     origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in records)
