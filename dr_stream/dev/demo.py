@@ -26,7 +26,7 @@ from confluent_kafka.admin import NewTopic
 from dr_stream.config import ClusterConfig, FlowConfig, load_flow
 from dr_stream.dev.clusters import LocalCluster, dev_clusters
 from dr_stream.kafka import clients
-from dr_stream.kafka.admin import partition_counts
+from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.groups import committed_offsets, delete_group
 from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
@@ -47,12 +47,7 @@ LATE, OUTAGE_RECORDS, OUTAGE_CONSUMED = 2, 600, 50
 def _fresh_topics(cluster: ClusterConfig, topics: dict[str, int]) -> None:
     admin = clients.admin(cluster)
     delete_group(admin, GROUP)
-    stale = [t for t in topics if t in partition_counts(admin)]
-    if stale:
-        for future in admin.delete_topics(stale, operation_timeout=30).values():
-            future.result(timeout=30)
-        while any(t in partition_counts(admin) for t in stale):
-            time.sleep(0.5)
+    delete_topics(admin, list(topics))
     created = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
     for future in created.values():
         future.result(timeout=30)

@@ -15,54 +15,36 @@ import sys
 import time
 
 import yaml
-from confluent_kafka.admin import NewTopic
 
 from dr_stream.dev.clusters import dev_clusters
 from dr_stream.dev.hadoop import dev_hadoop
 from dr_stream.kafka import clients
-from dr_stream.kafka.admin import partition_counts
+from dr_stream.kafka.admin import create_topic, delete_topics, log_bounds
 from dr_stream.paths import cache_dir, project_root
 
 TOPIC, PARTITIONS, RECORDS = "demo.yarn", 3, 20_000
 
 
 def _copied(cluster) -> int:
-    consumer = clients.consumer(cluster.config, {"group.id": "dr-stream-demo-yarn-count"})
-    try:
-        from confluent_kafka import TopicPartition
-
-        if TOPIC not in partition_counts(clients.admin(cluster.config)):
-            return 0
-        total = 0
-        for p in range(PARTITIONS):
-            low, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)
-            total += high - low
-        return total
-    finally:
-        consumer.close()
+    """Records of `demo.yarn` on the cluster (0 before the flow has created it)."""
+    bounds = log_bounds(clients.admin(cluster.config), [(TOPIC, p) for p in range(PARTITIONS)])
+    return sum(high - low for low, high in bounds.values())
 
 
 def _fresh_topic(clusters) -> None:
     """`demo.yarn` empty on both clusters (an earlier run's records would make the count meaningless),
     then created on the source."""
     for cluster in clusters:
-        admin = clients.admin(cluster.config)
-        if TOPIC in partition_counts(admin):
-            for future in admin.delete_topics([TOPIC], operation_timeout=30).values():
-                future.result(timeout=30)
-            while TOPIC in partition_counts(admin):
-                time.sleep(0.5)
-    admin = clients.admin(clusters[0].config)  # kept until its futures are done
-    for future in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)]).values():
-        future.result(timeout=30)
+        delete_topics(clients.admin(cluster.config), [TOPIC])
+    create_topic(clients.admin(clusters[0].config), TOPIC, PARTITIONS)
 
 
 def _produce(cluster) -> None:
-    producer = clients.producer(cluster.config)
-    for i in range(RECORDS):
-        producer.produce(TOPIC, value=f"record {i}".encode(), partition=i % PARTITIONS)
-        producer.poll(0)
-    producer.flush(30)
+    with clients.producing(cluster.config, {"linger.ms": 20}) as producer:
+        for i in range(RECORDS):
+            producer.produce(TOPIC, value=f"record {i}".encode(), partition=i % PARTITIONS)
+            if i % 2000 == 0:
+                producer.poll(0)
 
 
 def _flow_file(fs_uri: str) -> str:

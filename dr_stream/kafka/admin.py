@@ -6,6 +6,8 @@ rules that use them stay free of Kafka types.
 
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec, ResourceType
 
@@ -83,3 +85,15 @@ def create_topic(admin: AdminClient, topic: str, partitions: int, configs: dict[
             raise
         return False
     return True
+
+
+def delete_topics(admin: AdminClient, topics: list[str], timeout: float = 30.0) -> None:
+    """Deletes those of `topics` that exist and returns once the cluster no longer lists them
+    (deletion is asynchronous on the broker; a topic created again too soon would fail)."""
+    stale = [t for t in topics if t in partition_counts(admin)]
+    if not stale:
+        return
+    for future in admin.delete_topics(stale, operation_timeout=timeout).values():
+        future.result(timeout=timeout)
+    while any(t in partition_counts(admin) for t in stale):
+        time.sleep(0.5)
