@@ -204,15 +204,20 @@ def setup_jars() -> None:
         print("JVM dependencies already in place: nothing downloaded", file=sys.stderr)
 
 
-def spark_jars() -> list[Path]:
-    """Jars for Spark's classpath; fails with the fix when `make setup` has not run."""
-    jars = []
-    for name in ("spark", "dr-stream"):
+def _jars(*names: str) -> list[Path]:
+    """The jars of these sets, in order; fails with the fix when `make setup` has not run."""
+    jars: list[Path] = []
+    for name in names:
         found = sorted(jar_dir(name).glob("*.jar"))
         if not found:
             raise RuntimeError(f"no jars in {jar_dir(name)}: run `make setup` first")
         jars += found
     return jars
+
+
+def spark_jars() -> list[Path]:
+    """Jars for Spark's classpath: the connector, Delta, dr-stream's interceptor."""
+    return _jars("spark", "dr-stream")
 
 
 def connection_check_classpath() -> str:
@@ -223,13 +228,7 @@ def connection_check_classpath() -> str:
 
 
 def _classpath(*names: str) -> str:
-    jars = []
-    for name in names:
-        found = sorted(jar_dir(name).glob("*.jar"))
-        if not found:
-            raise RuntimeError(f"no jars in {jar_dir(name)}: run `make setup` first")
-        jars += found
-    return ":".join(str(j) for j in jars)
+    return ":".join(str(j) for j in _jars(*names))
 
 
 def kafka_classpath() -> str:

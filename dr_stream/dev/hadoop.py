@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -89,7 +90,7 @@ class LocalHadoop:
             return
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         work = self.home / "work"
-        subprocess.run(["rm", "-rf", str(work)], check=True)  # HDFS and YARN start empty
+        shutil.rmtree(work, ignore_errors=True)  # HDFS and YARN start empty
         work.mkdir(parents=True)
         self._ready_file.unlink(missing_ok=True)
         log4j = self.home / "log4j.properties"
