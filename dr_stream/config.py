@@ -28,6 +28,11 @@ _SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|key\b|\.key$", 
 T = TypeVar("T")
 
 
+def env_names(text: str) -> list[str]:
+    """The environment variables a flow file's text refers to as `${env:NAME}`, in order of first use."""
+    return list(dict.fromkeys(_ENV.findall(text)))
+
+
 class ConfigError(ValueError):
     """One line: `<file>: <key.path>: <what is wrong>`."""
 

@@ -21,7 +21,6 @@ properties file, run). What the rule guarantees, per where the driver runs:
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -29,7 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+from dr_stream.config import env_names
+
 _LISTS = ("--files", "--jars", "--archives", "--py-files")
 IMAGE_JOB = "local:///opt/dr-stream/jobs/replicate.py"
 
@@ -76,11 +76,6 @@ def _pairs(options: list[str]):
             yield item, options[i + 1]
             i += 1
         i += 1
-
-
-def env_names(flow_text: str) -> list[str]:
-    """The environment variables a flow file refers to, in order of first use."""
-    return list(dict.fromkeys(_ENV.findall(flow_text)))
 
 
 def driver_environment(target: Target, names: list[str], environ: dict[str, str]) -> dict[str, str]:

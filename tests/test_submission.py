@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dr_stream.submission import IMAGE_JOB, Artifacts, Target, driver_environment, env_names, plan
+from dr_stream.config import env_names
+from dr_stream.submission import IMAGE_JOB, Artifacts, Target, driver_environment, plan
 
 ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv.tar.gz", "/repo/jobs/replicate.py")
 
