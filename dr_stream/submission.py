@@ -57,7 +57,7 @@ class Target:
     def of(cls, options: list[str]) -> Target:
         found = {"master": cls.master, "deploy_mode": cls.deploy_mode}
         conf_keys = {"spark.master": "master", "spark.submit.deployMode": "deploy_mode"}
-        for name, value in _pairs(options):
+        for name, value in _pairs(options, {"--master", "--deploy-mode", "--conf"}):
             if name in ("--master", "--deploy-mode"):
                 found[name[2:].replace("-", "_")] = value
             elif name == "--conf" and "=" in value and value.split("=", 1)[0] in conf_keys:
@@ -65,15 +65,16 @@ class Target:
         return cls(**found)
 
 
-def _pairs(options: list[str]):
-    """(option, value) for each `--opt value` and `--opt=value` among spark-submit options."""
+def _pairs(options: list[str], names: set[str]):
+    """(option, value) for each `--opt value` and `--opt=value` among spark-submit options whose
+    option is in `names` (options outside it may take no value, like `--verbose`)."""
     i = 0
     while i < len(options):
-        item = options[i]
-        if item.startswith("--") and "=" in item:
-            yield tuple(item.split("=", 1))
-        elif item.startswith("--") and i + 1 < len(options):
-            yield item, options[i + 1]
+        name, equals, inline = options[i].partition("=")
+        if name in names and equals:
+            yield name, inline
+        elif name in names and i + 1 < len(options):
+            yield name, options[i + 1]
             i += 1
         i += 1
 

@@ -24,6 +24,9 @@ def test_the_target_is_read_from_options_in_either_spelling_and_from_conf():
     assert Target.of([]) == Target("local[2]", "client")
     assert Target.of(["--master", "yarn", "--deploy-mode=cluster"]) == Target("yarn", "cluster")
     assert Target.of(["--master=k8s://https://api:6443", "--conf", "spark.submit.deployMode=cluster"]).cluster_mode
+    # A flag without a value does not swallow the option after it.
+    assert Target.of(["--verbose", "--master", "yarn", "--supervise", "--deploy-mode", "cluster"]) == \
+        Target("yarn", "cluster")
 
 
 def test_local_mode_ships_the_jars_and_reads_the_flow_file_where_it_is():
