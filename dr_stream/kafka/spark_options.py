@@ -16,6 +16,8 @@ from dr_stream.config import ClusterConfig, FlowConfig
 # (built from jvm/) moves it into the record timestamp and drops the header before the send.
 TIMESTAMP_HEADER = "__dr_stream_ts"
 TIMESTAMP_INTERCEPTOR = "io.drstream.kafka.TimestampInterceptor"
+# Reports each run of copied records the sink's producer wrote to the flow's runs topic.
+RUNS_INTERCEPTOR = "io.drstream.kafka.CopyRunInterceptor"
 
 
 def cluster_options(cluster: ClusterConfig) -> dict[str, str]:
@@ -48,17 +50,6 @@ def replicate_source(config: FlowConfig) -> dict[str, str]:
     }
 
 
-def index_source(config: FlowConfig) -> dict[str, str]:
-    """The index query reads the flow's destination topics back from their first record."""
-    return {
-        **_reading(config.destination),
-        "subscribePattern": config.remote_topic_filter.subscribe_pattern(),
-        "startingOffsets": "earliest",
-        "maxOffsetsPerTrigger": str(config.streaming.max_records_per_batch),
-        "kafka.metadata.max.age.ms": "5000",
-    }
-
-
 def topic_source(cluster: ClusterConfig, topic: str) -> dict[str, str]:
     """One topic from its first record (`__consumer_timestamps`; compacted, so gaps are normal)."""
     return {**_reading(cluster), "subscribe": topic, "startingOffsets": "earliest"}
@@ -78,7 +69,11 @@ def batch_range(cluster: ClusterConfig, starts: dict[str, dict[str, int]],
             "endingOffsets": json.dumps(ends)}
 
 
-def sink(destination: ClusterConfig) -> dict[str, str]:
+def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = "__replicator_id") -> dict[str, str]:
+    """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.
+
+    The timestamp interceptor goes first, so the runs interceptor sees each record's final
+    timestamp; both read their settings from the producer's own configuration."""
     options = {
         # Ordering per partition, with retries, is what makes the crash-resume filter exact.
         "kafka.acks": "all",
@@ -88,6 +83,11 @@ def sink(destination: ClusterConfig) -> dict[str, str]:
         "kafka.batch.size": "262144",
         **cluster_options(destination),
     }
+    ours = [TIMESTAMP_INTERCEPTOR]
+    if runs_topic:
+        ours.append(RUNS_INTERCEPTOR)
+        options["kafka.dr.stream.runs.topic"] = runs_topic
+        options["kafka.dr.stream.provenance.header"] = header
     interceptors = options.get("kafka.interceptor.classes", "")
-    options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, TIMESTAMP_INTERCEPTOR) if c)
+    options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, *ours) if c)
     return options

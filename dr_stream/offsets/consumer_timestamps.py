@@ -17,9 +17,6 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka import clients
@@ -28,12 +25,6 @@ from dr_stream.kafka.admin import create_topic, partition_counts
 TOPIC = "__consumer_timestamps"
 UNKNOWN_TIMESTAMP = -1
 
-KEY_SCHEMA = StructType([
-    StructField("group", StringType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-])
-VALUE_SCHEMA = StructType([StructField("offset", LongType()), StructField("timestamp", LongType())])
 
 
 @dataclass(frozen=True)
@@ -66,43 +57,25 @@ def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0)
     return create_topic(admin, TOPIC, partitions, config, timeout)
 
 
-def parse_consumer_timestamps(df: DataFrame) -> DataFrame:
-    """Kafka rows of the topic -> group, topic, partition, offset, timestamp, `_malformed`.
-
-    A tombstone (null value) is compaction's way of forgetting a key and is dropped; anything
-    else that lacks a field or is not JSON is kept with `_malformed` true for counting.
-    """
-    key = F.from_json(F.col("key").cast("string"), KEY_SCHEMA, {"mode": "PERMISSIVE"})
-    value = F.from_json(F.col("value").cast("string"), VALUE_SCHEMA, {"mode": "PERMISSIVE"})
-    parsed = (
-        df.where(F.col("value").isNotNull())
-        .select(F.col("offset").alias("_record_offset"), key.alias("k"), value.alias("v"))
-        .select(
-            "_record_offset",
-            F.col("k.group").alias("group"),
-            F.col("k.topic").alias("topic"),
-            F.col("k.partition").alias("partition"),
-            F.col("v.offset").alias("offset"),
-            F.coalesce(F.col("v.timestamp"), F.lit(UNKNOWN_TIMESTAMP)).alias("timestamp"),
-        )
-    )
-    complete = (
-        F.col("group").isNotNull() & F.col("topic").isNotNull() & F.col("partition").isNotNull()
-        & (F.col("partition") >= 0) & F.col("offset").isNotNull() & (F.col("offset") >= 0)
-    )
-    return parsed.withColumn("_malformed", ~F.coalesce(complete, F.lit(False)))
+TOMBSTONE = "tombstone"
 
 
-def latest_per_partition(df: DataFrame) -> DataFrame:
-    """Well-formed rows -> the newest commit per (group, topic, partition) in this batch."""
-    newest = F.max_by(F.struct("offset", "timestamp"), F.col("_record_offset"))
-    return (
-        df.where(~F.col("_malformed"))
-        .groupBy("group", "topic", "partition")
-        .agg(newest.alias("c"))
-        .select("group", "topic", "partition", F.col("c.offset").alias("offset"),
-                F.col("c.timestamp").alias("timestamp"))
-    )
+def parse_commit(key: bytes | None, value: bytes | None) -> GroupCommit | str | None:
+    """One record of the topic -> the position it reports; TOMBSTONE for a null value (compaction's
+    way of forgetting a key); None when it lacks a field or is not JSON (counted by the reader)."""
+    if value is None:
+        return TOMBSTONE
+    try:
+        k, v = json.loads(key), json.loads(value)
+        commit = GroupCommit(k["group"], k["topic"], int(k["partition"]), int(v["offset"]),
+                             int(v.get("timestamp", UNKNOWN_TIMESTAMP) if v.get("timestamp") is not None
+                                 else UNKNOWN_TIMESTAMP))
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    if not isinstance(commit.group, str) or not isinstance(commit.topic, str) or commit.partition < 0 \
+            or commit.offset < 0:
+        return None
+    return commit
 
 
 def report(producer: Producer, commits: Iterable[GroupCommit]) -> int:

@@ -3,7 +3,10 @@
 For a group committed at C on source partition P (C = next record to read):
 - `exact`: the destination offset of the first record this flow copied with origin offset >= C;
 - `next`: nothing at or after C was copied yet: the destination offset just after the last
-  record copied from P (the consumer resumes with what arrives next);
+  record copied from P (the consumer resumes with what arrives next). While the flow runs,
+  only once it has handled every record before C and the index holds their runs; until then
+  the position is `waiting` and nothing is synced, since a record before C still on its way
+  would land after that offset and be read again after a failover;
 - `returned`: the source record at C is itself a copy of a destination record (after a
   failover, the cluster coming back is the destination): that original's offset. At the end of
   the source log, just after the original of the last such copy, unless `next` is further on;
@@ -13,8 +16,8 @@ For a group committed at C on source partition P (C = next record to read):
 Then every offset is clamped to the destination's [log start, log end], and a clamp is
 reported in `note`.
 
-Everything here is a rule over plain values (and one DataFrame step over the index runs);
-`translator` gathers the inputs from Kafka and Delta.
+Everything here is a rule over plain values; `run_store` finds where C lands in the index
+runs and `translator` gathers the inputs from Kafka and the index.
 
 Invariant: an `exact` translation never lands after the first copied record the group has
 not consumed, and never before a copied record it has consumed.
@@ -25,59 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from dr_stream.lag import records_behind
 from dr_stream.offsets.consumer_timestamps import UNKNOWN_TIMESTAMP
-from dr_stream.policy import TopicRenamer
-from dr_stream.step import Step
-
-COMMIT_SCHEMA = "group string, topic string, partition int, offset long, timestamp long"
-
-
-def translate_commits(runs: DataFrame, renamer: TopicRenamer) -> Step:
-    """Commits (group, topic, partition, offset, timestamp) -> translated offsets through the index runs.
-
-    Output: group, topic, partition, source_offset, source_timestamp, dest_topic, dest_partition,
-    translated (null when the index has nothing for the partition), method, last_copied.
-    """
-
-    def step(commits: DataFrame) -> DataFrame:
-        targets = (
-            commits.withColumn("dest_topic", renamer.remote_topic_column(F.col("topic")))
-            .withColumn("dest_partition", F.col("partition"))
-        )
-        r = runs.select(
-            F.col("origin_topic").alias("topic"), F.col("origin_partition").alias("partition"),
-            "dest_topic", "dest_partition", "origin_start", "origin_end", "dest_start", "dest_end",
-        )
-        at_or_after = F.when(
-            F.col("origin_end") >= F.col("offset"),
-            F.col("dest_start") + F.greatest(F.col("offset") - F.col("origin_start"), F.lit(0)),
-        )
-        found = (
-            targets.join(r, on=["topic", "partition", "dest_topic", "dest_partition"], how="left")
-            .groupBy("group", "topic", "partition", "offset", "timestamp", "dest_topic", "dest_partition")
-            .agg(
-                F.min(at_or_after).alias("_first_at_or_after"),
-                (F.max("dest_end") + 1).alias("_after_last"),
-                F.max("origin_end").alias("last_copied"),
-            )
-        )
-        return found.select(
-            "group", "topic", "partition",
-            F.col("offset").alias("source_offset"),
-            F.col("timestamp").alias("source_timestamp"),
-            "dest_topic", "dest_partition",
-            F.coalesce("_first_at_or_after", "_after_last").alias("translated"),
-            F.when(F.col("_first_at_or_after").isNotNull(), F.lit("exact"))
-            .when(F.col("_after_last").isNotNull(), F.lit("next"))
-            .otherwise(F.lit("timestamp")).alias("method"),
-            "last_copied",
-        )
-
-    return step
 
 
 @dataclass(frozen=True)
@@ -126,7 +78,7 @@ def through_returned(t: Translation, original_at: Callable[[int], int | None]) -
     original = original_at(t.source_offset)
     if original is not None:
         return replace(t, offset=original, method="returned")
-    if t.method == "exact":
+    if t.method in ("exact", "waiting"):
         return t
     # Nothing at or after C maps over yet: resume after the last original the group read.
     before = original_at(t.source_offset - 1)
@@ -151,6 +103,9 @@ def settle(t: Translation, bounds: tuple[int, int] | None, by_timestamp: int | N
         return replace(t, offset=None, method="none", note=missing)
     log_start, log_end = bounds
     t = replace(t, log_start=log_start, log_end=log_end)
+    if t.method == "waiting":
+        return replace(t, note=f"waiting: records before source offset {t.source_offset} are still being copied "
+                               "or indexed; nothing is synced until they are")
     notes = []
     if t.method == "timestamp":
         if t.source_timestamp == UNKNOWN_TIMESTAMP:

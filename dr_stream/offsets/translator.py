@@ -1,8 +1,10 @@
 """Gathers what the translation rule needs from the offset index and the clusters, and applies it.
 
-The rule itself is in `translation`; this class only reads: the index runs (Spark), the
-destination's log bounds and, where the rule asks, offsets by timestamp (admin client and
-consumer), the source's log ends, and returned records.
+The rule itself is in `translation` and `run_store`; this class only reads: where a commit
+lands in the index runs (`locate`: the flow's live store, or a store loaded from the table),
+the destination's log bounds and, where the rule asks, offsets by timestamp (admin client and
+consumer), the source's log ends, and returned records. No Spark: `failover` runs it without
+a JVM.
 
 Invariant: constructing a translator opens no connection; its clients are opened at first use
 and released by `close`.
@@ -11,45 +13,34 @@ and released by `close`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds
 from dr_stream.offsets.consumer_timestamps import GroupCommit
-from dr_stream.offsets.index import OffsetIndex
 from dr_stream.offsets.returned_records import ReturnedRecords
-from dr_stream.offsets.translation import (
-    COMMIT_SCHEMA,
-    Translation,
-    needs_timestamp,
-    settle,
-    through_returned,
-    translate_commits,
-)
+from dr_stream.offsets.run_store import Located, RunKey
+from dr_stream.offsets.translation import Translation, needs_timestamp, settle, through_returned
 from dr_stream.policy import TopicRenamer
 
 
 class OffsetTranslator:
     """Translates commits through the flow's offset index and the destination's logs."""
 
-    def __init__(self, spark: SparkSession, index: OffsetIndex, renamer: TopicRenamer,
+    def __init__(self, locate: Callable[[RunKey, int], Located], renamer: TopicRenamer,
                  destination: ClusterConfig, source: ClusterConfig | None = None,
-                 origin_cluster: str | None = None,
                  known_source_ends: dict[tuple[str, int], int] | None = None,
                  returned: ReturnedRecords | None = None) -> None:
-        self.spark = spark
-        self.index = index
+        self.locate = locate
         self.renamer = renamer
         self.destination = destination
         # None when the source is gone: the log ends it last reported stand in for the live ones.
         self.source = source
-        self.origin_cluster = origin_cluster
         self.known_source_ends = known_source_ends or {}
         self.returned = returned
         self._admins: dict[str, AdminClient] = {}
@@ -60,29 +51,24 @@ class OffsetTranslator:
             self._admins[cluster.alias] = clients.admin(cluster)
         return self._admins[cluster.alias]
 
-    def _runs(self) -> DataFrame:
-        runs = self.index.runs()
-        if self.origin_cluster:
-            runs = runs.where(F.col("origin_cluster") == self.origin_cluster)
-        return runs
+    def located(self, commit: GroupCommit, now: int) -> Translation:
+        """The commit placed through the index runs, before the destination's logs are consulted."""
+        dest_topic = self.renamer.format_remote_topic(commit.topic)
+        found = self.locate((commit.topic, commit.partition, dest_topic, commit.partition), commit.offset)
+        method = "timestamp" if found.method == "unknown" else found.method
+        return Translation(commit.group, commit.topic, commit.partition, commit.offset, commit.timestamp, dest_topic,
+                           commit.partition, found.offset, method, "", False, None, None, found.last_copied, None, now)
 
     def translate(self, commits: Iterable[GroupCommit]) -> list[Translation]:
-        commits = list(commits)
-        if not commits:
-            return []
-        frame = self.spark.createDataFrame([(c.group, c.topic, c.partition, c.offset, c.timestamp) for c in commits],
-                                           COMMIT_SCHEMA)
-        rows = frame.transform(translate_commits(self._runs(), self.renamer)).collect()
-        bounds = log_bounds(self._admin(self.destination), [(r.dest_topic, r.dest_partition) for r in rows])
-        source_ends = self._source_ends([(r.topic, r.partition) for r in rows])
         now = int(time.time() * 1000)
+        placed = [self.located(c, now) for c in commits]
+        if not placed:
+            return []
+        bounds = log_bounds(self._admin(self.destination), sorted({(t.dest_topic, t.dest_partition) for t in placed}))
+        source_ends = self._source_ends(sorted({(t.topic, t.partition) for t in placed}))
         out = []
-        for r in rows:
-            t = Translation(
-                r.group, r.topic, r.partition, r.source_offset, r.source_timestamp, r.dest_topic, r.dest_partition,
-                r.translated, r.method, "", False, None, None, r.last_copied,
-                source_ends.get((r.topic, r.partition)), now,
-            )
+        for t in placed:
+            t = replace(t, source_log_end=source_ends.get((t.topic, t.partition)))
             if self.returned is not None:
                 t = through_returned(t, lambda o, t=t: self.returned.original_at(t.topic, t.partition, o, t.dest_topic))
             found = bounds.get((t.dest_topic, t.dest_partition))

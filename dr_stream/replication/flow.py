@@ -1,13 +1,17 @@
-"""One replication flow: a Spark application with three streaming queries and a poller.
+"""One replication flow: a Spark application with one streaming query and three driver threads.
 
-1. replicate: Spark's Kafka source -> `record_path.prepare` (Column expressions) ->
-   `foreachBatch` -> Spark's Kafka sink. The batch function does the driver-side work that
-   must happen before a write: create or grow destination topics (`topic_sync`), and on the
-   first batch after a (re)start, skip what a killed run already wrote (`resume`).
-2. index: the destination's copies read back into the offset index (`offsets.index_query`).
-3. translate: `__consumer_timestamps` -> translated offsets -> destination groups
-   (`offsets.translate_query`), fed by the committed-offset poller (`offsets.poller`).
-Each query has its own checkpoint and restarts on its own after a failure (`supervisor`).
+1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
+   expressions) -> `foreachBatch` -> Spark's Kafka sink, whose producer reports each run it
+   wrote to the flow's runs topic (`CopyRunInterceptor`). The batch function does the
+   driver-side work that must happen before a write: create or grow destination topics
+   (`topic_sync`), and on the first batch after a (re)start, bring the offset index level with
+   the destination and skip what a killed run already wrote (`resume`).
+2. index feed (thread): runs topic -> the live offset index and its Delta table
+   (`offsets.index_feed`).
+3. translate loop (thread): `__consumer_timestamps` -> translated offsets -> destination groups
+   (`offsets.translate_loop`), fed by the committed-offset poller (thread, `offsets.poller`).
+The query restarts from its checkpoint after a failure (`supervisor`); each thread reports
+errors and keeps going.
 
 Invariant: constructing a flow connects to nothing; `connect` meets both clusters, learns
 their cluster.ids and builds the queries, and `close` releases every client it opened.
@@ -15,6 +19,7 @@ their cluster.ids and builds the queries, and `close` releases every client it o
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,18 +34,21 @@ from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.offsets import consumer_timestamps
 from dr_stream.offsets.group_sync import GroupSync
 from dr_stream.offsets.index import OffsetIndex
-from dr_stream.offsets.index_query import OffsetIndexer
+from dr_stream.offsets.index_feed import IndexFeed
 from dr_stream.offsets.poller import CommittedOffsetPoller
 from dr_stream.offsets.returned_records import ReturnedRecords, maps_back
-from dr_stream.offsets.translate_query import TranslateQuery
+from dr_stream.offsets.runs_topic import ensure_runs_topic, runs_topic
+from dr_stream.offsets.translate_loop import TranslateLoop
 from dr_stream.offsets.translation_log import TranslationLog
 from dr_stream.offsets.translator import OffsetTranslator
 from dr_stream.replication.left_out import left_out_group, read_left_out
 from dr_stream.replication.progress import ProgressPrinter
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.replication.resume import ALREADY_COPIED, LastCopiedScan, drop_already_copied, resume_marks
+from dr_stream.replication.resume import ALREADY_COPIED, drop_already_copied, resume_marks
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.streaming import start_batch_query
+
+Worker = tuple[str, Callable[[threading.Event], None]]
 
 
 def _log_to(name: str) -> Callable[[str], None]:
@@ -63,11 +71,13 @@ class ReplicationFlow:
 
     def __post_init__(self) -> None:
         self.log = self.log or _log_to(self.config.name)
-        self.progress = ProgressPrinter(self.config.name, self.config.query_name("replicate"))
+        self.progress = ProgressPrinter(self.config.name, self.config.query_name("replicate"),
+                                        on_batch=self._on_replicated)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
+        self.runs_topic = runs_topic(self.config.name)
         self.connected = False
-        self.translate_query: TranslateQuery | None = None
-        self.indexer: OffsetIndexer | None = None
+        self.translate_loop: TranslateLoop | None = None
+        self.feed: IndexFeed | None = None
         self.poller: CommittedOffsetPoller | None = None
 
     def connect(self) -> None:
@@ -94,40 +104,43 @@ class ReplicationFlow:
         if not topics.preserve_partitions or not config.provenance.enabled:
             self.log("warning: exactly-once after a crash needs preserve_partitions and provenance; "
                      "this flow is at-least-once (a replayed batch may be written twice)")
-        self.translate_query = self._translate_query()
-        self.indexer = self._indexer() if config.provenance.enabled else None
-        if self.indexer is None:
+        self.feed = self._feed() if config.provenance.enabled else None
+        if self.feed is None:
             self.log("warning: provenance is off, so there is no offset index and no offset translation")
+        self.translate_loop = self._translate_loop() if self.feed else None
+        if self.translate_loop:
+            self.feed.on_advanced = self.translate_loop.on_index_advanced
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter,
-                                            log=self.log) if self.translate_query else None
+                                            log=self.log) if self.translate_loop else None
         self.connected = True
 
     def close(self) -> None:
-        """Releases the clients the translate query opened (the poller closes its own when it stops)."""
-        if self.translate_query is not None:
-            self.translate_query.close()
+        """Releases the clients the translate loop and the feed opened (the poller closes its own)."""
+        if self.translate_loop is not None:
+            self.translate_loop.close()
+        if self.feed is not None:
+            self.feed.close()
 
-    def _follower_trigger(self) -> str:
-        """Index and translate run at the flow's trigger but at least 1 s apart: each of their batches
-        commits to Delta, and below a second that costs the copy more than it gains in freshness."""
-        streaming = self.config.streaming
-        return streaming.trigger_interval if streaming.trigger_ms >= 1000 else "1 second"
+    def _feed(self) -> IndexFeed:
+        if ensure_runs_topic(self._dest_admin, self.runs_topic):
+            self.log(f"topic {self.runs_topic}: created on {self.config.destination.alias} (compacted)")
 
-    def _indexer(self) -> OffsetIndexer:
-        def log_starts() -> list[tuple[str, int, int]]:
-            partitions = matching_partitions(self._dest_admin, self.config.remote_topic_filter)
-            return [(t, p, start) for (t, p), (start, _) in log_bounds(self._dest_admin, partitions).items()]
+        def dest_bounds() -> dict[tuple[str, int], tuple[int, int]]:
+            return log_bounds(self._dest_admin, matching_partitions(self._dest_admin, self.config.remote_topic_filter))
 
-        return OffsetIndexer(
-            spark=self.spark, index=self.index, kafka_options=spark_options.index_source(self.config),
+        feed = IndexFeed(
+            spark=self.spark, index=self.index, destination=self.config.destination, runs_topic=self.runs_topic,
             source_cluster_id=self.source_cluster_id, header=self.config.provenance.header,
-            renamer=self.config.renamer, query_name=self.config.query_name("index"),
-            checkpoint=self.config.checkpoint("index"), trigger=self._follower_trigger(), log_starts=log_starts,
-            on_advanced=self.translate_query.on_index_advanced if self.translate_query else (lambda: None),
-            log=self.log,
+            renamer=self.config.renamer, dest_bounds=dest_bounds, log=self.log,
         )
+        feed.load()
+        return feed
 
-    def _translate_query(self) -> TranslateQuery | None:
+    def _on_replicated(self, end_offsets: str | None) -> None:
+        if self.feed is not None:
+            self.feed.replicated(end_offsets)
+
+    def _translate_loop(self) -> TranslateLoop | None:
         config = self.config
         if not config.offsets.translate or not config.provenance.enabled:
             return None
@@ -138,26 +151,26 @@ class ReplicationFlow:
             self.log(f"topic {consumer_timestamps.TOPIC}: created on {config.source.alias} (compacted)")
         returned = (ReturnedRecords(config.source, config.provenance.header, self.destination_cluster_id)
                     if maps_back(config) else None)
-        translator = OffsetTranslator(self.spark, self.index, config.renamer, config.destination,
-                                      source=config.source, origin_cluster=self.source_cluster_id, returned=returned)
-        query = TranslateQuery(
-            spark=self.spark, translator=translator,
+        translator = OffsetTranslator(self.feed.locate, config.renamer, config.destination, source=config.source,
+                                      returned=returned)
+        loop = TranslateLoop(
+            source=config.source, translator=translator,
             record=TranslationLog(self.spark, config.streaming.translations),
             sync=GroupSync(config.destination, config.name) if config.offsets.sync_to_destination else None,
-            groups=config.group_filter, topics=config.topic_filter,
-            kafka_options=spark_options.topic_source(config.source, consumer_timestamps.TOPIC),
-            query_name=config.query_name("translate"), checkpoint=config.checkpoint("translate"),
-            trigger=self._follower_trigger(), log=self.log,
+            groups=config.group_filter, topics=config.topic_filter, log=self.log,
         )
-        query.restore()
-        return query
+        loop.restore()
+        return loop
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
-        out = [(self.config.query_name("replicate"), self._in_pool("replicate", self.start))]
-        if self.indexer:
-            out.append((self.indexer.query_name, self._in_pool("index", self.indexer.start)))
-        if self.translate_query:
-            out.append((self.translate_query.query_name, self._in_pool("translate", self.translate_query.start)))
+        return [(self.config.query_name("replicate"), self._in_pool("replicate", self.start))]
+
+    def workers(self) -> list[Worker]:
+        """The flow's driver threads: each runs until the event it is given is set."""
+        out: list[Worker] = []
+        for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller)):
+            if part is not None:
+                out.append((f"{name}-{self.config.name}", part.run))
         return out
 
     def _in_pool(self, pool: str, start: Callable[[], StreamingQuery]) -> Callable[[], StreamingQuery]:
@@ -175,7 +188,7 @@ class ReplicationFlow:
 
     def _write_batch(self, batch: DataFrame, batch_id: int, first: bool) -> None:
         replicated = self.topic_sync.sync()
-        if first and self.plan.preserve_partitions and self.plan.provenance_enabled:
+        if first and self.plan.preserve_partitions and self.feed is not None:
             batch = self._skip_already_copied(batch, batch_id, replicated)
         (
             batch.transform(to_sink_rows(self.plan.preserve_partitions))
@@ -183,14 +196,16 @@ class ReplicationFlow:
             # on scheduling tasks than on writing. coalesce keeps each partition's records in order.
             .coalesce(max(1, self.spark.sparkContext.defaultParallelism))
             .write.format("kafka")
-            .options(**spark_options.sink(self.config.destination))
+            .options(**spark_options.sink(self.config.destination, self.runs_topic if self.feed else None,
+                                          self.plan.header))
             .save()
         )
 
     def _skip_already_copied(self, batch: DataFrame, batch_id: int, replicated: dict[str, int]) -> DataFrame:
-        scan = LastCopiedScan(self.config.destination, self.plan.header, self.source_cluster_id)
-        copied = scan.watermarks((t, p, self.config.renamer.format_remote_topic(t))
-                                 for t, n in replicated.items() for p in range(n))
+        # The index, once level with the destination, knows the last origin offset copied to each
+        # partition: no scan of the destination from its end, partition by partition.
+        self.feed.catch_up()
+        copied = {k: o for k, o in self.feed.last_copied().items() if k[0] in replicated}
         left_out = read_left_out(self.config.source, self.destination_cluster_id,
                                  ((t, p) for t, n in replicated.items() for p in range(n)))
         if left_out:

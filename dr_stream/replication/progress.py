@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from pyspark.sql.streaming import StreamingQueryListener
 
@@ -20,9 +21,12 @@ def durations(parts: dict[str, int] | None) -> str:
 class ProgressPrinter(StreamingQueryListener):
     """Prints a line per batch of one replicate query and keeps the flow's running totals."""
 
-    def __init__(self, flow_name: str, query_name: str) -> None:
+    def __init__(self, flow_name: str, query_name: str,
+                 on_batch: Callable[[str | None], None] = lambda end_offsets: None) -> None:
         self.flow_name = flow_name
         self.query_name = query_name
+        # Told each committed batch's source end offsets (the Kafka source's JSON).
+        self.on_batch = on_batch
         self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
 
     def onQueryStarted(self, event) -> None:
@@ -32,6 +36,8 @@ class ProgressPrinter(StreamingQueryListener):
         p = event.progress
         if p.name != self.query_name:
             return
+        if p.sources:
+            self.on_batch(p.sources[0].endOffset)
         metrics = p.observedMetrics.get("replicate")
         records = p.numInputRows
         skipped = int(metrics["skipped_cycle"] or 0) if metrics else 0

@@ -4,8 +4,8 @@ Spark's Kafka sink is at-least-once: after a crash the last micro-batch is repla
 the checkpoint and records written before the crash would be written again. With
 `preserve_partitions`, destination partition P receives this flow's records from source
 partition P only, in origin-offset order (one producer per task, idempotent, ordered).
-So the newest record in destination P whose newest provenance entry names this flow's
-source cluster and topic tells the highest origin offset already copied, and the replayed
+So the highest origin offset the offset index holds for P, once the index is level with the
+destination (`index_feed.catch_up`), is the last record already copied, and the replayed
 batch is filtered to offsets above it.
 
 Invariant: the filter never drops a record that is not already in the destination, or that
@@ -14,17 +14,12 @@ the operator chose to leave out at failback (`left_out`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from dr_stream.config import ClusterConfig
-from dr_stream.kafka.clients import consuming
-from dr_stream.provenance import newest_entry, origin_offset
 from dr_stream.step import Step
 
 ALREADY_COPIED = "_already_copied"
@@ -60,56 +55,6 @@ def resume_marks(copied: dict[Partition, int], left_out: dict[Partition, int],
     for key, _, _ in recreated:
         del marks[key]
     return ResumeMarks(marks, recreated)
-
-
-@dataclass
-class LastCopiedScan:
-    """Reads destination partitions backwards to find the last origin offset this flow copied."""
-
-    destination: ClusterConfig
-    header: str
-    source_cluster_id: str
-    first_window: int = 500
-
-    def last_copied(self, source_topic: str, partition: int, remote_topic: str) -> int | None:
-        settings = {"enable.partition.eof": True, "auto.offset.reset": "earliest"}
-        with consuming(self.destination, "dr-stream-scan", settings) as consumer:
-            low, high = consumer.get_watermark_offsets(TopicPartition(remote_topic, partition), timeout=15)
-            window = self.first_window
-            while high > low:
-                start = max(low, high - window)
-                found = self._scan(consumer, source_topic, partition, remote_topic, start, high)
-                if found is not None:
-                    return found
-                high, window = start, window * 4
-            return None
-
-    def _scan(self, consumer: Consumer, source_topic: str, partition: int, remote_topic: str,
-              start: int, end: int) -> int | None:
-        consumer.assign([TopicPartition(remote_topic, partition, start)])
-        best: int | None = None
-        while True:
-            messages = consumer.consume(num_messages=5000, timeout=1)
-            if not messages:
-                return best  # nothing more readable below `end` (aborted or compacted away)
-            for msg in messages:
-                if msg.error() or msg.offset() >= end:
-                    return best  # partition EOF, or past the window
-                entry = newest_entry(msg.headers(), self.header)
-                found = origin_offset(entry, self.source_cluster_id, source_topic, partition)
-                if found is not None:
-                    best = found if best is None else max(best, found)
-                if msg.offset() >= end - 1:
-                    return best
-
-    def watermarks(self, pairs: Iterable[tuple[str, int, str]]) -> dict[Partition, int]:
-        """(source topic, partition) -> last copied origin offset, for the pairs that have one."""
-        out = {}
-        for source_topic, partition, remote in pairs:
-            offset = self.last_copied(source_topic, partition, remote)
-            if offset is not None:
-                out[(source_topic, partition)] = offset
-        return out
 
 
 def drop_already_copied(spark: SparkSession, marks: dict[Partition, int]) -> Step:

@@ -82,7 +82,7 @@ class _Supervisor:
 
 
 def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0) -> None:
-    """Runs the flow's queries and poller until SIGINT/SIGTERM (or `stop`), restarting failed queries."""
+    """Runs the flow's query and threads until SIGINT/SIGTERM (or `stop`), restarting failed queries."""
     stop = stop or threading.Event()
     flow.connect()
     if threading.current_thread() is threading.main_thread():
@@ -91,10 +91,9 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     listener = flow.progress
     flow.spark.streams.addListener(listener)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()])
-    poller = None
-    if flow.poller:
-        poller = threading.Thread(target=flow.poller.run, args=(stop,), name=f"poller-{flow.config.name}", daemon=True)
-        poller.start()
+    workers = [threading.Thread(target=run, args=(stop,), name=name, daemon=True) for name, run in flow.workers()]
+    for worker in workers:
+        worker.start()
     try:
         supervisor.check()
         flow.log(f"replicating {flow.config.source.alias} ({flow.source_cluster_id}) -> "
@@ -112,8 +111,8 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
             flow.spark.streams.removeListener(listener)
         except Exception:  # the JVM may already be gone when the whole process group got the signal
             pass
-        if poller:
-            poller.join(timeout=15)
+        for worker in workers:
+            worker.join(timeout=15)
         flow.close()
         flow.log("stopped")
         sys.stdout.flush()

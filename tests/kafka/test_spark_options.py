@@ -30,18 +30,20 @@ def test_the_replicate_source_reads_the_flow_s_topics_committed_only_with_header
     assert options["kafka.bootstrap.servers"] == "a:1"
 
 
-def test_the_index_source_reads_the_renamed_topics_on_the_destination_from_the_start():
-    options = spark_options.index_source(FLOW)
-    assert options["subscribePattern"] == FLOW.remote_topic_filter.subscribe_pattern()
-    assert (options["kafka.bootstrap.servers"], options["startingOffsets"]) == ("b:2", "earliest")
-    assert "kafka.client.rack" not in options
-
-
 def test_the_sink_is_idempotent_user_settings_win_and_the_timestamp_interceptor_comes_last():
     options = spark_options.sink(FLOW.destination)
     assert (options["kafka.acks"], options["kafka.enable.idempotence"]) == ("all", "true")
     assert options["kafka.linger.ms"] == "20"
     assert options["kafka.interceptor.classes"] == f"com.example.Audit,{spark_options.TIMESTAMP_INTERCEPTOR}"
+    assert "kafka.dr.stream.runs.topic" not in options
+
+
+def test_with_a_runs_topic_the_runs_interceptor_follows_the_timestamp_one_and_gets_its_settings():
+    options = spark_options.sink(FLOW.destination, "__dr_stream_runs.f", "__hdr")
+    assert options["kafka.interceptor.classes"].endswith(
+        f"{spark_options.TIMESTAMP_INTERCEPTOR},{spark_options.RUNS_INTERCEPTOR}")
+    assert (options["kafka.dr.stream.runs.topic"], options["kafka.dr.stream.provenance.header"]) == (
+        "__dr_stream_runs.f", "__hdr")
 
 
 def test_a_batch_range_names_each_partition_s_start_and_end():

@@ -1,39 +1,32 @@
-"""`__consumer_timestamps` records: parsing, the newest position per partition, malformed ones counted."""
+"""`__consumer_timestamps` records: parsing, malformed ones told apart from tombstones."""
 
 from __future__ import annotations
 
-from chispa import assert_df_equality
+from dr_stream.offsets.consumer_timestamps import TOMBSTONE, UNKNOWN_TIMESTAMP, GroupCommit, parse_commit
 
-from dr_stream.offsets.consumer_timestamps import GroupCommit, latest_per_partition, parse_consumer_timestamps
-from dr_stream.offsets.translation import COMMIT_SCHEMA
+KEY = b'{"group":"g","topic":"t","partition":0}'
 
 
-class TestConsumerTimestamps:
-    SCHEMA = "key binary, value binary, offset long"
+def test_a_well_formed_record_parses_to_its_position():
+    assert parse_commit(KEY, b'{"offset":9,"timestamp":90}') == GroupCommit("g", "t", 0, 9, 90)
 
-    def test_well_formed_records_parse_and_the_newest_per_partition_wins(self, spark):
-        key = b'{"group":"g","topic":"t","partition":0}'
-        df = spark.createDataFrame([(key, b'{"offset":5,"timestamp":50}', 0), (key, b'{"offset":9,"timestamp":90}', 1)],
-                                   self.SCHEMA)
-        got = df.transform(parse_consumer_timestamps).transform(latest_per_partition)
-        expected = spark.createDataFrame([("g", "t", 0, 9, 90)], COMMIT_SCHEMA)
-        assert_df_equality(got, expected, ignore_nullable=True)
 
-    def test_malformed_records_are_flagged_and_tombstones_dropped(self, spark):
-        good = b'{"group":"g","topic":"t","partition":0}'
-        df = spark.createDataFrame([
-            (b"not json", b'{"offset":1}', 0),
-            (good, b"oops", 1),
-            (b'{"group":"g"}', b'{"offset":1,"timestamp":1}', 2),
-            (good, b'{"offset":-3,"timestamp":1}', 3),
-            (good, None, 4),
-            (good, b'{"offset":7}', 5),
-        ], self.SCHEMA)
-        flags = [r._malformed for r in df.transform(parse_consumer_timestamps).orderBy("_record_offset").collect()]
-        assert flags == [True, True, True, True, False]
+def test_a_record_without_timestamp_has_an_unknown_one():
+    assert parse_commit(KEY, b'{"offset":7}') == GroupCommit("g", "t", 0, 7, UNKNOWN_TIMESTAMP)
+
+
+def test_a_null_value_is_a_tombstone_not_a_malformed_record():
+    assert parse_commit(KEY, None) == TOMBSTONE
+
+
+def test_records_lacking_a_field_or_not_json_or_negative_are_malformed():
+    for key, value in [(b"not json", b'{"offset":1}'), (KEY, b"oops"), (b'{"group":"g"}', b'{"offset":1}'),
+                       (KEY, b'{"offset":-3,"timestamp":1}'), (b'[1,2]', b'{"offset":1}'), (None, b'{"offset":1}')]:
+        assert parse_commit(key, value) is None, (key, value)
 
 
 def test_a_commit_is_written_in_the_topic_s_key_and_value_format():
     commit = GroupCommit("g", "t", 3, 42, 1700)
     assert commit.record_key() == b'{"group":"g","topic":"t","partition":3}'
     assert commit.record_value() == b'{"offset":42,"timestamp":1700}'
+    assert parse_commit(commit.record_key(), commit.record_value()) == commit

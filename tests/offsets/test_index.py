@@ -18,7 +18,7 @@ def copied(spark, pairs):
 
 
 def runs(spark, rows):
-    return spark.createDataFrame([("c1", "t", 0, "t", 0, os, oe, ds, de, oe - os + 1, T0, T0, T0)
+    return spark.createDataFrame([("c1", "t", 0, "t", 0, os, oe, ds, de, oe - os + 1, T0, T0, T0, None)
                                   for os, oe, ds, de in rows], RUN_SCHEMA)
 
 
@@ -59,3 +59,13 @@ class TestDropDeletedRuns:
         starts = spark.createDataFrame([], "dest_topic string, dest_partition int, log_start long")
         got = runs(spark, [(0, 99, 0, 99)]).transform(drop_deleted_runs(starts))
         assert spans(got) == [(0, 99, 0, 99, 100)]
+
+
+class TestMergeRepublishedRuns:
+    def test_versions_of_one_growing_run_collapse_to_the_longest(self, spark):
+        got = runs(spark, [(0, 9, 100, 109), (0, 19, 100, 119), (20, 29, 120, 129)]).transform(merge_adjacent_runs)
+        assert spans(got) == [(0, 29, 100, 129, 30)]
+
+    def test_overlapping_rows_with_another_mapping_stay_apart(self, spark):
+        got = runs(spark, [(0, 9, 100, 109), (0, 9, 105, 114)]).transform(merge_adjacent_runs)
+        assert spans(got) == [(0, 9, 100, 109, 10), (0, 9, 105, 114, 10)]

@@ -1,67 +1,8 @@
-"""The translation rule: through the index runs, returned records, the timestamp fallback and clamping."""
+"""The translation rule after the index runs: returned records, waiting, the timestamp fallback, clamping."""
 
 from __future__ import annotations
 
-import datetime as dt
-
-import pytest
-
-from dr_stream.offsets.index import RUN_SCHEMA
-from dr_stream.offsets.translation import (
-    COMMIT_SCHEMA,
-    Translation,
-    clamp,
-    needs_timestamp,
-    settle,
-    through_returned,
-    translate_commits,
-)
-from dr_stream.policy import TopicRenamer
-
-T0 = dt.datetime(2026, 1, 1)
-
-
-def index(spark, rows, topic="t", dest_topic="t"):
-    return spark.createDataFrame([("c1", topic, 0, dest_topic, 0, os, oe, ds, de, oe - os + 1, T0, T0, T0)
-                                  for os, oe, ds, de in rows], RUN_SCHEMA)
-
-
-IDENTITY = TopicRenamer()
-
-
-def translate(spark, runs, offset, renamer=IDENTITY, topic="t"):
-    commits = spark.createDataFrame([("g", topic, 0, offset, 1000)], COMMIT_SCHEMA)
-    row = commits.transform(translate_commits(runs, renamer)).first()
-    return row.translated, row.method, row.last_copied
-
-
-class TestTranslateCommits:
-    # origin 200..999 landed at 300..1099 (dc2 had 300 records of its own first)
-    @pytest.mark.parametrize(("committed", "expected"), [(200, 300), (250, 350), (999, 1099)])
-    def test_an_offset_inside_a_run_maps_exactly(self, spark, committed, expected):
-        assert translate(spark, index(spark, [(200, 999, 300, 1099)]), committed) == (expected, "exact", 999)
-
-    def test_an_offset_before_everything_copied_maps_to_the_first_copied_record(self, spark):
-        assert translate(spark, index(spark, [(200, 999, 300, 1099)]), 50) == (300, "exact", 999)
-
-    def test_an_offset_in_a_gap_between_runs_maps_to_the_next_copied_record(self, spark):
-        runs = index(spark, [(0, 9, 0, 9), (20, 29, 15, 24)])
-        assert translate(spark, runs, 12) == (15, "exact", 29)
-
-    def test_an_offset_past_everything_copied_resumes_after_the_last_copied_record(self, spark):
-        assert translate(spark, index(spark, [(0, 9, 0, 9)]), 10) == (10, "next", 9)
-        assert translate(spark, index(spark, [(0, 9, 0, 9)]), 15) == (10, "next", 9)
-
-    def test_a_record_copied_twice_resumes_at_its_first_copy(self, spark):
-        assert translate(spark, index(spark, [(0, 9, 0, 9), (5, 9, 10, 14)]), 7) == (7, "exact", 9)
-
-    def test_no_index_for_the_partition_asks_for_the_timestamp_fallback(self, spark):
-        assert translate(spark, index(spark, []), 10) == (None, "timestamp", None)
-
-    def test_renamed_topics_are_looked_up_under_the_destination_name(self, spark):
-        runs = index(spark, [(0, 9, 100, 109)], dest_topic="dc1.t")
-        assert translate(spark, runs, 3, TopicRenamer("dc1.${topic}")) == (103, "exact", 9)
-        assert translate(spark, runs, 3)[1] == "timestamp"
+from dr_stream.offsets.translation import Translation, clamp, needs_timestamp, settle, through_returned
 
 
 class TestClamp:
@@ -154,3 +95,14 @@ class TestUnreplicated:
         unknown = Translation("g", "t", 0, 5, -1, "t", 0, 5, "exact", "", False, 0, 10, 49, None, 0)
         assert (nothing.unreplicated, unknown.unreplicated) == (60, None)
 
+
+
+class TestWaiting:
+    def test_a_waiting_position_stays_untranslated_with_a_note_and_no_clamp(self):
+        got = settle(translation(500, None, "waiting"), (0, 100))
+        assert (got.offset, got.method, got.clamped) == (None, "waiting", False)
+        assert "still being copied" in got.note
+
+    def test_a_waiting_position_is_not_replaced_by_the_last_original_before_it(self):
+        got = through_returned(translation(500, None, "waiting"), lambda o: None if o == 500 else 40)
+        assert (got.offset, got.method) == (None, "waiting")

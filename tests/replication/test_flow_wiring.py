@@ -5,8 +5,9 @@ from __future__ import annotations
 from dr_stream.config import parse_flow
 from dr_stream.offsets.consumer_timestamps import RecordTimestamps
 from dr_stream.offsets.group_sync import GroupSync
-from dr_stream.offsets.index import OffsetIndex
 from dr_stream.offsets.returned_records import ReturnedRecords
+from dr_stream.offsets.run_store import RunStore
+from dr_stream.offsets.runs_topic import RunsReader
 from dr_stream.offsets.translator import OffsetTranslator
 from dr_stream.replication.flow import ReplicationFlow
 
@@ -21,19 +22,23 @@ NOWHERE = parse_flow({
 def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state(spark):
     flow = ReplicationFlow(NOWHERE, spark)
     assert not flow.connected
-    assert (flow.translate_query, flow.indexer, flow.poller) == (None, None, None)
+    assert (flow.translate_loop, flow.feed, flow.poller) == (None, None, None)
     assert flow.index.path == "s3a://b/flows/x/offset-index"
+    assert flow.runs_topic == "__dr_stream_runs.dc1-to-dc2"
     assert flow.progress.query_name == "replicate-dc1-to-dc2"
-    assert NOWHERE.checkpoint("index") == "hdfs://nn/flows/x/checkpoints/index"
+    assert NOWHERE.checkpoint("replicate") == "hdfs://nn/flows/x/checkpoints/replicate"
 
 
 def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):
-    translator = OffsetTranslator(spark, OffsetIndex(spark, "/nowhere"), NOWHERE.renamer, NOWHERE.destination,
+    translator = OffsetTranslator(RunStore().locate, NOWHERE.renamer, NOWHERE.destination,
                                   source=NOWHERE.source, returned=ReturnedRecords(NOWHERE.source, "h", "id"))
+    reader = RunsReader(NOWHERE.destination, "__dr_stream_runs.x")
     sync = GroupSync(NOWHERE.destination, NOWHERE.name)
     stamps = RecordTimestamps(NOWHERE.source)
     assert translator._admins == {} and not translator._dest_consumer.opened
     assert not translator.returned._consumer.opened and not stamps._consumer.opened and sync._client is None
+    assert not reader._consumer.opened
+    reader.close()
     translator.close()
     stamps.close()
     assert not translator.returned._consumer.opened

@@ -1,0 +1,270 @@
+"""Keeps a flow's offset index current: runs topic -> memory (`RunStore`) -> Delta table.
+
+The sink's producer publishes runs as it writes (`runs_topic`). The feed reads them as they
+come, so the translate loop sees a copied record's destination offset within milliseconds of
+its acknowledgement, and appends them to the Delta table every `write_every_s` for `status`,
+`failover` and the notebooks. Every `maintenance_every_s` it merges the table's rows and
+drops runs whose records the destination deleted.
+
+`catch_up` runs before the replicate query writes anything (at start and after a query
+restart): it reads the runs topic to its end, then scans each destination partition from just
+past its last known run to its log end for records this flow copied that no run reported (the
+producer died between the acknowledgement and the publication), so the store covers every
+copy on the destination before a single new record is written.
+
+`processed_through` says, per source partition, below which origin offset the replicate query
+has handled every record (copied or skipped) *and* the feed holds the runs of those copies: a
+batch's runs are on the runs topic before the batch commits, so once the feed has read up to
+where the topic ended when the batch's progress arrived, it knows all of them.
+
+Invariants: the store only holds reported or scanned runs (never a record that is not on the
+destination); the Delta table receives every run the store receives, at least once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka import spark_options
+from dr_stream.offsets.index import (
+    OffsetIndex,
+    copied_records,
+    drop_deleted_runs,
+    merge_adjacent_runs,
+    run_of,
+    runs_frame,
+    to_runs,
+)
+from dr_stream.offsets.run_store import Located, Run, RunKey, RunStore
+from dr_stream.offsets.runs_topic import RunsReader
+from dr_stream.policy import TopicRenamer
+
+Partition = tuple[str, int]
+
+
+def end_offsets(progress_json: str | None) -> dict[Partition, int]:
+    """A Kafka source's endOffset as reported in streaming progress -> {(topic, partition): offset}."""
+    if not progress_json:
+        return {}
+    try:
+        parsed = json.loads(progress_json)
+    except ValueError:
+        return {}
+    return {(t, int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
+
+
+@dataclass
+class IndexFeed:
+    spark: SparkSession
+    index: OffsetIndex
+    destination: ClusterConfig
+    runs_topic: str
+    source_cluster_id: str
+    header: str
+    renamer: TopicRenamer
+    # (destination topic, partition) -> (log start, log end) of the flow's destination partitions
+    dest_bounds: Callable[[], dict[Partition, tuple[int, int]]]
+    log: Callable[[str], None] = print
+    write_every_s: float = 2.0
+    maintenance_every_s: float = 60.0
+    on_advanced: Callable[[], None] = lambda: None
+    store: RunStore = field(default_factory=RunStore)
+    malformed: int = 0
+    _reader: RunsReader | None = None
+    _unwritten: list[tuple[Run, int | None]] = field(default_factory=list)
+    _last_write: float = field(default_factory=time.monotonic)
+    _last_maintenance: float = field(default_factory=time.monotonic)
+    _progress: list[tuple[int | None, dict[Partition, int]]] = field(default_factory=list)
+    _processed: dict[Partition, int] = field(default_factory=dict)
+    # `_reading` is held while the runs topic is read (the feed thread, and `catch_up` from the
+    # replicate query's first batch); `_lock` only while the store changes or is asked, so a
+    # translation never waits for a read; `_table` keeps an append and a rewrite apart, since a
+    # rewrite that missed a concurrent append would drop its runs.
+    _reading: threading.RLock = field(default_factory=threading.RLock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _table: threading.RLock = field(default_factory=threading.RLock)
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """The Delta table into memory; the runs topic is read from where the table left off."""
+        rows = self.index.runs().where(F.col("origin_cluster") == self.source_cluster_id)
+        start = None
+        if "runs_topic_offset" in rows.columns:
+            found = rows.agg(F.max("runs_topic_offset").alias("at")).first()["at"]
+            start = None if found is None else found + 1
+        self.store.extend(run_of(r) for r in rows.collect())
+        self._reader = RunsReader(self.destination, self.runs_topic, start)
+
+    def catch_up(self) -> None:
+        """Everything reported, then everything on the destination no report covers."""
+        with self._reading:
+            if self._reader is None:
+                self.load()
+            got = self._reader.read_to_end()
+            self._take(got.runs, got.malformed)
+            self._fill_gaps()
+        self.write()
+
+    def _fill_gaps(self) -> None:
+        covered: dict[Partition, int] = {}
+        with self._lock:
+            runs = list(self.store)
+        for run in runs:
+            dest = (run.dest_topic, run.dest_partition)
+            covered[dest] = max(covered.get(dest, -1), run.dest_end)
+        gaps = {}
+        for dest, (start, end) in self.dest_bounds().items():
+            first = max(start, covered.get(dest, -1) + 1)
+            if first < end:
+                gaps[dest] = (first, end)
+        if not gaps:
+            return
+        found = self._scan(gaps)
+        self._take([(None, r) for r in found], 0)
+        if found:
+            records = sum(r.records for r in found)
+            self.log(f"offset index: {records} copied records had no published run (the producer stopped "
+                     f"before publishing); rebuilt {len(found)} runs from the destination")
+
+    def _scan(self, gaps: dict[Partition, tuple[int, int]]) -> list[Run]:
+        starts: dict[str, dict[str, int]] = {}
+        ends: dict[str, dict[str, int]] = {}
+        for (topic, partition), (first, end) in gaps.items():
+            starts.setdefault(topic, {})[str(partition)] = first
+            ends.setdefault(topic, {})[str(partition)] = end
+        rows = (
+            self.spark.read.format("kafka").options(**spark_options.batch_range(self.destination, starts, ends)).load()
+            .transform(copied_records(self.source_cluster_id, self.header, self.renamer))
+            .transform(to_runs)
+            .collect()
+        )
+        return [run_of(r) for r in rows]
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _take(self, runs: list[tuple[int | None, Run]], malformed: int) -> None:
+        """Runs with their offset in the runs topic (None: rebuilt from the destination)."""
+        with self._lock:
+            for at, run in runs:
+                if run.origin_cluster != self.source_cluster_id:
+                    continue
+                self.store.add(run)
+                self._unwritten.append((run, at))
+        if malformed:
+            self.malformed += malformed
+            self.log(f"{self.runs_topic}: skipped {malformed} reports that are not runs ({self.malformed} so far)")
+
+    def replicated(self, progress_end_offsets: str | None) -> None:
+        """The replicate query committed a batch ending at these source offsets (its progress)."""
+        ends = end_offsets(progress_end_offsets)
+        if ends:
+            with self._lock:
+                self._progress.append((None, ends))
+
+    def processed_through(self, topic: str, partition: int) -> int | None:
+        return self._processed.get((topic, partition))
+
+    def locate(self, key: RunKey, offset: int) -> Located:
+        """Where `offset` lands, `next` only once the flow has handled every record before it."""
+        with self._lock:
+            return self.store.locate(key, offset, self._processed.get((key[0], key[1])), gated=True)
+
+    def last_copied(self) -> dict[Partition, int]:
+        with self._lock:
+            return self.store.last_copied()
+
+    def step(self, timeout: float = 0.1) -> bool:
+        """One round: read new reports, apply batch progress they complete, write and maintain when
+        due. True when the store or the processed offsets moved."""
+        with self._reading:
+            got = self._reader.read(timeout=timeout)
+            self._take(got.runs, got.malformed)
+            moved = self._apply_progress() or bool(got.runs)
+        now = time.monotonic()
+        if self._unwritten and now - self._last_write >= self.write_every_s:
+            self.write()
+        if now - self._last_maintenance >= self.maintenance_every_s:
+            self.maintain()
+        return moved
+
+    def _apply_progress(self) -> bool:
+        """A batch's progress counts once the feed has read the runs topic as far as it reached
+        when the progress arrived (every run of that batch was published before it committed)."""
+        moved = False
+        while self._progress:
+            with self._lock:
+                needed, ends = self._progress[0]
+            if needed is None:
+                needed = self._reader.end()
+                with self._lock:
+                    self._progress[0] = (needed, ends)
+            if (self._reader.position or 0) < needed:
+                return moved
+            with self._lock:
+                self._progress.pop(0)
+                for key, offset in ends.items():
+                    if offset > self._processed.get(key, -1):
+                        self._processed[key] = offset
+                        moved = True
+        return moved
+
+    def run(self, stop: threading.Event) -> None:
+        """Feeds until `stop` is set, telling `on_advanced` each time something moved."""
+        while not stop.is_set():
+            try:
+                if self.step():
+                    self.on_advanced()
+            except Exception as exc:  # the destination may be briefly unreachable: report, keep going
+                self.log(f"offset index feed: {str(exc).splitlines()[0]}")
+                stop.wait(1.0)
+        self.write()
+
+    # -- the Delta table -----------------------------------------------------------------------
+
+    def write(self) -> None:
+        with self._table:
+            with self._lock:
+                pending, self._unwritten = self._unwritten, []
+                self._last_write = time.monotonic()
+            if pending:
+                try:
+                    self.index.append(runs_frame(self.spark, pending))
+                except Exception:
+                    with self._lock:
+                        self._unwritten = pending + self._unwritten
+                    raise
+
+    def maintain(self) -> None:
+        """Drops runs whose records retention removed, and merges rows of one run."""
+        with self._table:
+            self._last_maintenance = time.monotonic()
+            bounds = self.dest_bounds()
+            with self._lock:
+                self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
+            if not self.index.exists():
+                return
+            before = self.index.runs().count()
+            starts = self.spark.createDataFrame(
+                [(t, p, start) for (t, p), (start, _) in bounds.items()],
+                "dest_topic string, dest_partition int, log_start long",
+            )
+            kept = self.index.runs().transform(drop_deleted_runs(starts))
+            merged = kept.transform(merge_adjacent_runs).localCheckpoint()
+            after = merged.count()
+            if after != before:
+                self.index.rewrite(merged)
+                self.log(f"offset index: {before} rows -> {after} (merged rows of one run, dropped runs whose "
+                         "records the destination deleted)")
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()

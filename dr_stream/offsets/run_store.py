@@ -1,0 +1,178 @@
+"""The runs a flow knows, held in memory, and the lookup that translation is built on.
+
+A *run* says that origin offsets [origin_start, origin_end] of one source partition were
+copied to destination offsets [dest_start, dest_end] of one destination partition, one to
+one and in order. The sink's producer reports runs as it writes (`CopyRunInterceptor`), and
+a scan of the destination rebuilds the ones a crash kept from being reported.
+
+`RunStore` is the rule with no I/O (MirrorMaker 2's `OffsetSyncStore` plays the same part):
+it takes runs in any order and any number of times, and answers "where did the first record
+at or after origin offset C land?".
+
+Invariants: per (origin partition, destination partition) the stored runs have disjoint
+destination ranges in ascending order; a run that overlaps or continues a stored one is merged
+with it only when both describe the same mapping (equal distance from origin to destination
+offset), since two reports of one record always agree; every answer is computed from stored
+runs only, so a record never reported is never claimed.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+# (origin topic, origin partition, destination topic, destination partition)
+RunKey = tuple[str, int, str, int]
+
+
+@dataclass(frozen=True)
+class Run:
+    origin_cluster: str
+    origin_topic: str
+    origin_partition: int
+    dest_topic: str
+    dest_partition: int
+    origin_start: int
+    origin_end: int
+    dest_start: int
+    dest_end: int
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    copied_at: int | None = None
+
+    @property
+    def key(self) -> RunKey:
+        return self.origin_topic, self.origin_partition, self.dest_topic, self.dest_partition
+
+    @property
+    def records(self) -> int:
+        return self.dest_end - self.dest_start + 1
+
+    @property
+    def shift(self) -> int:
+        """Destination offset minus origin offset, the same for every record of the run."""
+        return self.dest_start - self.origin_start
+
+    def joins(self, later: Run) -> bool:
+        """`later` starts inside or right after this run and maps offsets the same way."""
+        return later.dest_start <= self.dest_end + 1 and later.shift == self.shift
+
+    def merged(self, later: Run) -> Run:
+        last = later if later.dest_end >= self.dest_end else self
+        return replace(
+            self, origin_end=max(self.origin_end, later.origin_end), dest_end=last.dest_end,
+            last_timestamp=last.last_timestamp, copied_at=max(self.copied_at or 0, later.copied_at or 0) or None,
+        )
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where origin offset C of a partition is on the destination, as far as the runs say.
+
+    method: `exact` (a copied record at or after C), `next` (everything before C was copied and
+    nothing at or after it yet: just after the last copied record), `waiting` (records before C
+    may still be on their way, so no position is safe yet), `unknown` (no run for the partition).
+    """
+
+    offset: int | None
+    method: str
+    last_copied: int | None
+
+
+class RunStore:
+    """Runs by (origin partition, destination partition); constructing one does no I/O."""
+
+    def __init__(self, runs: Iterable[Run] = ()) -> None:
+        self._runs: dict[RunKey, list[Run]] = {}
+        for run in runs:
+            self.add(run)
+
+    def add(self, run: Run) -> None:
+        runs = self._runs.setdefault(run.key, [])
+        at = bisect_left(runs, run.dest_start, key=lambda r: r.dest_start)
+        if at < len(runs) and runs[at].dest_start == run.dest_start:
+            if run.shift != runs[at].shift:
+                runs[at] = run  # the destination was recreated: the newer report describes it
+            elif run.dest_end <= runs[at].dest_end:
+                return  # an older report of a run already known in full
+            else:
+                runs[at] = runs[at].merged(run)
+        else:
+            insort(runs, run, key=lambda r: r.dest_start)
+        self._merge_around(runs, at)
+
+    @staticmethod
+    def _merge_around(runs: list[Run], at: int) -> None:
+        i = max(at - 1, 0)
+        while i + 1 < len(runs):
+            if runs[i].joins(runs[i + 1]):
+                runs[i] = runs[i].merged(runs.pop(i + 1))
+            elif i >= at:
+                return
+            else:
+                i += 1
+
+    def drop_deleted(self, log_starts: dict[tuple[str, int], int]) -> int:
+        """Forgets runs whose every record is below its destination partition's log start (retention
+        removed them); returns how many went."""
+        dropped = 0
+        for key, runs in self._runs.items():
+            start = log_starts.get((key[2], key[3]))
+            if start is None:
+                continue
+            kept = [r for r in runs if r.dest_end >= start]
+            dropped += len(runs) - len(kept)
+            runs[:] = kept
+        return dropped
+
+    def extend(self, runs: Iterable[Run]) -> None:
+        for run in runs:
+            self.add(run)
+
+    def __iter__(self) -> Iterator[Run]:
+        for key in sorted(self._runs):
+            yield from self._runs[key]
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self._runs.values())
+
+    def runs_of(self, key: RunKey) -> list[Run]:
+        return list(self._runs.get(key, ()))
+
+    def last(self, key: RunKey) -> Run | None:
+        runs = self._runs.get(key)
+        return runs[-1] if runs else None
+
+    def last_copied(self) -> dict[tuple[str, int], int]:
+        """(origin topic, partition) -> the highest origin offset copied."""
+        out: dict[tuple[str, int], int] = {}
+        for (topic, partition, _, _), runs in self._runs.items():
+            if runs:
+                out[(topic, partition)] = max(out.get((topic, partition), -1), runs[-1].origin_end)
+        return out
+
+    def locate(self, key: RunKey, offset: int, processed_through: int | None = None,
+               gated: bool = False) -> Located:
+        """Where origin offset `offset` lands (`translation` applies the rest of the rule).
+
+        `gated`: a `next` answer needs `processed_through` (the origin offset below which the flow
+        has handled every record, copied or skipped, and reported its runs) to be past `offset`;
+        otherwise records before `offset` may still land after the last known one, and the answer
+        is `waiting`; so is a partition with no run yet that the copy has not passed. Ungated (the
+        flow is not running), `next` and `unknown` are given as the runs stand.
+        """
+        runs = self._runs.get(key)
+        behind = gated and (processed_through is None or processed_through < offset)
+        if not runs:
+            # Nothing copied from the partition yet: while the copy has not passed the offset, its
+            # records are on their way and the timestamp fallback would place the group too early.
+            return Located(None, "waiting" if behind else "unknown", None)
+        last = runs[-1]
+        at = bisect_left(runs, offset, key=lambda r: r.origin_end)
+        if at < len(runs):
+            found = runs[at]
+            return Located(found.dest_start + max(offset - found.origin_start, 0), "exact", last.origin_end)
+        if behind:
+            return Located(None, "waiting", last.origin_end)
+        return Located(last.dest_end + 1, "next", last.origin_end)

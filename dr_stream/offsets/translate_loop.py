@@ -1,0 +1,167 @@
+"""The translate loop of one flow: `__consumer_timestamps` on the source -> destination groups.
+
+A driver thread, not a Spark query: the positions are a few bytes per group and partition, and
+what matters is the delay from a commit on the source to the same position on the
+destination. The loop reads the topic as records arrive (the poller writes unmodified
+consumers' commits there, the client helper writes the others), translates the newest
+position per group and partition through the flow's live offset index, and (with
+`offsets.sync_to_destination`) writes it to the destination group under the rules of
+`group_sync`. A position that is not final yet (`next`, or `waiting` for the copy to pass it)
+stays pending and is translated again each time the index advances.
+
+Every translation whose outcome changed is recorded in the translation log by a second thread,
+so a Delta commit never delays a sync.
+
+Invariants: malformed records are counted and skipped; a failure to sync one group is
+reported and does not stop the others or the loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka import clients
+from dr_stream.offsets.consumer_timestamps import TOMBSTONE, TOPIC, GroupCommit, parse_commit
+from dr_stream.offsets.group_sync import WRITES, GroupSync, sync_translations
+from dr_stream.offsets.translation import Translation
+from dr_stream.offsets.translation_log import TranslationLog
+from dr_stream.offsets.translator import OffsetTranslator
+from dr_stream.policy import GroupFilter, TopicFilter
+
+SETTLED = frozenset({"exact"})
+Key = tuple[str, str, int]
+
+
+@dataclass
+class TranslateLoop:
+    source: ClusterConfig
+    translator: OffsetTranslator
+    record: TranslationLog
+    sync: GroupSync | None
+    groups: GroupFilter
+    topics: TopicFilter
+    log: Callable[[str], None] = print
+    record_every_s: float = 1.0
+    latest: dict[Key, GroupCommit] = field(default_factory=dict)
+    pending: set[Key] = field(default_factory=set)
+    totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
+                                                              "synced": 0, "sync_failures": 0})
+    _recorded: dict[Key, tuple] = field(default_factory=dict)
+    _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
+    _advanced: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def restore(self) -> None:
+        """Picks up the positions known before a restart: they may still be waiting for the index."""
+        for commit in self.record.last_commits():
+            self.latest[commit.key] = commit
+            self.pending.add(commit.key)
+
+    def on_index_advanced(self) -> None:
+        self._advanced.set()
+
+    def take(self, records: list[tuple[bytes | None, bytes | None]]) -> set[Key]:
+        """Records of the topic -> the keys whose newest position changed."""
+        changed, malformed = set(), 0
+        for key, value in records:
+            commit = parse_commit(key, value)
+            if commit is None:
+                malformed += 1
+            elif commit != TOMBSTONE and self.groups.matches(commit.group) and self.topics.matches(commit.topic):
+                if self.latest.get(commit.key) != commit:
+                    self.latest[commit.key] = commit
+                    changed.add(commit.key)
+        if malformed:
+            self.totals["malformed"] += malformed
+            self.log(f"{TOPIC}: skipped {malformed} malformed records ({self.totals['malformed']} so far)")
+        self.totals["commits"] += len(changed)
+        return changed
+
+    def step(self, consumer: Consumer, timeout: float = 0.1) -> None:
+        messages = consumer.consume(num_messages=10000, timeout=timeout)
+        keys = self.take([(m.key(), m.value()) for m in messages if m.error() is None])
+        if self._advanced.is_set():
+            self._advanced.clear()
+            keys |= self.pending
+        self.translate(keys)
+
+    def translate(self, keys: set[Key]) -> None:
+        if not keys:
+            return
+        translations = self.translator.translate(self.latest[k] for k in sorted(keys))
+        self.totals["translations"] += len(translations)
+        for t in translations:
+            (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
+        actions = self._sync(translations) if self.sync else {}
+        changed = []
+        for t in translations:
+            action = actions.get(t.key, "not synced (sync_to_destination off)" if not self.sync else "")
+            shape = (t.source_offset, t.offset, t.method, t.note, action)
+            if self._recorded.get(t.key) != shape:
+                self._recorded[t.key] = shape
+                changed.append((t, action))
+        with self._lock:
+            self._unrecorded += changed
+
+    def _sync(self, translations: list[Translation]) -> dict[Key, str]:
+        actions = sync_translations(self.sync, translations)
+        self.totals["synced"] += sum(1 for a in actions.values() if a in WRITES)
+        failed = {t.group: actions[t.key] for t in translations if actions[t.key].startswith("failed")}
+        for group, action in sorted(failed.items()):
+            self.totals["sync_failures"] += 1
+            self.log(f"group {group}: offsets not synced: {action.removeprefix('failed: ')}")
+        return actions
+
+    def write_record(self) -> None:
+        """Appends the changed translations to the translation log."""
+        with self._lock:
+            rows, self._unrecorded = self._unrecorded, []
+        try:
+            self.record.append(rows)
+        except Exception:
+            with self._lock:
+                self._unrecorded = rows + self._unrecorded
+            raise
+
+    def _recorder(self, stop: threading.Event) -> None:
+        while not stop.wait(self.record_every_s):
+            try:
+                self.write_record()
+            except Exception as exc:  # storage briefly unavailable: kept and written next time
+                self.log(f"translation log: {str(exc).splitlines()[0]}")
+        self.write_record()
+
+    def run(self, stop: threading.Event) -> None:
+        """Translates until `stop` is set; its consumer lives exactly as long as this call."""
+        recorder = threading.Thread(target=self._recorder, args=(stop,), name="translation-log", daemon=True)
+        recorder.start()
+        try:
+            with clients.consuming(self.source, "dr-stream-translate", {"fetch.wait.max.ms": 50}) as consumer:
+                assigned = False
+                while not stop.is_set():
+                    try:
+                        if not assigned:
+                            assigned = _assign_all(consumer)
+                        self.step(consumer)
+                    except Exception as exc:  # a cluster briefly unreachable: report, keep translating
+                        self.log(f"translate loop: {str(exc).splitlines()[0]}")
+                        stop.wait(1.0)
+        finally:
+            recorder.join(timeout=30)
+
+    def close(self) -> None:
+        self.translator.close()
+
+
+def _assign_all(consumer: Consumer) -> bool:
+    """Reads every partition of the topic from its first record (it is compacted: the newest
+    position per key is all there is)."""
+    partitions = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in sorted(partitions)])
+    return True
+

@@ -1,0 +1,227 @@
+package io.drstream.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Feeds the offset index from the write path: turns the sink producer's sends and
+ * acknowledgements into runs (origin offsets -> destination offsets) and publishes them to the
+ * flow's runs topic on the destination.
+ *
+ * <p>{@code onSend} reads each record's newest provenance header (origin cluster, topic,
+ * partition, offset) on the sending thread and queues it per destination partition; the
+ * producer acknowledges a partition's records in the order they were sent (idempotent, ordered
+ * retries), so {@code onAcknowledgement} pairs each acknowledgement with the head of that queue.
+ * A failed send is dropped: only acknowledged records enter a run.
+ *
+ * <p>Publication: at the end of every Spark task that sent through this producer (after Spark's
+ * writer flushed it, before the task reports success), and every {@value #DEFAULT_INTERVAL_MS} ms
+ * within long tasks. A publication that fails fails the task and its runs go out with the next
+ * one. So when a micro-batch commits, every run of its records is on the runs topic, and runs of
+ * one partition reach the topic in destination order even when executors take turns writing it.
+ * A crash between an acknowledgement and its publication loses only runs the flow rebuilds at
+ * start from the destination's records.
+ *
+ * <p>Settings (from the producer's own configuration): {@value #RUNS_TOPIC} (none: the
+ * interceptor does nothing), {@value #HEADER} (default {@code __replicator_id}), and
+ * {@value #HOLD_MS}, a test knob that delays each end-of-task publication and turns the periodic
+ * one off, so a test can kill the flow between a write and its publication.
+ */
+public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byte[]> {
+  public static final String RUNS_TOPIC = "dr.stream.runs.topic";
+  public static final String HEADER = "dr.stream.provenance.header";
+  public static final String HOLD_MS = "dr.stream.runs.hold.ms";
+  static final long DEFAULT_INTERVAL_MS = 500;
+
+  private static final Logger LOG = LoggerFactory.getLogger(CopyRunInterceptor.class);
+  private static final CopyRuns.Origin NONE = new CopyRuns.Origin("", "", -1, -1, -1);
+  private static final Pattern STRING_FIELD = Pattern.compile("\"(cluster|topic)\"\\s*:\\s*\"([^\"]*)\"");
+  private static final Pattern NUMBER_FIELD = Pattern.compile("\"(partition|offset)\"\\s*:\\s*(-?\\d+)");
+
+  private final Map<TopicPartition, ArrayDeque<CopyRuns.Origin>> sent = new HashMap<>();
+  private final CopyRuns runs = new CopyRuns();
+  private final TaskEnd taskEnd = new TaskEnd();
+  private final Object publishing = new Object();
+  private final Map<String, Object> publisherConfig = new HashMap<>();
+  private String runsTopic;
+  private String header = "__replicator_id";
+  private long holdMs;
+  private Producer<byte[], byte[]> publisher;
+  private ScheduledExecutorService timer;
+
+  @Override
+  public void configure(Map<String, ?> configs) {
+    Object topic = configs.get(RUNS_TOPIC);
+    runsTopic = topic == null || topic.toString().isEmpty() ? null : topic.toString();
+    if (configs.get(HEADER) != null) {
+      header = configs.get(HEADER).toString();
+    }
+    holdMs = configs.get(HOLD_MS) == null ? 0 : Long.parseLong(configs.get(HOLD_MS).toString());
+    for (Map.Entry<String, ?> e : configs.entrySet()) {
+      String k = e.getKey();
+      boolean own = k.startsWith("dr.stream.") || k.equals("interceptor.classes") || k.equals("client.id")
+          || k.equals("transactional.id") || k.endsWith(".serializer") || k.equals("partitioner.class");
+      if (!own && e.getValue() != null) {
+        publisherConfig.put(k, e.getValue());
+      }
+    }
+    publisherConfig.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+    publisherConfig.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+    publisherConfig.put("acks", "all");
+    publisherConfig.put("enable.idempotence", "true");
+    publisherConfig.put("linger.ms", "0");
+    publisherConfig.put("delivery.timeout.ms", "30000");
+    publisherConfig.put("request.timeout.ms", "10000");
+    publisherConfig.put("client.id", "dr-stream-runs-" + configs.get("client.id"));
+    if (runsTopic != null && holdMs == 0) {
+      timer = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "dr-stream-runs-publisher");
+        t.setDaemon(true);
+        return t;
+      });
+      timer.scheduleWithFixedDelay(this::publishQuietly, DEFAULT_INTERVAL_MS, DEFAULT_INTERVAL_MS,
+          TimeUnit.MILLISECONDS);
+    }
+  }
+
+  @Override
+  public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+    if (runsTopic == null || record.partition() == null) {
+      return record;
+    }
+    CopyRuns.Origin origin = origin(record);
+    synchronized (sent) {
+      sent.computeIfAbsent(new TopicPartition(record.topic(), record.partition()), k -> new ArrayDeque<>())
+          .add(origin);
+    }
+    taskEnd.onEndOfCurrentTask(this::publishAtTaskEnd);
+    return record;
+  }
+
+  /** The record's newest provenance entry, or NONE when it has none that parses. */
+  private CopyRuns.Origin origin(ProducerRecord<byte[], byte[]> record) {
+    Header newest = record.headers().lastHeader(header);
+    if (newest == null || newest.value() == null) {
+      return NONE;
+    }
+    String json = new String(newest.value(), StandardCharsets.UTF_8);
+    Map<String, String> fields = new HashMap<>();
+    for (Matcher m = STRING_FIELD.matcher(json); m.find(); ) {
+      fields.putIfAbsent(m.group(1), m.group(2));
+    }
+    for (Matcher m = NUMBER_FIELD.matcher(json); m.find(); ) {
+      fields.putIfAbsent(m.group(1), m.group(2));
+    }
+    if (fields.size() < 4) {
+      return NONE;
+    }
+    long timestamp = record.timestamp() == null ? -1 : record.timestamp();
+    return new CopyRuns.Origin(fields.get("cluster"), fields.get("topic"),
+        Integer.parseInt(fields.get("partition")), Long.parseLong(fields.get("offset")), timestamp);
+  }
+
+  @Override
+  public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+    if (runsTopic == null || metadata == null) {
+      return;
+    }
+    TopicPartition tp = new TopicPartition(metadata.topic(), metadata.partition());
+    CopyRuns.Origin origin;
+    synchronized (sent) {
+      ArrayDeque<CopyRuns.Origin> queue = sent.get(tp);
+      origin = queue == null ? null : queue.poll();
+    }
+    if (origin == null || origin == NONE || exception != null || !metadata.hasOffset()) {
+      return;
+    }
+    runs.acked(tp.topic(), tp.partition(), origin, metadata.offset(), System.currentTimeMillis());
+  }
+
+  private void publishAtTaskEnd() {
+    if (holdMs > 0) {
+      try {
+        Thread.sleep(holdMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    publish();
+  }
+
+  private void publishQuietly() {
+    try {
+      publish();
+    } catch (RuntimeException e) {
+      LOG.warn("dr-stream: {} (retried at the next publication)", e.getMessage());
+    }
+  }
+
+  /** Sends every changed run and waits for the destination to acknowledge them all. */
+  void publish() {
+    synchronized (publishing) {
+      List<CopyRuns.Version> taken = runs.takeChanged();
+      if (taken.isEmpty()) {
+        return;
+      }
+      List<Future<RecordMetadata>> futures = new ArrayList<>(taken.size());
+      Exception failure = null;
+      try {
+        if (publisher == null) {
+          publisher = new KafkaProducer<>(publisherConfig);
+        }
+        for (CopyRuns.Version v : taken) {
+          futures.add(publisher.send(new ProducerRecord<>(runsTopic, 0,
+              v.key().getBytes(StandardCharsets.UTF_8), v.value().getBytes(StandardCharsets.UTF_8))));
+        }
+        publisher.flush();
+        for (Future<RecordMetadata> f : futures) {
+          f.get();
+        }
+      } catch (Exception e) {
+        failure = e;
+      }
+      if (failure != null) {
+        runs.unpublished(taken);
+        throw new IllegalStateException("offset runs not published to " + runsTopic + ": " + failure, failure);
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    if (timer != null) {
+      timer.shutdownNow();
+    }
+    try {
+      publish();
+    } catch (RuntimeException e) {
+      LOG.warn("dr-stream: {} at close; the flow rebuilds them from the destination at its next start",
+          e.getMessage());
+    }
+    synchronized (publishing) {
+      if (publisher != null) {
+        publisher.close(Duration.ofSeconds(5));
+      }
+    }
+  }
+}
