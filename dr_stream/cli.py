@@ -77,16 +77,27 @@ def _spark(config):
     return spark
 
 
+def _tables(config):
+    """The flow's tables, read without a JVM; Spark only where `deltalake` cannot open them."""
+    from dr_stream.offsets.flow_tables import FlowTables
+
+    return FlowTables.of(config, lambda: _spark(config), _to_stderr)
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _positions(args: argparse.Namespace, commit: bool) -> int:
     from dr_stream.operations.failover import failover, translate_positions
     from dr_stream.operations.report import format_positions
 
     config = load_flow(args.config)
-    spark = _spark(config)
+    tables = _tables(config)
     if commit:
-        positions = failover(config, spark, args.group, dry_run=args.dry_run, force=args.force)
+        positions = failover(config, tables, args.group, dry_run=args.dry_run, force=args.force, log=_to_stderr)
     else:
-        positions = translate_positions(config, spark, args.group)
+        positions = translate_positions(config, tables, args.group, log=_to_stderr)
     if args.json:
         print(json.dumps({"source_reachable": positions.source_reachable, "origin": positions.origin,
                           "positions": [p.as_dict() for p in positions.rows]}, indent=2))
@@ -147,9 +158,9 @@ def _status(args: argparse.Namespace) -> int:
 
     config = load_flow(args.config)
     down = unreachable(config)
-    spark = _spark(config)
-    lags = replication_lag(config, spark, source_up=config.source.alias not in down)
-    ages = translation_ages(config, spark)
+    tables = _tables(config)
+    lags = replication_lag(config, tables, source_up=config.source.alias not in down)
+    ages = translation_ages(tables)
     limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
     judged = limits.max_translation_age is not None and config.source.alias not in down
     over = over_thresholds(lags, ages, limits, source_commits(config) if judged else None)

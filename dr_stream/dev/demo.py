@@ -28,6 +28,7 @@ from dr_stream.dev.clusters import LocalCluster, dev_clusters
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.groups import committed_offsets, delete_group
+from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.report import format_failback, format_positions
@@ -236,7 +237,7 @@ def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threadi
     _produce_shipments(dc1, [f"late shipment {i}" for i in range(LATE)], partition_of=lambda _: 0)
     clusters[0].stop()
     print(f"$ dr-stream failover --config conf/dc1-to-dc2.yaml --group {GROUP}")
-    print(format_positions(failover(configs["dc1-to-dc2"], spark, GROUP)))
+    print(format_positions(failover(configs["dc1-to-dc2"], FlowTables.of(configs["dc1-to-dc2"]), GROUP)))
 
     resumed = {p: [] for p in range(SHIPMENTS_PARTITIONS)}
     for partition, _, headers in _read_as_group(dc2):

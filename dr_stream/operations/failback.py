@@ -34,6 +34,7 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.lag import spark_offsets, total_behind
+from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failover import Positions, failover
 from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
 from dr_stream.policy import TopicFilter
@@ -115,28 +116,25 @@ def _progress(spark: SparkSession, name: str):
 
 def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callable[[str], None],
                     every_s: float = 2.0) -> float:
-    """Blocks until the copy has read every record of the source and the index has read every
-    record of the destination; prints progress; returns the seconds it took."""
+    """Blocks until the copy has read every record of the source, then brings the offset index
+    level with it (every run published by then, in the table); prints progress; returns the
+    seconds it took."""
     config = flow.config
-    source_admin, dest_admin = clients.admin(config.source), clients.admin(config.destination)
+    source_admin = clients.admin(config.source)
     started = time.monotonic()
     while True:
         time.sleep(every_s)
         copied = _progress(flow.spark, config.query_name("replicate"))
         lag = _lag(source_admin, config.topic_filter, copied) if copied else None
-        index_lag = None
-        if lag == 0:
-            indexed = _progress(flow.spark, config.query_name("index"))
-            index_lag = _lag(dest_admin, config.remote_topic_filter, indexed)
         totals = flow.progress.totals
         elapsed = time.monotonic() - started
         log(f"failback {config.source.alias} -> {config.destination.alias}: {totals['copied']} copied, "
             f"{totals['skipped_cycle']} skipped (came from {config.destination.alias}), "
-            + ("first batch running" if lag is None else f"lag {lag} records")
-            + ("" if index_lag in (None, 0) else f", offset index {index_lag} records behind")
-            + f", {elapsed:.0f}s")
-        if lag == 0 and index_lag == 0:
-            return elapsed
+            + ("first batch running" if lag is None else f"lag {lag} records") + f", {elapsed:.0f}s")
+        if lag == 0:
+            if flow.feed is not None:
+                flow.feed.catch_up()  # a batch's runs are published before it commits: all of them are there
+            return time.monotonic() - started
         if timeout_s is not None and elapsed > timeout_s:
             shown = "unknown" if lag is None else lag
             raise FailbackError(f"lag still {shown} records after {timeout_s:.0f}s (--timeout); the flow's "
@@ -203,7 +201,7 @@ def failback(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*",
     else:
         found, action = _handle_unreplicated(config, spark, ids, include_unreplicated, log)
     flow, seconds = _copy_back(config, spark, timeout_s, log)
-    positions = failover(config, spark, group_pattern, force=force)
+    positions = failover(config, FlowTables.of(config, lambda: spark, log), group_pattern, force=force, log=log)
     return FailbackReport(
         flow=config.name, source=src, destination=dst, mode="restore" if restore else "resume",
         unreplicated=found, unreplicated_action=action, copied=flow.progress.totals["copied"],

@@ -3,8 +3,9 @@
 Where each group stood on the source comes from the source itself when it still answers
 (a planned failover), or else from the last positions the flow recorded in its translation
 log (the source is gone). Either way the position is translated through the offset index as
-it is now, clamped to the destination's logs, and, for `failover`, committed under the
-rules of `group_sync`.
+it is now (`index_snapshot`: the table, the runs published since, the destination's tail),
+clamped to the destination's logs, and, for `failover`, committed under the rules of
+`group_sync`. No JVM is started: the tables are read with `deltalake` (`flow_tables`).
 
 Invariant: every partition of every matching group is reported with an action, including
 the ones that were skipped, clamped, or translated by the timestamp fallback.
@@ -13,21 +14,19 @@ the ones that were skipped, clamped, or translated by the timestamp fallback.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps
+from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.offsets.group_sync import GroupSync, sync_translations
-from dr_stream.offsets.index import OffsetIndex
+from dr_stream.offsets.index_snapshot import index_snapshot
 from dr_stream.offsets.poller import current_commits, stamped
 from dr_stream.offsets.returned_records import ReturnedRecords, maps_back
 from dr_stream.offsets.translation import Translation
-from dr_stream.offsets.translation_log import TranslationLog
 from dr_stream.offsets.translator import OffsetTranslator
 
 
@@ -71,37 +70,34 @@ def _live_positions(config: FlowConfig, source_id: str, group_pattern: str) -> S
     return SourcePositions(commits, source_id, f"committed offsets on {config.source.alias} (live)", True, {})
 
 
-def _recorded_positions(config: FlowConfig, spark: SparkSession, group_pattern: str) -> SourcePositions:
-    log = TranslationLog(spark, config.streaming.translations)
-    commits = [c for c in log.last_commits()
+def _recorded_positions(config: FlowConfig, tables: FlowTables, group_pattern: str) -> SourcePositions:
+    commits = [c for c in tables.last_commits()
                if config.group_filter.matches(c.group) and re.fullmatch(group_pattern, c.group)]
-    index = OffsetIndex(spark, config.streaming.offset_index)
-    newest = index.runs().groupBy("origin_cluster").agg(F.max("copied_at").alias("at")).orderBy(F.desc("at")).first()
     origin = (f"{config.source.alias} is unreachable: last positions recorded by the flow "
               f"in {config.streaming.translations}")
-    return SourcePositions(commits, newest["origin_cluster"] if newest else None, origin, False,
-                           log.last_source_ends())
+    return SourcePositions(commits, tables.newest_origin_cluster(), origin, False, tables.last_source_ends())
 
 
-def source_positions(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*") -> SourcePositions:
+def source_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*") -> SourcePositions:
     """Live from the source when it answers, else the positions the flow last recorded."""
     source_id = reachable_cluster_id(config.source)
     if source_id is None:
-        return _recorded_positions(config, spark, group_pattern)
+        return _recorded_positions(config, tables, group_pattern)
     return _live_positions(config, source_id, group_pattern)
 
 
-def translate_positions(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*") -> Positions:
+def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
+                        log: Callable[[str], None] = print) -> Positions:
     destination_id = require_cluster_id(config.destination)
-    found = source_positions(config, spark, group_pattern)
+    found = source_positions(config, tables, group_pattern)
     returned = None
     if found.live and maps_back(config):
         returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
-    translator = OffsetTranslator(
-        spark, OffsetIndex(spark, config.streaming.offset_index), config.renamer, config.destination,
-        source=config.source if found.live else None, origin_cluster=found.origin_cluster,
-        known_source_ends=found.known_ends, returned=returned,
-    )
+    dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
+    store = index_snapshot(config, tables, found.origin_cluster, dests, log)
+    translator = OffsetTranslator(store.locate, config.renamer, config.destination,
+                                  source=config.source if found.live else None, known_source_ends=found.known_ends,
+                                  returned=returned)
     try:
         translations = translator.translate(found.commits)
     finally:
@@ -109,9 +105,9 @@ def translate_positions(config: FlowConfig, spark: SparkSession, group_pattern: 
     return Positions([GroupPosition(t, "") for t in translations], found.live, found.origin)
 
 
-def failover(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*", dry_run: bool = False,
-             force: bool = False) -> Positions:
-    positions = translate_positions(config, spark, group_pattern)
+def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", dry_run: bool = False,
+             force: bool = False, log: Callable[[str], None] = print) -> Positions:
+    positions = translate_positions(config, tables, group_pattern, log)
     translations = [p.translation for p in positions.rows]
     actions = sync_translations(GroupSync(config.destination, config.name), translations, force, dry_run)
     rows = [GroupPosition(t, actions[t.key]) for t in sorted(translations, key=lambda t: t.key)]

@@ -15,18 +15,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
-
 from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.reachability import reachable_cluster_ids
 from dr_stream.lag import records_behind
 from dr_stream.offsets.consumer_timestamps import UNKNOWN_TIMESTAMP, RecordTimestamps
-from dr_stream.offsets.index import OffsetIndex
+from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.offsets.poller import current_commits
-from dr_stream.offsets.translation_log import TranslationLog
 
 
 @dataclass(frozen=True)
@@ -70,13 +66,12 @@ def unreachable(config: FlowConfig) -> list[str]:
     return [c.alias for c, found in zip(clusters, reachable_cluster_ids(clusters), strict=True) if found is None]
 
 
-def replication_lag(config: FlowConfig, spark: SparkSession, source_up: bool = True) -> list[PartitionLag]:
+def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = True) -> list[PartitionLag]:
     """Lag per source partition; with the source down (`source_up` False), what the index knows."""
-    copied = {
-        (r.origin_topic, r.origin_partition): r.last
-        for r in OffsetIndex(spark, config.streaming.offset_index).runs()
-        .groupBy("origin_topic", "origin_partition").agg(F.max("origin_end").alias("last")).collect()
-    }
+    copied: dict[tuple[str, int], int] = {}
+    for r in tables.runs():
+        key = (r.origin_topic, r.origin_partition)
+        copied[key] = max(copied.get(key, -1), r.origin_end)
     bounds = {}
     if source_up:
         admin = clients.admin(config.source)
@@ -102,13 +97,12 @@ def replication_lag(config: FlowConfig, spark: SparkSession, source_up: bool = T
     return out
 
 
-def translation_ages(config: FlowConfig, spark: SparkSession) -> list[TranslationAge]:
+def translation_ages(tables: FlowTables) -> list[TranslationAge]:
     now = time.time()
     return [
-        TranslationAge(r.group, r.topic, r.partition, r.source_offset, r.offset, r.method, r.action,
-                       round(now - r.translated_at.timestamp(), 1))
-        for r in TranslationLog(spark, config.streaming.translations).latest()
-        .orderBy("group", "topic", "partition").collect()
+        TranslationAge(r["group"], r["topic"], r["partition"], r["source_offset"], r["offset"], r["method"],
+                       r["action"], round(now - r["translated_at"].timestamp(), 1))
+        for r in tables.latest_translations()
     ]
 
 

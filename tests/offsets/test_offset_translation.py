@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.offsets.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
+from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failover import failover, translate_positions
 from dr_stream.provenance import newest_entry
 from tests.conftest import flow_config, flow_file, running_flow
@@ -116,7 +117,7 @@ class TestWhitePaperCase:
         consume_and_commit(dc1.bootstrap, topic, group, {0: 8000}, helper=True)
         wait_replicated(flow, dc2, topic, 0, 9999)
 
-        result = failover(flow.config, spark, group)
+        result = failover(flow.config, FlowTables.of(flow.config), group)
 
         row = position(result.rows, group)
         assert row.translation.method == "exact"
@@ -141,7 +142,7 @@ class TestWhitePaperCase:
             # the flow is down: dc1 keeps taking writes that never reach dc2
             produce(dc1.bootstrap, topic, ({"key": b"late", "value": b"late", "partition": 0} for _ in range(2)))
 
-            result = failover(config, spark, group)
+            result = failover(config, FlowTables.of(config), group)
 
             assert result.source_reachable, result.origin
             row = position(result.rows, group)
@@ -153,7 +154,7 @@ class TestWhitePaperCase:
 
             # dc1 gone: the positions the flow recorded stand in for the live ones
             gone = replace(config, source=replace(config.source, bootstrap_servers="127.0.0.1:9"))
-            result = failover(gone, spark, group)
+            result = failover(gone, FlowTables.of(gone), group)
             assert not result.source_reachable
             row = position(result.rows, group)
             assert (row.translation.source_offset, row.translation.offset) == (8000, 8000)
@@ -170,7 +171,7 @@ class TestLagDistances:
         group = unique(f"xg-lag{behind}-")
         consume_and_commit(dc1.bootstrap, topic, group, {0: total - behind}, helper=True)
 
-        result = failover(flow.config, spark, group)
+        result = failover(flow.config, FlowTables.of(flow.config), group)
 
         row = position(result.rows, group)
         assert row.translation.method == ("next" if behind == 0 else "exact")
@@ -194,7 +195,7 @@ class TestDifferentOffsets:
         group = unique("xg-mid-")
         consume_and_commit(dc1.bootstrap, mid_topic, group, {0: 250}, helper=True)
 
-        result = failover(flow.config, spark, group)
+        result = failover(flow.config, FlowTables.of(flow.config), group)
 
         row = position(result.rows, group)
         # dc2 held 300 records of its own; origin 200 landed at 300, so origin 250 is at 350
@@ -236,7 +237,7 @@ class TestSyncRules:
             assert wait_until(lambda: group_state(dc2.bootstrap, group) == "STABLE", 60)
             consume_and_commit(dc1.bootstrap, topic, group, {0: 1500}, helper=True)
 
-            result = failover(flow.config, spark, group)
+            result = failover(flow.config, FlowTables.of(flow.config), group)
 
             row = position(result.rows, group)
             assert row.translation.offset == 1500
@@ -254,16 +255,16 @@ class TestSyncRules:
         commit_plain(dc2.bootstrap, group, topic, 0, 1800)  # the group already got further on dc2
         consume_and_commit(dc1.bootstrap, topic, group, {0: 1000}, helper=True)
 
-        row = position(failover(flow.config, spark, group).rows, group)
+        row = position(failover(flow.config, FlowTables.of(flow.config), group).rows, group)
         assert row.translation.offset == 1000
         assert row.action.startswith("skipped: destination is ahead at 1800")
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
 
-        dry = position(failover(flow.config, spark, group, dry_run=True, force=True).rows, group)
+        dry = position(failover(flow.config, FlowTables.of(flow.config), group, dry_run=True, force=True).rows, group)
         assert dry.action == "would rewind (--force)"
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
 
-        forced = position(failover(flow.config, spark, group, force=True).rows, group)
+        forced = position(failover(flow.config, FlowTables.of(flow.config), group, force=True).rows, group)
         assert forced.action == "rewound (--force)"
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1000
 
@@ -284,7 +285,7 @@ class TestClamp:
             assert "TOPIC_ALREADY_EXISTS" in str(exc)
         assert wait_until(lambda: end_offsets(dc2.bootstrap, topic).get(0, (None, None))[1] == 0, 60)
 
-        row = position(translate_positions(flow.config, spark, group).rows, group)
+        row = position(translate_positions(flow.config, FlowTables.of(flow.config), group).rows, group)
 
         assert row.translation.clamped
         assert row.translation.offset == 0
@@ -293,7 +294,7 @@ class TestClamp:
 
 class TestMalformedConsumerTimestamps:
     def test_malformed_records_are_counted_and_translation_goes_on(self, flow, dc1, dc2):
-        before = flow.translate_query.totals["malformed"]
+        before = flow.translate_loop.totals["malformed"]
         junk = [{"key": b"not json", "value": b"{}"},
                 {"key": b'{"group":"xg-x","topic":"xlate.x","partition":0}', "value": b"oops"},
                 {"key": b'{"group":"xg-x"}', "value": b'{"offset":5,"timestamp":1}'}]
@@ -305,7 +306,7 @@ class TestMalformedConsumerTimestamps:
         consume_and_commit(dc1.bootstrap, topic, group, {0: 40}, helper=True)
 
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 40, 60)
-        assert flow.translate_query.totals["malformed"] - before == 3
+        assert flow.translate_loop.totals["malformed"] - before == 3
 
 
 def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
@@ -355,7 +356,7 @@ class TestActiveActive:
             wait_replicated(flow, dc2, topic, 0, max(local_on_dc1))
             consume_and_commit(dc1.bootstrap, topic, group, {0: committed_at}, helper=True)
 
-            row = position(failover(flow.config, spark, group).rows, group)
+            row = position(failover(flow.config, FlowTables.of(flow.config), group).rows, group)
 
         assert row.translation.method == "exact"
         resumed = resumed_origins(dc2.bootstrap, topic, group)[0]
@@ -407,7 +408,8 @@ class TestIndexUpkeep:
         wait_replicated(flow, dc2, topic, 0, 59_999)
         mine = f"origin_topic = '{topic}'"
 
-        flow.indexer.maintain()
+        flow.feed.write()
+        flow.feed.maintain()
         runs = flow.index.runs().where(mine).collect()
         assert [(r.origin_start, r.origin_end, r.dest_start, r.dest_end) for r in runs] == [(0, 59_999, 0, 59_999)]
         size = flow.index.size_in_bytes()
@@ -416,7 +418,8 @@ class TestIndexUpkeep:
               f"({size / total * 1e6:.0f} bytes per million replicated records)")
 
         delete_records_before(dc2.bootstrap, topic, 0, 60_000)  # retention removed every copy on dc2
-        flow.indexer.maintain()
+        flow.feed.write()
+        flow.feed.maintain()
         assert flow.index.runs().where(mine).count() == 0
 
 

@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.kafka.reachability import reachable_cluster_id
+from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failback import FailbackError, failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.reset_flow import reset_flow
@@ -271,6 +272,6 @@ class TestActiveActiveFailback:
             on_fb1 = values(fb1, topic)
             assert_each_once(on_fb1)
             assert sorted(on_fb1) == sorted(values(fb2, topic))
-            rows = failover(back, spark, re.escape(group)).rows  # move the group back to dc1
+            rows = failover(back, FlowTables.of(back), re.escape(group)).rows  # move the group back to dc1
         assert [r.action for r in rows] in (["committed"], ["unchanged"])
         assert_resumes_exactly(fb1, topic, group, 1, seen, set(on_fb1))

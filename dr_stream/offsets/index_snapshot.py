@@ -1,0 +1,71 @@
+"""The offset index as it stands now, for a command run beside (or after) the flow.
+
+Three layers, oldest first: the Delta table; the runs the flow published after its last table
+write (read from the runs topic from where the table's rows stop); and copies at the end of
+destination partitions that no published run covers (the flow was killed between a write and
+its publication). The result is a `RunStore` that knows every copy on the destination for the
+partitions asked about.
+
+Invariant: each layer that cannot be read is reported and the snapshot is built from the
+others; nothing is silently left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from dr_stream.config import FlowConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import log_bounds, partition_counts
+from dr_stream.offsets.destination_tail import read_tail
+from dr_stream.offsets.flow_tables import FlowTables
+from dr_stream.offsets.run_store import RunStore
+from dr_stream.offsets.runs_topic import RunsReader, runs_topic
+
+# A failover reads at most this many records past the last known run of a partition.
+TAIL_LIMIT = 200_000
+
+
+def index_snapshot(config: FlowConfig, tables: FlowTables, origin_cluster: str | None,
+                   partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print) -> RunStore:
+    """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
+    partition in `partitions` (destination topic, partition)."""
+    store = RunStore(tables.runs(origin_cluster))
+    if origin_cluster is None:
+        return store
+    admin = clients.admin(config.destination)
+    topic = runs_topic(config.name)
+    if topic in partition_counts(admin, timeout=10):
+        position = tables.runs_topic_position()
+        reader = RunsReader(config.destination, topic, None if position is None else position + 1)
+        try:
+            got = reader.read_to_end(timeout=15)
+            store.extend(run for _, run in got.runs if run.origin_cluster == origin_cluster)
+        finally:
+            reader.close()
+    else:
+        log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
+    _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log)
+    return store
+
+
+def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,
+              partitions: list[tuple[str, int]], log: Callable[[str], None]) -> None:
+    covered: dict[tuple[str, int], int] = {}
+    for run in store:
+        dest = (run.dest_topic, run.dest_partition)
+        covered[dest] = max(covered.get(dest, -1), run.dest_end)
+    gaps = {}
+    for dest, (start, end) in log_bounds(admin, [p for p in partitions if p in covered]).items():
+        first = max(start, covered[dest] + 1)
+        if end - first > TAIL_LIMIT:
+            log(f"{dest[0]}[{dest[1]}]: {end - first} records after the last indexed copy; not read (more than "
+                f"{TAIL_LIMIT}), so a translation there may be early until the flow runs again")
+        elif first < end:
+            gaps[dest] = (first, end)
+    if gaps:
+        found = read_tail(config.destination, gaps, config.provenance.header, origin_cluster, config.renamer)
+        store.extend(found)
+        if found:
+            log(f"offset index: {sum(r.records for r in found)} copies at the end of the destination had no "
+                "published run yet; taken from the destination")
