@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.failover_time import FailoverTimes
 from bench.workloads import CatchUp, GroupOutcome, Size, percentile
 
 DR, MM2 = "dr-stream", "MirrorMaker 2"
@@ -25,6 +26,7 @@ class ToolResult:
     peak_rss: int = 0
     cpu_seconds: float = 0.0
     settings: str = ""
+    failover: FailoverTimes | None = None
 
 
 def _ratio(a: float | None, b: float | None) -> str:
@@ -37,6 +39,10 @@ def _num(v: float | None, fmt: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return format(v, fmt)
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "no"
 
 
 def rows(dr: ToolResult, mm: ToolResult) -> list[tuple[str, str, str, str, str]]:
@@ -62,8 +68,16 @@ def rows(dr: ToolResult, mm: ToolResult) -> list[tuple[str, str, str, str, str]]
         label = "at the head" if g.lag == 0 else f"{g.lag:,} behind"
         add(f"failover, group {label}: records re-read", g.reread, m.reread if m else None, ",d", "lower (0)")
         add(f"failover, group {label}: records skipped", g.skipped, m.skipped if m else None, ",d", "lower (0)")
-        add(f"failover, group {label}: seconds until synced", g.sync_seconds, m.sync_seconds if m else None,
-            ".1f", "lower")
+        add(f"failover, group {label}: seconds from the commit until the final offset is live", g.sync_seconds,
+            m.sync_seconds if m else None, ".2f", "lower")
+        out.append((f"failover, group {label}: first synced offset was the final one", _yes(g.first_was_final),
+                    _yes(m.first_was_final if m else None), "-", "yes"))
+    if dr.failover is not None:
+        f = dr.failover
+        add("failover with the source gone: wall seconds, 1 group", f.one_group_s, None, ".2f", "lower")
+        add(f"failover with the source gone: wall seconds, {f.groups:,} groups x {f.partitions} partitions",
+            f.all_groups_s, None, ".2f", "lower")
+        add("offset index: bytes per million replicated records", f.index_bytes_per_million, None, ",.0f", "lower")
     add("cost: peak RSS (MiB)", dr.peak_rss / 2**20, mm.peak_rss / 2**20, ",.0f", "lower")
     add("cost: CPU-seconds for the whole run", dr.cpu_seconds, mm.cpu_seconds, ",.0f", "lower")
     return out

@@ -15,11 +15,13 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from bench import workloads
+from bench.failover_time import failover_times
 from bench.replicators import Replicator, dr_stream, mirror_maker
 from bench.report import DR, MM2, ToolResult, markdown, plot
 from bench.workloads import Size
@@ -49,7 +51,8 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
-              names: dict[str, str], size: Size, megabytes: float, log: Callable[[str], None]) -> ToolResult:
+              names: dict[str, str], size: Size, megabytes: float, log: Callable[[str], None],
+              extra: Callable[[ToolResult], None] | None = None) -> ToolResult:
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
     replicator.start()
     try:
@@ -57,20 +60,26 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
                                                 replicator.started_at, megabytes, replicator.check_alive, log)
         log(f"  catch-up: {result.catch_up.seconds_from_start:.1f}s from start, "
             f"{result.catch_up.records_per_s:,.0f} records/s while copying")
-        workloads.wait_topic(target.bootstrap, names["steady_dest"], size.partitions)
-        result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
-                                            names["steady_dest"], size, log)
-        result.sent = size.steady_rate * size.steady_seconds
-        log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
-                                             for q in (50, 95, 99)))
-        replicator.check_alive()
         workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
         lag_dest = names["lag_dest"]
         # Everything copied before the groups commit, so each is translated against a complete copy.
         workloads.wait_copied(target.bootstrap, lag_dest, size.lag_records, 1, time.monotonic(), 0.0,
                               replicator.check_alive, log, timeout_s=300)
-        result.groups = workloads.failover_exactness(source.bootstrap, names["lag"], target.bootstrap, lag_dest,
-                                                     size, names["tool"], log)
+        workloads.wait_topic(target.bootstrap, names["steady_dest"], size.partitions)
+        # The groups commit a few seconds into the steady load: their offsets travel while it runs.
+        failover = threading.Thread(target=lambda: result.groups.extend(workloads.failover_exactness(
+            source.bootstrap, names["lag"], target.bootstrap, lag_dest, size, names["tool"], log,
+            delay_s=min(10, size.steady_seconds / 4))), daemon=True)
+        failover.start()
+        result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
+                                            names["steady_dest"], size, log)
+        result.sent = size.steady_rate * size.steady_seconds
+        failover.join(timeout=size.sync_wait_s + 120)
+        log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
+                                             for q in (50, 95, 99)))
+        replicator.check_alive()
+        if extra is not None:
+            extra(result)
     finally:
         replicator.stop()
         result.peak_rss, result.cpu_seconds = replicator.cost.peak_rss, replicator.cost.cpu_seconds
@@ -88,8 +97,13 @@ def _dr_stream(work: Path, log_file: Path, source: LocalCluster, target: LocalCl
                 f"driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
+
+    def failover_timing(result: ToolResult) -> None:
+        result.failover = failover_times(source.bootstrap, target.bootstrap, HERE / "flow.yaml", env,
+                                         work / "dr-stream", log, groups=size.failover_groups)
+
     return _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(DR, settings=settings),
-                     source, target, names, size, megabytes, log)
+                     source, target, names, size, megabytes, log, failover_timing)
 
 
 def _mirror_maker(work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,

@@ -33,10 +33,11 @@ class Size:
     lag_records: int  # failover topic, one partition
     lags: tuple[int, ...]
     sync_wait_s: int  # how long a group's translated offset may take to appear
+    failover_groups: int  # groups (each on 10 partitions) whose failover is timed, dr-stream only
 
 
-FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 90)
-SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 100, 1_000), 60)
+FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 90, 1000)
+SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 100, 1_000), 60, 5)
 
 
 def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
@@ -191,10 +192,15 @@ def percentile(values: list[float], q: float) -> float:
 class GroupOutcome:
     lag: int
     committed: int  # on the source
-    translated: int | None  # on the destination
-    sync_seconds: float | None  # commit on the source -> offset on the destination
+    translated: int | None  # on the destination, once it stopped moving
+    sync_seconds: float | None  # commit on the source -> that offset live on the destination
     reread: int
     skipped: int
+    first_translated: int | None = None  # the first offset the destination group ever showed
+
+    @property
+    def first_was_final(self) -> bool | None:
+        return None if self.translated is None else self.first_translated == self.translated
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
@@ -229,15 +235,19 @@ def _sequences_from(bootstrap: str, topic: str, offset: int) -> list[int]:
 
 
 def failover_exactness(source: str, source_topic: str, destination: str, dest_topic: str, size: Size, tool: str,
-                       log: Log) -> list[GroupOutcome]:
+                       log: Log, delay_s: float = 0) -> list[GroupOutcome]:
     """Groups commit on the source at each lag behind the head; once the replicator has put a
-    translated offset on the destination (and it has stopped moving), each group resumes there."""
+    translated offset on the destination (and it has stopped moving), each group resumes there.
+    The first offset each group showed on the destination is kept too: a replicator that syncs a
+    provisional offset first would send a failover at that moment to the wrong place."""
+    time.sleep(delay_s)
     groups = {lag: f"bench-{tool}-lag-{lag}" for lag in size.lags}
     committed_at = {lag: size.lag_records - lag for lag in size.lags}
     began = time.monotonic()
     for lag, group in groups.items():
         commit(source, group, source_topic, committed_at[lag])
     seen: dict[int, tuple[int, float]] = {}
+    first: dict[int, int] = {}
     target = ClusterConfig("bench-destination", destination)
     deadline = began + size.sync_wait_s
     while time.monotonic() < deadline:
@@ -249,12 +259,13 @@ def failover_exactness(source: str, source_topic: str, destination: str, dest_to
             offset = found.offset if found is not None else None
             if offset is not None and (lag not in seen or seen[lag][0] != offset):
                 seen[lag] = (offset, time.monotonic() - began)
+                first.setdefault(lag, offset)
         # A replicator may first sync a provisional offset and move it forward later (dr-stream does
         # while its index catches up): only an offset unchanged for SETTLE_S is taken as final.
         settled = len(seen) == len(groups) and time.monotonic() - began - max(t for _, t in seen.values()) > SETTLE_S
         if settled:
             break
-        time.sleep(0.5)
+        time.sleep(0.05)
     outcomes = []
     for lag in size.lags:
         at = committed_at[lag]
@@ -266,7 +277,7 @@ def failover_exactness(source: str, source_topic: str, destination: str, dest_to
         read = _sequences_from(destination, dest_topic, translated)
         reread = sum(1 for s in read if s < at) + len(read) - len(set(read))
         skipped = len(set(range(at, size.lag_records)) - set(read))
-        outcomes.append(GroupOutcome(lag, at, translated, round(when, 1), reread, skipped))
+        outcomes.append(GroupOutcome(lag, at, translated, round(when, 2), reread, skipped, first[lag]))
         log(f"  {groups[lag]}: committed {at} on the source -> {translated} on the destination after "
-            f"{when:.1f}s; {reread} re-read, {skipped} skipped")
+            f"{when:.2f}s (first synced: {first[lag]}); {reread} re-read, {skipped} skipped")
     return outcomes

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
@@ -53,17 +53,23 @@ def list_groups(admin: AdminClient, timeout: float = 15.0) -> list[str]:
 def committed_offsets(cluster: ClusterConfig, group: str, partitions: Iterable[tuple[str, int]],
                       timeout: float = 15.0) -> dict[tuple[str, int], Committed]:
     """The group's committed offsets among `partitions` (those it has no offset for are left out)."""
+    with consuming(cluster, group) as consumer:
+        return read_committed(consumer, cluster, group, partitions, timeout)
+
+
+def read_committed(consumer: Consumer, cluster: ClusterConfig, group: str, partitions: Iterable[tuple[str, int]],
+                   timeout: float = 15.0) -> dict[tuple[str, int], Committed]:
+    """`committed_offsets` through a consumer of the group the caller already holds."""
     wanted = [TopicPartition(t, p) for t, p in sorted(set(partitions))]
     if not wanted:
         return {}
-    with consuming(cluster, group) as consumer:
-        try:
-            found = _while_coordinator_moves(lambda left: consumer.committed(wanted, timeout=left), timeout)
-        except KafkaException as exc:
-            if denied(exc):
-                raise not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}",
-                                     "reading its committed offsets") from None
-            raise
+    try:
+        found = _while_coordinator_moves(lambda left: consumer.committed(wanted, timeout=left), timeout)
+    except KafkaException as exc:
+        if denied(exc):
+            raise not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}",
+                                 "reading its committed offsets") from None
+        raise
     return {(tp.topic, tp.partition): Committed(tp.offset, tp.metadata or "")
             for tp in found if tp.offset >= 0 and tp.error is None}
 
@@ -83,12 +89,30 @@ def _while_coordinator_moves(call: Callable[[float], T], timeout: float) -> T:
 
 def group_state(admin: AdminClient, group: str, timeout: float = 15.0) -> tuple[str, int]:
     """(state, member count); a group the cluster does not know is ("ABSENT", 0)."""
-    try:
-        described = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
-    except KafkaException as exc:
-        if "GROUP_ID_NOT_FOUND" in str(exc):
-            return "ABSENT", 0
-        raise
+    found = group_states(admin, [group], timeout)[group]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def group_states(admin: AdminClient, groups: Iterable[str],
+                 timeout: float = 15.0) -> dict[str, tuple[str, int] | Exception]:
+    """(state, member count) of many groups in one request per coordinator; a group whose
+    description failed maps to its error."""
+    groups = sorted(set(groups))
+    if not groups:
+        return {}
+    futures = admin.describe_consumer_groups(groups, request_timeout=timeout)
+    out: dict[str, tuple[str, int] | Exception] = {}
+    for group, future in futures.items():
+        try:
+            out[group] = _state(future.result(timeout=timeout))
+        except KafkaException as exc:
+            out[group] = ("ABSENT", 0) if "GROUP_ID_NOT_FOUND" in str(exc) else exc
+    return out
+
+
+def _state(described) -> tuple[str, int]:
     state = described.state.name if described.state is not None else "UNKNOWN"
     members = len(described.members or [])
     if state == "DEAD" and not members:
@@ -100,21 +124,28 @@ def commit_offsets(cluster: ClusterConfig, group: str, offsets: dict[tuple[str, 
                    timeout: float = 15.0) -> None:
     """Commits as the group without joining it: the broker accepts this only while the group has
     no members, which is also the only time dr-stream writes a group."""
-    partitions = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
     with consuming(cluster, group, {"socket.timeout.ms": int(timeout * 1000)}) as consumer:
-        def commit(_: float) -> None:
-            result = consumer.commit(offsets=partitions, asynchronous=False)
-            failed = [tp for tp in result or [] if tp.error is not None]
-            if failed:
-                raise KafkaException(failed[0].error)
+        write_committed(consumer, cluster, group, offsets, metadata, timeout)
 
-        try:
-            _while_coordinator_moves(commit, timeout)
-        except KafkaException as exc:
-            if denied(exc):
-                raise not_authorized(cluster.alias, cluster.kafka, "READ", f"GROUP {group}",
-                                     "committing offsets to it") from None
-            raise
+
+def write_committed(consumer: Consumer, cluster: ClusterConfig, group: str, offsets: dict[tuple[str, int], int],
+                    metadata: str, timeout: float = 15.0) -> None:
+    """`commit_offsets` through a consumer of the group the caller already holds."""
+    partitions = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
+
+    def commit(_: float) -> None:
+        result = consumer.commit(offsets=partitions, asynchronous=False)
+        failed = [tp for tp in result or [] if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
+
+    try:
+        _while_coordinator_moves(commit, timeout)
+    except KafkaException as exc:
+        if denied(exc):
+            raise not_authorized(cluster.alias, cluster.kafka, "READ", f"GROUP {group}",
+                                 "committing offsets to it") from None
+        raise
 
 
 def delete_group(admin: AdminClient, group: str, timeout: float = 15.0) -> bool:

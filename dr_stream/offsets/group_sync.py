@@ -14,16 +14,27 @@ so operators who know one know the other.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka import clients
-from dr_stream.kafka.groups import INACTIVE_STATES, SYNC_METADATA_PREFIX, commit_offsets, committed_offsets, group_state
+from dr_stream.kafka.clients import consuming
+from dr_stream.kafka.groups import (
+    INACTIVE_STATES,
+    SYNC_METADATA_PREFIX,
+    group_state,
+    group_states,
+    read_committed,
+    write_committed,
+)
 from dr_stream.offsets.translation import Translation
 
 WRITES = frozenset({"committed", "rewound (--force)"})
+# Groups synced at once: each costs a few round trips to its coordinator, mostly waiting.
+PARALLEL = 16
 
 Partition = tuple[str, int]
 
@@ -80,14 +91,38 @@ class GroupSync:
         return self._client
 
     def apply(self, group: str, wanted: dict[Partition, int], force: bool = False,
-              dry_run: bool = False) -> list[SyncAction]:
-        state, members = group_state(self.admin, group)
-        current = {k: c.offset for k, c in committed_offsets(self.destination, group, wanted).items()}
-        actions = decide(group, state, members, current, wanted, force, dry_run)
-        writes = {(a.topic, a.partition): a.offset for a in actions if a.wrote}
-        if writes:
-            commit_offsets(self.destination, group, writes, self.metadata)
+              dry_run: bool = False, state: tuple[str, int] | None = None) -> list[SyncAction]:
+        """`decide` for one group, then its writes; `state` when the caller described it already."""
+        state, members = state or group_state(self.admin, group)
+        if state not in INACTIVE_STATES:
+            return decide(group, state, members, {}, wanted, force, dry_run)
+        with consuming(self.destination, group) as consumer:
+            current = {k: c.offset for k, c in read_committed(consumer, self.destination, group, wanted).items()}
+            actions = decide(group, state, members, current, wanted, force, dry_run)
+            writes = {(a.topic, a.partition): a.offset for a in actions if a.wrote}
+            if writes:
+                write_committed(consumer, self.destination, group, writes, self.metadata)
         return actions
+
+    def apply_many(self, wanted: dict[str, dict[Partition, int]], force: bool = False,
+                   dry_run: bool = False) -> dict[str, list[SyncAction] | Exception]:
+        """`apply` for many groups: their states in one request, their offsets read and written
+        `PARALLEL` groups at a time (each through a consumer of its own group)."""
+        states = group_states(self.admin, wanted)
+
+        def one(group: str) -> list[SyncAction] | Exception:
+            try:
+                state = states.get(group)
+                if isinstance(state, Exception):
+                    raise state
+                return self.apply(group, wanted[group], force, dry_run, state)
+            except Exception as exc:  # e.g. the group became active between the check and the write
+                return exc
+
+        if len(wanted) == 1:
+            return {g: one(g) for g in wanted}
+        with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="group-sync") as pool:
+            return dict(zip(wanted, pool.map(one, wanted), strict=True))
 
 
 def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,
@@ -101,12 +136,15 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
             actions[t.key] = f"skipped: not translated ({t.note})"
         else:
             by_group.setdefault(t.group, []).append(t)
-    for group, items in sorted(by_group.items()):
-        wanted = {(t.dest_topic, t.dest_partition): t.offset for t in items}
-        try:
-            done = {(a.topic, a.partition): a.action for a in sync.apply(group, wanted, force, dry_run)}
-        except Exception as exc:  # e.g. the group became active between the check and the write
-            done = dict.fromkeys(wanted, f"failed: {str(exc).splitlines()[0]}")
+    wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items}
+              for group, items in sorted(by_group.items())}
+    results = sync.apply_many(wanted, force, dry_run) if wanted else {}
+    for group, items in by_group.items():
+        result = results[group]
+        if isinstance(result, Exception):
+            done = dict.fromkeys(wanted[group], f"failed: {str(result).splitlines()[0]}")
+        else:
+            done = {(a.topic, a.partition): a.action for a in result}
         for t in items:
             actions[t.key] = done[(t.dest_topic, t.dest_partition)]
     return actions

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from confluent_kafka.admin import AdminClient
@@ -25,6 +26,8 @@ from dr_stream.kafka.groups import committed_offsets, list_groups
 from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps, report
 from dr_stream.policy import GroupFilter, TopicFilter
 
+PARALLEL = 16
+
 
 def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
                     group_pattern: str | None = None) -> list[GroupCommit]:
@@ -33,17 +36,31 @@ def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFil
     selected = [g for g in list_groups(admin)
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     partitions = matching_partitions(admin, topics) if selected else []
-    for group in selected:
-        for (topic, partition), committed in committed_offsets(cluster, group, partitions).items():
-            if not committed.written_by_dr_stream:
-                out.append(GroupCommit(group, topic, partition, committed.offset))
+
+    def of(group: str) -> list[GroupCommit]:
+        return [GroupCommit(group, topic, partition, committed.offset)
+                for (topic, partition), committed in committed_offsets(cluster, group, partitions).items()
+                if not committed.written_by_dr_stream]
+
+    if len(selected) <= 1:
+        return [c for group in selected for c in of(group)]
+    # Each group's offsets come from its own coordinator through a consumer of the group: mostly waiting.
+    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="poller") as pool:
+        for found in pool.map(of, selected):
+            out.extend(found)
     return out
 
 
 def stamped(commits: list[GroupCommit], timestamps: RecordTimestamps) -> list[GroupCommit]:
     """The commits with the timestamp of the last record each group consumed."""
-    return [GroupCommit(c.group, c.topic, c.partition, c.offset, timestamps.before(c.topic, c.partition, c.offset))
-            for c in commits]
+    looked_up: dict[tuple[str, int, int], int] = {}  # groups at the same offset share one look-up
+    out = []
+    for c in commits:
+        at = (c.topic, c.partition, c.offset)
+        if at not in looked_up:
+            looked_up[at] = timestamps.before(c.topic, c.partition, c.offset)
+        out.append(GroupCommit(c.group, c.topic, c.partition, c.offset, looked_up[at]))
+    return out
 
 
 @dataclass

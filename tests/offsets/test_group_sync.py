@@ -63,11 +63,13 @@ class _Sync:
     def __init__(self):
         self.calls = []
 
-    def apply(self, group, wanted, force, dry_run):
-        self.calls.append((group, wanted, force, dry_run))
-        if group == "broken":
-            raise RuntimeError("COORDINATOR_NOT_AVAILABLE\ndetails")
-        return decide(group, "EMPTY", 0, {}, wanted, force, dry_run)
+    def apply_many(self, wanted, force, dry_run):
+        out = {}
+        for group, offsets in wanted.items():
+            self.calls.append((group, offsets, force, dry_run))
+            out[group] = (RuntimeError("COORDINATOR_NOT_AVAILABLE\ndetails") if group == "broken"
+                          else decide(group, "EMPTY", 0, {}, offsets, force, dry_run))
+        return out
 
 
 def test_sync_translations_groups_by_group_reports_untranslated_and_survives_a_failing_group():

@@ -1,0 +1,94 @@
+"""dr-stream only: failover wall time with the source gone, and the offset index's size.
+
+MirrorMaker 2 has no failover command (its groups are moved by its checkpoint task, or by an
+application calling `RemoteClusterUtils.translateOffsets`), so these rows have no peer figure.
+
+`groups` consumer groups commit on every partition of a `partitions`-partition topic; once the
+flow has recorded all their positions, `dr-stream failover` runs with the source's address
+pointing nowhere (the datacenter is gone), for one group and for all of them, and its wall time
+is taken from the outside, process start to exit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+from bench.workloads import Log, create_topics, load, wait_copied
+from dr_stream.offsets.flow_tables import FlowTables
+from dr_stream.offsets.run_store import RunStore
+from dr_stream.paths import project_root
+
+
+@dataclass(frozen=True)
+class FailoverTimes:
+    one_group_s: float | None
+    all_groups_s: float | None
+    groups: int
+    partitions: int
+    index_bytes_per_million: float | None
+
+
+def _commit_all(bootstrap: str, groups: list[str], topic: str, partitions: int, offset: int) -> None:
+    for group in groups:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(partitions)], asynchronous=False)
+        finally:
+            consumer.close()
+
+
+def _timed_failover(config: Path, env: dict[str, str], group: str, log: Log) -> float | None:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "dr_stream.cli", "failover", "--config", str(config),
+                           "--group", group, "--json"], env={**os.environ, **env}, capture_output=True, text=True,
+                          cwd=project_root(), timeout=600)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        log(f"  failover --group {group} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+        return None
+    return wall
+
+
+def _index_bytes(path: str) -> int:
+    from deltalake import DeltaTable
+
+    actions = DeltaTable(path).get_add_actions(flatten=True)
+    return sum(actions.column("size_bytes").to_pylist())
+
+
+def failover_times(source: str, destination: str, config: Path, env: dict[str, str], work: Path, log: Log,
+                   groups: int = 1000, partitions: int = 10, timeout_s: float = 600) -> FailoverTimes:
+    topic = "bench.drs.groups"
+    create_topics(source, {topic: partitions})
+    load(source, topic, 100 * partitions, 100, partitions, log)
+    wait_copied(destination, topic, 100 * partitions, partitions, time.monotonic(), 0.0, lambda: None, log)
+    names = [f"bench-fo-{i:04d}" for i in range(groups)]
+    log(f"  failover timing: {groups} groups commit on {partitions} partitions each ...")
+    _commit_all(source, names, topic, partitions, 50)
+    tables = FlowTables(str(work / "offset-index"), str(work / "translations"))
+    deadline = time.monotonic() + timeout_s
+    wanted = groups * partitions
+    recorded = 0
+    while time.monotonic() < deadline:
+        recorded = sum(1 for r in tables.latest_translations() if r["group"].startswith("bench-fo-"))
+        if recorded >= wanted:
+            break
+        time.sleep(2)
+    log(f"  failover timing: {recorded} of {wanted} positions recorded by the flow")
+    gone = {**env, "BENCH_SOURCE": "127.0.0.1:1"}
+    one = _timed_failover(config, gone, names[0], log)
+    every = _timed_failover(config, gone, "bench-fo-.*", log)
+    index = str(work / "offset-index")
+    runs = tables.runs()
+    copied = sum(r.records for r in RunStore(runs))  # rows may repeat versions of one growing run
+    per_million = _index_bytes(index) / copied * 1e6 if copied else None
+    log(f"  failover with the source gone: 1 group {one}s, {groups} groups x {partitions} partitions {every}s; "
+        f"offset index {per_million} bytes per million records ({len(runs)} rows for {copied:,} records)")
+    return FailoverTimes(one, every, groups, partitions, per_million)
