@@ -83,19 +83,24 @@ def cause(errors: Sequence[tuple[int, str]], timeout_s: float) -> str:
     return f"no answer within {timeout_s:.0f}s"
 
 
-def decisive(errors: Sequence[tuple[int, str]]) -> bool:
-    """Whether waiting longer cannot help (credentials or trust are wrong)."""
-    return any(code in _DECISIVE for code, _ in errors)
+def decisive(errors: Sequence[tuple[int, str]], refusal_is_final: bool = False) -> bool:
+    """Whether waiting longer cannot help: credentials or trust are wrong, or (`refusal_is_final`)
+    every bootstrap broker refused the connection, which is what a datacenter that is gone answers
+    when its machines are up but Kafka is not."""
+    if any(code in _DECISIVE for code, _ in errors):
+        return True
+    return refusal_is_final and any(code == KafkaError._ALL_BROKERS_DOWN for code, _ in errors) and any(
+        code == KafkaError._TRANSPORT and "refused" in message.lower() for code, message in errors)
 
 
-def probe(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
+def probe(cluster: ClusterConfig, timeout_s: float = 10.0, refusal_is_final: bool = False) -> Reachability:
     """Connects to `cluster` and reads its cluster.id, or says why it could not."""
     errors: list[tuple[int, str]] = []
     started = time.monotonic()
     client = clients.probe_admin(cluster, lambda e: errors.append((e.code(), e.str())))
     try:
         future = client.describe_cluster(request_timeout=timeout_s)
-        while not future.done() and time.monotonic() - started < timeout_s and not decisive(errors):
+        while not future.done() and time.monotonic() - started < timeout_s and not decisive(errors, refusal_is_final):
             client.poll(0.1)  # serves the error events (and the client's log lines)
         elapsed = time.monotonic() - started
         if future.done() and future.exception() is None:
@@ -108,8 +113,8 @@ def probe(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
 
 
 def reachable_cluster_id(cluster: ClusterConfig, timeout_s: float = 5.0) -> str | None:
-    """The cluster.id, or None when the cluster does not answer (it may be down); raises
-    ClusterAccessError when it answers but refuses dr-stream."""
+    """The cluster.id, or None when the cluster does not answer (it may be down: a refused
+    connection says so at once); raises ClusterAccessError when it answers but refuses dr-stream."""
     return reachable_cluster_ids([cluster], timeout_s)[0]
 
 
@@ -117,7 +122,7 @@ def reachable_cluster_ids(clusters: Sequence[ClusterConfig], timeout_s: float = 
     """Each cluster's cluster.id, or None where it does not answer, probed at once; raises
     ClusterAccessError when one answers but refuses dr-stream."""
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
-        found = list(pool.map(lambda c: probe(c, timeout_s), clusters))
+        found = list(pool.map(lambda c: probe(c, timeout_s, refusal_is_final=True), clusters))
     for result in found:
         if result.refused:
             raise ClusterAccessError(result.line())

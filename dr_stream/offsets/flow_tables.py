@@ -6,7 +6,9 @@ datacenter is gone; starting Spark to read two small tables took most of their t
 a location (a scheme or a credential it does not know), the tables are read through Spark
 instead, and that fallback is reported once.
 
-Invariant: a table that does not exist reads as empty; any other failure to read is raised.
+Invariants: a table that does not exist reads as empty; any other failure to read is raised;
+every read of one table by one `FlowTables` sees the same version of it (the runs and the
+runs-topic position they were read up to must agree).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class FlowTables:
     spark: Callable[[], object] | None = None
     log: Callable[[str], None] = print
     fell_back: bool = field(default=False)
+    # One snapshot per table for the whole command: two queries of one table see the same version.
+    _opened: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def of(cls, config, spark: Callable[[], object] | None = None, log: Callable[[str], None] = print) -> FlowTables:
@@ -52,12 +56,18 @@ class FlowTables:
             from deltalake.exceptions import TableNotFoundError
         except ImportError as exc:  # pragma: no cover - a dependency of the package
             return self._through_spark(path, sql, f"deltalake is not installed ({exc})")
-        try:
-            table = DeltaTable(path)
-        except TableNotFoundError:
+        if path not in self._opened:
+            try:
+                self._opened[path] = DeltaTable(path)
+            except TableNotFoundError:
+                self._opened[path] = None
+            except Exception as exc:  # a scheme or credentials delta-rs does not know
+                self._opened[path] = exc
+        table = self._opened[path]
+        if table is None:
             return []
-        except Exception as exc:  # a scheme or credentials delta-rs does not know
-            return self._through_spark(path, sql, str(exc).splitlines()[0])
+        if isinstance(table, Exception):
+            return self._through_spark(path, sql, str(table).splitlines()[0])
         result = QueryBuilder().register("t", table).execute(sql).read_all()
         columns = {name: result.column(name).to_pylist() for name in result.column_names}
         return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]

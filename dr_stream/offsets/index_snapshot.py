@@ -32,6 +32,7 @@ def index_snapshot(config: FlowConfig, tables: FlowTables, origin_cluster: str |
     partition in `partitions` (destination topic, partition)."""
     store = RunStore(tables.runs(origin_cluster))
     if origin_cluster is None:
+        log("offset index: no run recorded yet")
         return store
     admin = clients.admin(config.destination)
     topic = runs_topic(config.name)
@@ -43,6 +44,7 @@ def index_snapshot(config: FlowConfig, tables: FlowTables, origin_cluster: str |
             store.extend(run for _, run in got.runs if run.origin_cluster == origin_cluster)
         finally:
             reader.close()
+        log(f"offset index: {len(store)} runs ({len(got.runs)} published since the table's last write)")
     else:
         log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
     _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log)

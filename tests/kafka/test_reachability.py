@@ -32,6 +32,12 @@ def test_a_closed_port_is_unreachable_and_waiting_could_still_help():
     assert not decisive([REFUSED, DOWN])
 
 
+def test_for_a_command_that_expects_a_dead_source_every_broker_refusing_is_final():
+    assert decisive([REFUSED, DOWN], refusal_is_final=True)
+    assert not decisive([REFUSED], refusal_is_final=True)  # other brokers may still answer
+    assert not decisive([DOWN], refusal_is_final=True)  # closed connections are not refusals
+
+
 def test_a_listener_of_another_protocol_and_silence_are_told_apart():
     assert cause([DOWN], 10).startswith("unreachable: the broker closed every connection")
     assert cause([], 7.5) == "no answer within 8s"

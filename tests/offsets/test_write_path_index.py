@@ -9,6 +9,7 @@ so the clusters' offsets differ.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -225,7 +226,7 @@ def test_failover_with_the_source_gone_starts_no_jvm_and_commits_the_exact_offse
     path.write_text(yaml.safe_dump(config))
     log = tmp_path / "failover.log"
     started = time.monotonic()
-    proc = _start_cli(["failover", "--config", str(path), "--group", group], log)
+    proc = _start_cli(["failover", "--config", str(path), "--group", group, "--json"], log)
     javas = []
     while proc.poll() is None:
         javas += [c for c in _children(proc.pid) if "java" in c]
@@ -234,6 +235,9 @@ def test_failover_with_the_source_gone_starts_no_jvm_and_commits_the_exact_offse
     print(f"failover with the source gone: {wall:.2f} s wall\n{log.read_text()}")
     assert proc.returncode == 0, log.read_text()
     assert javas == [], javas
+    text = log.read_text()
+    result = json.loads(text[text.index("{"):])
+    assert [(p["method"], p["source_offset"]) for p in result["positions"]] == [("exact", 2100)], text
     expected = dest_offset_of(dc2.bootstrap, topic, 2100, source_id)
     consumer = Consumer({"bootstrap.servers": dc2.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
