@@ -139,7 +139,8 @@ class RecordTimestamps:
     opened at the first look-up and closed by `close`)."""
 
     def __init__(self, cluster: ClusterConfig) -> None:
-        self._consumer = clients.OnDemandConsumer(cluster, "dr-stream-timestamps", {"enable.partition.eof": True})
+        self._consumer = clients.OnDemandConsumer(cluster, "dr-stream-timestamps",
+                                                  {"enable.partition.eof": True, "fetch.wait.max.ms": 10})
 
     def before(self, topic: str, partition: int, offset: int, timeout: float = 5.0) -> int:
         """Timestamp of record `offset - 1`, or UNKNOWN_TIMESTAMP when it is not readable

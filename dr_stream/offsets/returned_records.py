@@ -34,9 +34,13 @@ class ReturnedRecords:
         self.source = source
         self.header = header
         self.destination_cluster_id = destination_cluster_id
+        # A look-up at the end of a partition must not wait out the broker's default 500 ms fetch wait.
         self._consumer = clients.OnDemandConsumer(source, "dr-stream-returned", {
             "enable.partition.eof": True, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 10,
         })
+        # A record never changes once written: what it says is kept (not the end of a log, which moves).
+        self._known: dict[tuple[str, int, int, str], int | None] = {}
 
     def original_at(self, topic: str, partition: int, offset: int, dest_topic: str,
                     timeout: float = 5.0) -> int | None:
@@ -44,6 +48,9 @@ class ReturnedRecords:
         when that record is a returned copy; None for a local record or the end of the log."""
         if offset < 0:
             return None
+        key = (topic, partition, offset, dest_topic)
+        if key in self._known:
+            return self._known[key]
         consumer = self._consumer.get()
         consumer.assign([TopicPartition(topic, partition, offset)])
         try:
@@ -52,7 +59,12 @@ class ReturnedRecords:
                     return None  # end of the partition
                 found = (origin_offset(e, self.destination_cluster_id, dest_topic, partition)
                          for e in entries(msg.headers(), self.header))
-                return next((o for o in found if o is not None), None)
+                original = next((o for o in found if o is not None), None)
+                if msg.offset() == offset:
+                    if len(self._known) > 100_000:
+                        self._known.clear()
+                    self._known[key] = original
+                return original
             return None
         finally:
             consumer.unassign()
