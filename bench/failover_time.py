@@ -72,12 +72,13 @@ def failover_times(source: str, destination: str, config: Path, env: dict[str, s
     names = [f"bench-fo-{i:04d}" for i in range(groups)]
     log(f"  failover timing: {groups} groups commit on {partitions} partitions each ...")
     _commit_all(source, names, topic, partitions, 50)
-    tables = FlowTables(str(work / "offset-index"), str(work / "translations"))
     deadline = time.monotonic() + timeout_s
     wanted = groups * partitions
     recorded = 0
     while time.monotonic() < deadline:
-        recorded = sum(1 for r in tables.latest_translations() if r["group"].startswith("bench-fo-"))
+        tables = FlowTables(str(work / "offset-index"), str(work / "translations"))  # a snapshot per look
+        recorded = sum(1 for r in tables.latest_translations()
+                       if r["group"].startswith("bench-fo-") and r["method"] == "exact")
         if recorded >= wanted:
             break
         time.sleep(2)
@@ -86,7 +87,7 @@ def failover_times(source: str, destination: str, config: Path, env: dict[str, s
     one = _timed_failover(config, gone, names[0], log)
     every = _timed_failover(config, gone, "bench-fo-.*", log)
     index = str(work / "offset-index")
-    runs = tables.runs()
+    runs = FlowTables(index, str(work / "translations")).runs()
     copied = sum(r.records for r in RunStore(runs))  # rows may repeat versions of one growing run
     per_million = _index_bytes(index) / copied * 1e6 if copied else None
     log(f"  failover with the source gone: 1 group {one}s, {groups} groups x {partitions} partitions {every}s; "

@@ -159,7 +159,8 @@ def _status(args: argparse.Namespace) -> int:
     config = load_flow(args.config)
     down = unreachable(config)
     tables = _tables(config)
-    lags = replication_lag(config, tables, source_up=config.source.alias not in down)
+    lags = replication_lag(config, tables, source_up=config.source.alias not in down,
+                           destination_up=config.destination.alias not in down)
     ages = translation_ages(tables)
     limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
     judged = limits.max_translation_age is not None and config.source.alias not in down

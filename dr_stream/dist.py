@@ -6,7 +6,8 @@
   second copy would only add 400 MB and a chance of disagreeing with the JVM. `delta-spark`
   is in `requirements-no-deps.txt`: it declares pyspark as a dependency, so it is installed
   without its dependencies.
-* `pyenv.tar.gz`: a virtual environment with exactly those, no dev tools, for YARN's
+* `pyenv.tar.gz`: a virtual environment with exactly those (less `deltalake`, which only the
+  commands use), no dev tools, for YARN's
   `--archives pyenv.tar.gz#pyenv`; its `bin/python` links to the interpreter it was built
   with, so the cluster's nodes need Python at that path (the nodes share the OS image, as
   YARN deployments of Python applications generally assume).
@@ -31,6 +32,10 @@ from dr_stream.paths import cache_dir, project_root
 _PROVIDED = {"pyspark"}
 # Installed with --no-deps: each declares a dependency on a provided package.
 _NO_DEPS = {"delta-spark"}
+# Only the commands use it (failover, translate, status read the tables natively); a flow's
+# driver and executors never do, so the archive YARN ships with every submission leaves out its
+# 50 MB. The container image, where operators also run the commands, installs it.
+_COMMANDS_ONLY = {"deltalake"}
 
 
 def _name(requirement: str) -> str:
@@ -86,7 +91,9 @@ def build(dest: Path) -> None:
     env = staging / "pyenv"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     python = env / "bin" / "python"
-    _pip(python, "-r", str(staging / "requirements.txt"))
+    (staging / "requirements-driver.txt").write_text(
+        "".join(f"{r}\n" for r in normal if _name(r) not in _COMMANDS_ONLY))
+    _pip(python, "-r", str(staging / "requirements-driver.txt"))
     _pip(python, "--no-deps", "-r", str(staging / "requirements-no-deps.txt"), str(wheel))
     _pip_uninstall(python, "pip", "setuptools")  # build tools; the driver never installs anything
     _import_as_spark_would(python)
@@ -94,6 +101,7 @@ def build(dest: Path) -> None:
         for item in sorted(env.iterdir()):
             tar.add(item, arcname=item.name)  # symlinks stay links: bin/python -> the interpreter
     shutil.rmtree(env)
+    (staging / "requirements-driver.txt").unlink()
     shutil.rmtree(dest, ignore_errors=True)
     staging.rename(dest)
     size = (dest / "pyenv.tar.gz").stat().st_size / 2**20

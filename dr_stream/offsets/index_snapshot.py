@@ -29,11 +29,9 @@ TAIL_LIMIT = 200_000
 def index_snapshot(config: FlowConfig, tables: FlowTables, origin_cluster: str | None,
                    partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print) -> RunStore:
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
-    partition in `partitions` (destination topic, partition)."""
+    partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
+    runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
     store = RunStore(tables.runs(origin_cluster))
-    if origin_cluster is None:
-        log("offset index: no run recorded yet")
-        return store
     admin = clients.admin(config.destination)
     topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):
@@ -41,13 +39,14 @@ def index_snapshot(config: FlowConfig, tables: FlowTables, origin_cluster: str |
         reader = RunsReader(config.destination, topic, None if position is None else position + 1)
         try:
             got = reader.read_to_end(timeout=15)
-            store.extend(run for _, run in got.runs if run.origin_cluster == origin_cluster)
+            store.extend(run for _, run in got.runs if origin_cluster in (None, run.origin_cluster))
         finally:
             reader.close()
         log(f"offset index: {len(store)} runs ({len(got.runs)} published since the table's last write)")
     else:
         log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
-    _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log)
+    if origin_cluster is not None:
+        _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log)
     return store
 
 

@@ -1,9 +1,9 @@
 """`dr-stream status`: how far behind each replicated partition is, and how fresh translations are.
 
-Replication lag per source partition is read against the offset index: records not copied
-yet (`lag.records_behind`, from the last copied origin offset); seconds = age of the oldest
-record not copied yet (0 when nothing waits). The index trails the copy by about one trigger
-interval. The text form is `report.format_status`.
+Replication lag per source partition is read against the offset index (its table and the
+runs published since): records not copied yet (`lag.records_behind`, from the last copied
+origin offset); seconds = age of the oldest record not copied yet (0 when nothing waits).
+The text form is `report.format_status`.
 
 For alerting, `over_thresholds` (pure) names every partition and group past the operator's
 limits; the command exits 2 for those and 3 when a cluster does not answer, so a cron job or
@@ -22,7 +22,9 @@ from dr_stream.kafka.reachability import reachable_cluster_ids
 from dr_stream.lag import records_behind
 from dr_stream.offsets.consumer_timestamps import UNKNOWN_TIMESTAMP, RecordTimestamps
 from dr_stream.offsets.flow_tables import FlowTables
+from dr_stream.offsets.index_snapshot import index_snapshot
 from dr_stream.offsets.poller import current_commits
+from dr_stream.offsets.run_store import RunStore
 
 
 @dataclass(frozen=True)
@@ -66,12 +68,13 @@ def unreachable(config: FlowConfig) -> list[str]:
     return [c.alias for c, found in zip(clusters, reachable_cluster_ids(clusters), strict=True) if found is None]
 
 
-def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = True) -> list[PartitionLag]:
+def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = True,
+                    destination_up: bool = True) -> list[PartitionLag]:
     """Lag per source partition; with the source down (`source_up` False), what the index knows."""
-    copied: dict[tuple[str, int], int] = {}
-    for r in tables.runs():
-        key = (r.origin_topic, r.origin_partition)
-        copied[key] = max(copied.get(key, -1), r.origin_end)
+    if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
+        copied = index_snapshot(config, tables, None, (), log=lambda _: None).last_copied()
+    else:
+        copied = RunStore(tables.runs()).last_copied()
     bounds = {}
     if source_up:
         admin = clients.admin(config.source)

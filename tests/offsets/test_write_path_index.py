@@ -282,11 +282,13 @@ def test_kill_9_between_a_write_and_its_run_publication_then_restart_indexes_eve
         path.write_text(yaml.safe_dump(config))
         proc = _start_cli(["run", "--config", str(path)], log)
         procs.append(proc)
-        tables = FlowTables(str(tmp_path / "index"), str(tmp_path / "translations"))
-        assert wait_until(lambda: sum(r.records for r in tables.runs() if r.origin_topic == topic) >= 6000, 180), \
-            log.read_text()[-3000:]
+        def indexed() -> list:  # a new reader each time: one FlowTables reads one snapshot
+            return [r for r in FlowTables(str(tmp_path / "index"), str(tmp_path / "translations")).runs()
+                    if r.origin_topic == topic]
+
+        assert wait_until(lambda: sum(r.records for r in RunStore(indexed())) >= 6000, 180), log.read_text()[-3000:]
         time.sleep(3)
-        store = RunStore(r for r in tables.runs() if r.origin_topic == topic)
+        store = RunStore(indexed())
         for p in (0, 1):
             assert [(r.origin_start, r.origin_end, r.dest_start, r.dest_end)
                     for r in store.runs_of((topic, p, topic, p))] == [(0, 2999, 0, 2999)]

@@ -137,9 +137,12 @@ def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_o
             return {p["partition"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
 
         assert wait_until(lambda: translated() == {0: 1000, 1: 1000, 2: 1000}, 120, interval=2), translated()
-        status = _cli(hadoop, "status", "--config", str(flow), "--json", "--max-lag-records", "0")
-        assert status.returncode == 0, status.stdout + status.stderr[-2000:]
-        lags = json.loads(status.stdout)["replication"]
+        def status() -> subprocess.CompletedProcess:
+            return _cli(hadoop, "status", "--config", str(flow), "--json", "--max-lag-records", "0")
+
+        assert wait_until(lambda: status().returncode == 0, 60, interval=2), (
+            status().stdout + _driver_output(hadoop, app))
+        lags = json.loads(status().stdout)["replication"]
         assert {(lag["partition"], lag["lag_records"]) for lag in lags} == {(0, 0), (1, 0), (2, 0)}
         assert hadoop.application(app)["state"] == "RUNNING"
     finally:
