@@ -92,7 +92,9 @@ def markdown(dr: ToolResult, mm: ToolResult, size: Size, when: str, machine: str
         f"starts. Steady: {size.steady_rate:,} records/s for {size.steady_seconds} s, latency measured by a "
         f"consumer on the destination from the send time in each record. Failover: one group per lag "
         f"({', '.join(f'{lag:,}' for lag in size.lags)} records behind the head of a {size.lag_records:,}-record "
-        "partition) commits on the source; each resumes on the destination at the offset the replicator synced.",
+        "partition) commits on the source a few seconds into the steady load; each resumes on the destination at "
+        "the offset the replicator synced. Failover timing (dr-stream only): `dr-stream failover` with the "
+        "source's address pointing nowhere, for one group and for 1,000 groups on 10 partitions each.",
         "",
         f"| metric | {DR} | {MM2} | ratio {DR} / {MM2} | better |",
         "|---|---:|---:|---:|---|",
