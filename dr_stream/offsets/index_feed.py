@@ -115,17 +115,9 @@ class IndexFeed:
         self.write()
 
     def _fill_gaps(self) -> None:
-        covered: dict[Partition, int] = {}
+        bounds = self.dest_bounds()
         with self._lock:
-            runs = list(self.store)
-        for run in runs:
-            dest = (run.dest_topic, run.dest_partition)
-            covered[dest] = max(covered.get(dest, -1), run.dest_end)
-        gaps = {}
-        for dest, (start, end) in self.dest_bounds().items():
-            first = max(start, covered.get(dest, -1) + 1)
-            if first < end:
-                gaps[dest] = (first, end)
+            gaps = self.store.uncovered(bounds)
         if not gaps:
             return
         found = self._scan(gaps)
@@ -169,9 +161,6 @@ class IndexFeed:
         if ends:
             with self._lock:
                 self._progress.append((None, ends))
-
-    def processed_through(self, topic: str, partition: int) -> int | None:
-        return self._processed.get((topic, partition))
 
     def locate(self, key: RunKey, offset: int) -> Located:
         """Where `offset` lands, `next` only once the flow has handled every record before it."""

@@ -52,17 +52,13 @@ def index_snapshot(config: FlowConfig, tables: FlowTables, origin_cluster: str |
 
 def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,
               partitions: list[tuple[str, int]], log: Callable[[str], None]) -> None:
-    covered: dict[tuple[str, int], int] = {}
-    for run in store:
-        dest = (run.dest_topic, run.dest_partition)
-        covered[dest] = max(covered.get(dest, -1), run.dest_end)
+    indexed = {(r.dest_topic, r.dest_partition) for r in store}
     gaps = {}
-    for dest, (start, end) in log_bounds(admin, [p for p in partitions if p in covered]).items():
-        first = max(start, covered[dest] + 1)
+    for dest, (first, end) in store.uncovered(log_bounds(admin, [p for p in partitions if p in indexed])).items():
         if end - first > TAIL_LIMIT:
             log(f"{dest[0]}[{dest[1]}]: {end - first} records after the last indexed copy; not read (more than "
                 f"{TAIL_LIMIT}), so a translation there may be early until the flow runs again")
-        elif first < end:
+        else:
             gaps[dest] = (first, end)
     if gaps:
         found = read_tail(config.destination, gaps, config.provenance.header, origin_cluster, config.renamer)

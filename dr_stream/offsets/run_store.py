@@ -152,6 +152,20 @@ class RunStore:
                 out[(topic, partition)] = max(out.get((topic, partition), -1), runs[-1].origin_end)
         return out
 
+    def uncovered(self, bounds: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """Per destination partition ((topic, partition) -> (log start, log end)), the offsets
+        [first, end) past its last known run: where copies no run reported can only be."""
+        covered: dict[tuple[str, int], int] = {}
+        for (_, _, topic, partition), runs in self._runs.items():
+            if runs:
+                covered[(topic, partition)] = max(covered.get((topic, partition), -1), runs[-1].dest_end)
+        out = {}
+        for dest, (start, end) in bounds.items():
+            first = max(start, covered.get(dest, -1) + 1)
+            if first < end:
+                out[dest] = (first, end)
+        return out
+
     def locate(self, key: RunKey, offset: int, processed_through: int | None = None,
                gated: bool = False) -> Located:
         """Where origin offset `offset` lands (`translation` applies the rest of the rule).

@@ -97,3 +97,9 @@ def test_a_partition_with_no_run_yet_waits_for_the_copy_rather_than_falling_back
     assert store.locate(KEY, 5, processed_through=None, gated=True) == Located(None, "waiting", None)
     assert store.locate(KEY, 5, processed_through=5, gated=True) == Located(None, "unknown", None)
     assert store.locate(KEY, 5) == Located(None, "unknown", None)
+
+
+def test_uncovered_is_what_lies_past_each_destination_partition_s_last_run():
+    store = RunStore([run(0, 9, 100, 109), run(0, 4, 0, 4, topic="u", dest_topic="u")])
+    bounds = {("t", 0): (50, 120), ("u", 0): (0, 5), ("v", 0): (3, 8), ("w", 0): (0, 0)}
+    assert store.uncovered(bounds) == {("t", 0): (110, 120), ("v", 0): (3, 8)}
