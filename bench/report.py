@@ -1,23 +1,32 @@
-"""Bench results: one markdown table with both replicators side by side, and one PNG.
+"""Bench results: one markdown table with every replicator side by side, and one PNG.
 
-The ratio column is dr-stream / MirrorMaker 2, with the direction that is better stated per row,
-so a reader never has to guess whether 0.5 is good.
+Each replicator runs N times (`BENCH_REPEAT`), alternating with the others; a cell is the
+median of its N runs with their min-max beneath it, since on a 2-core machine two runs of the
+same code differ by up to 2x. A ratio column is a dr-stream mode's median over MirrorMaker 2's
+median, with the direction that is better stated per row, so a reader never has to guess
+whether 0.5 is good.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.failover_time import FailoverTimes
 from bench.workloads import CatchUp, GroupOutcome, Size, percentile
 
-DR, MM2 = "dr-stream", "MirrorMaker 2"
+DR, DR_RT, MM2 = "dr-stream", "dr-stream realtime", "MirrorMaker 2"
+TOOLS = (DR, DR_RT, MM2)
+COLORS = {DR: "tab:blue", DR_RT: "tab:green", MM2: "tab:orange"}
 
 
 @dataclass
 class ToolResult:
+    """One run of one replicator."""
+
     name: str
     catch_up: CatchUp | None = None
     latencies: list[float] = field(default_factory=list)
@@ -28,11 +37,12 @@ class ToolResult:
     settings: str = ""
     failover: FailoverTimes | None = None
 
+    def group(self, lag: int) -> GroupOutcome | None:
+        return next((g for g in self.groups if g.lag == lag), None)
 
-def _ratio(a: float | None, b: float | None) -> str:
-    if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or not b:
-        return "-"
-    return f"{a / b:.2f}"
+
+Runs = dict[str, list[ToolResult]]
+Metric = Callable[[ToolResult], float | None]
 
 
 def _num(v: float | None, fmt: str) -> str:
@@ -41,92 +51,152 @@ def _num(v: float | None, fmt: str) -> str:
     return format(v, fmt)
 
 
-def _yes(value: bool | None) -> str:
-    return "-" if value is None else "yes" if value else "no"
-
-
-def rows(dr: ToolResult, mm: ToolResult) -> list[tuple[str, str, str, str, str]]:
-    """(metric, dr-stream, MM2, ratio, better) rows."""
+def _values(runs: list[ToolResult], metric: Metric) -> list[float]:
     out = []
-
-    def add(metric, a, b, fmt, better):
-        out.append((metric, _num(a, fmt), _num(b, fmt), _ratio(a, b), better))
-
-    if dr.catch_up and mm.catch_up:
-        add("catch-up: seconds from start until every record is on the destination",
-            dr.catch_up.seconds_from_start, mm.catch_up.seconds_from_start, ".1f", "lower")
-        add("catch-up: records/s while copying", dr.catch_up.records_per_s, mm.catch_up.records_per_s, ",.0f",
-            "higher")
-        add("catch-up: MB/s while copying", dr.catch_up.mb_per_s, mm.catch_up.mb_per_s, ".1f", "higher")
-    for q in (50, 95, 99):
-        add(f"steady: end-to-end latency p{q} (ms)", percentile(dr.latencies, q), percentile(mm.latencies, q),
-            ",.0f", "lower")
-    add("steady: records received", len(dr.latencies), len(mm.latencies), ",d", "equal to sent")
-    by_lag = {g.lag: g for g in mm.groups}
-    for g in dr.groups:
-        m = by_lag.get(g.lag)
-        label = "at the head" if g.lag == 0 else f"{g.lag:,} behind"
-        add(f"failover, group {label}: records re-read", g.reread, m.reread if m else None, ",d", "lower (0)")
-        add(f"failover, group {label}: records skipped", g.skipped, m.skipped if m else None, ",d", "lower (0)")
-        add(f"failover, group {label}: seconds from the commit until the final offset is live", g.sync_seconds,
-            m.sync_seconds if m else None, ".2f", "lower")
-        out.append((f"failover, group {label}: first synced offset was the final one", _yes(g.first_was_final),
-                    _yes(m.first_was_final if m else None), "-", "yes"))
-    if dr.failover is not None:
-        f = dr.failover
-        add("failover with the source gone: wall seconds, 1 group", f.one_group_s, None, ".2f", "lower")
-        add(f"failover with the source gone: wall seconds, {f.groups:,} groups x {f.partitions} partitions",
-            f.all_groups_s, None, ".2f", "lower")
-        add("offset index: bytes per million replicated records", f.index_bytes_per_million, None, ",.0f", "lower")
-    add("cost: peak RSS (MiB)", dr.peak_rss / 2**20, mm.peak_rss / 2**20, ",.0f", "lower")
-    add("cost: CPU-seconds for the whole run", dr.cpu_seconds, mm.cpu_seconds, ",.0f", "lower")
+    for r in runs:
+        v = metric(r)
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            out.append(float(v))
     return out
 
 
-def markdown(dr: ToolResult, mm: ToolResult, size: Size, when: str, machine: str, png: str) -> str:
+def _cell(values: list[float], fmt: str) -> str:
+    if not values:
+        return "-"
+    median = _num(statistics.median(values), fmt)
+    if len(values) == 1:
+        return median
+    return f"{median} ({_num(min(values), fmt)}-{_num(max(values), fmt)})"
+
+
+def _ratio(a: list[float], b: list[float]) -> str:
+    if not a or not b or not statistics.median(b):
+        return "-"
+    return f"{statistics.median(a) / statistics.median(b):.2f}"
+
+
+def _metrics(size: Size) -> list[tuple[str, Metric, str, str]]:
+    """(label, value of one run, format, which direction is better)."""
+    out: list[tuple[str, Metric, str, str]] = [
+        ("catch-up: seconds from start until every record is on the destination",
+         lambda r: r.catch_up and r.catch_up.seconds_from_start, ".1f", "lower"),
+        ("catch-up: records/s while copying", lambda r: r.catch_up and r.catch_up.records_per_s, ",.0f", "higher"),
+        ("catch-up: MB/s while copying", lambda r: r.catch_up and r.catch_up.mb_per_s, ".1f", "higher"),
+    ]
+    for q in (50, 95, 99):
+        out.append((f"steady: end-to-end latency p{q} (ms)",
+                    lambda r, q=q: percentile(r.latencies, q) if r.latencies else None, ",.0f", "lower"))
+    out.append(("steady: records received", lambda r: len(r.latencies), ",.0f", "equal to sent"))
+    for lag in size.lags:
+        label = "at the head" if lag == 0 else f"{lag:,} behind"
+
+        def field_of(name: str, lag: int = lag) -> Metric:
+            return lambda r: getattr(r.group(lag), name) if r.group(lag) else None
+
+        out += [
+            (f"failover, group {label}: records re-read", field_of("reread"), ",.0f", "lower (0)"),
+            (f"failover, group {label}: records skipped", field_of("skipped"), ",.0f", "lower (0)"),
+            (f"failover, group {label}: seconds from the commit until the final offset is live",
+             field_of("sync_seconds"), ".2f", "lower"),
+        ]
+    out += [
+        ("cost: peak RSS (MiB)", lambda r: r.peak_rss / 2**20, ",.0f", "lower"),
+        ("cost: CPU-seconds for the whole run", lambda r: r.cpu_seconds, ",.0f", "lower"),
+    ]
+    return out
+
+
+def _final_row(runs: Runs, size: Size, lag: int) -> list[str]:
+    """'yes 3/3': how many runs synced the final offset first."""
+    cells = []
+    for tool in TOOLS:
+        outcomes = [r.group(lag).first_was_final for r in runs.get(tool, []) if r.group(lag)]
+        known = [o for o in outcomes if o is not None]
+        cells.append("-" if not known else f"{'yes' if all(known) else 'no'} {sum(known)}/{len(known)}")
+    return cells
+
+
+def rows(runs: Runs, size: Size) -> list[list[str]]:
+    """[metric, dr-stream, dr-stream realtime, MM2, ratio dr/MM2, ratio realtime/MM2, better] rows."""
+    out = []
+    mm = runs.get(MM2, [])
+    for label, metric, fmt, better in _metrics(size):
+        per_tool = {tool: _values(runs.get(tool, []), metric) for tool in TOOLS}
+        out.append([label, *(_cell(per_tool[t], fmt) for t in TOOLS),
+                    _ratio(per_tool[DR], _values(mm, metric)), _ratio(per_tool[DR_RT], _values(mm, metric)), better])
+        if label.endswith("until the final offset is live"):
+            lag = next(g for g in size.lags if label.startswith(
+                f"failover, group {'at the head' if g == 0 else f'{g:,} behind'}:"))
+            out.append([label.replace("seconds from the commit until the final offset is live",
+                                      "first synced offset was the final one"),
+                        *_final_row(runs, size, lag), "-", "-", "yes"])
+    failover = next((r.failover for r in runs.get(DR, []) if r.failover), None)
+    if failover is not None:
+        f = failover
+        for label, value, fmt in (
+                ("failover with the source gone: wall seconds, 1 group", f.one_group_s, ".2f"),
+                (f"failover with the source gone: wall seconds, {f.groups:,} groups x {f.partitions} partitions",
+                 f.all_groups_s, ".2f"),
+                ("offset index: bytes per million replicated records", f.index_bytes_per_million, ",.0f")):
+            out.append([label, _num(value, fmt), "-", "-", "-", "-", "lower"])
+    return out
+
+
+def markdown(runs: Runs, size: Size, when: str, machine: str, png: str) -> str:
+    repeats = max((len(v) for v in runs.values()), default=0)
     lines = [
         f"# dr-stream vs MirrorMaker 2: {when}",
         "",
-        f"Same clusters, same run, one replicator at a time ({machine}). Catch-up: {size.records:,} records of "
-        f"{size.record_bytes} B on {size.partitions} partitions, keyed, two headers, loaded before the replicator "
-        f"starts. Steady: {size.steady_rate:,} records/s for {size.steady_seconds} s, latency measured by a "
-        f"consumer on the destination from the send time in each record. Failover: one group per lag "
-        f"({', '.join(f'{lag:,}' for lag in size.lags)} records behind the head of a {size.lag_records:,}-record "
-        "partition) commits on the source a few seconds into the steady load; each resumes on the destination at "
-        "the offset the replicator synced. Failover timing (dr-stream only): `dr-stream failover` with the "
-        "source's address pointing nowhere, for one group and for 1,000 groups on 10 partitions each.",
+        f"Same clusters, same run, one replicator at a time, each run {repeats} times in alternation ({machine}); "
+        "a cell is the median of the runs with their min-max in brackets. The destination cluster is new for "
+        f"every run. Catch-up: {size.records:,} records of {size.record_bytes} B on {size.partitions} partitions, "
+        f"keyed, two headers, loaded before the replicator starts. Steady: {size.steady_rate:,} records/s for "
+        f"{size.steady_seconds} s, latency measured by a consumer on the destination from the send time in each "
+        f"record. Failover: one group per lag ({', '.join(f'{lag:,}' for lag in size.lags)} records behind the head "
+        f"of a {size.lag_records:,}-record partition) commits on the source a few seconds into the steady load; "
+        "each resumes on the destination at the offset the replicator synced. Failover timing (dr-stream only, "
+        "first run): `dr-stream failover` with the source's address pointing nowhere, for one group and for "
+        "1,000 groups on 10 partitions each.",
         "",
-        f"| metric | {DR} | {MM2} | ratio {DR} / {MM2} | better |",
-        "|---|---:|---:|---:|---|",
+        f"| metric | {DR} (micro-batch) | {DR_RT} | {MM2} | ratio micro-batch / MM2 | ratio realtime / MM2 "
+        "| better |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
-    lines += [f"| {m} | {a} | {b} | {r} | {better} |" for m, a, b, r, better in rows(dr, mm)]
-    lines += ["", f"![latency CDF and throughput]({png})", "", "Settings:", "",
-              f"- {DR}: {dr.settings}", f"- {MM2}: {mm.settings}", ""]
-    return "\n".join(lines)
+    lines += ["| " + " | ".join(row) + " |" for row in rows(runs, size)]
+    lines += ["", f"![latency CDF and throughput]({png})", "", "Settings:", ""]
+    lines += [f"- {tool}: {runs[tool][0].settings}" for tool in TOOLS if runs.get(tool)]
+    return "\n".join([*lines, ""])
 
 
-def plot(dr: ToolResult, mm: ToolResult, path: Path) -> None:
+def plot(runs: Runs, path: Path) -> None:
+    """Latency CDF per replicator (every run's records pooled) and catch-up throughput (median,
+    min-max as the error bar)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (cdf, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for result, color in ((dr, "tab:blue"), (mm, "tab:orange")):
-        if result.latencies:
-            ordered = sorted(result.latencies)
+    fig, (cdf, bars) = plt.subplots(1, 2, figsize=(13, 4.8))
+    tools = [t for t in TOOLS if runs.get(t)]
+    for tool in tools:
+        ordered = sorted(v for r in runs[tool] for v in r.latencies)
+        if ordered:
             n = len(ordered)
-            cdf.plot(ordered, [(i + 1) / n for i in range(n)], label=result.name, color=color)
+            cdf.plot(ordered, [(i + 1) / n for i in range(n)], color=COLORS[tool],
+                     label=f"{tool} ({len(runs[tool])} runs pooled)")
     cdf.set_xscale("log")
     cdf.set_xlabel("end-to-end latency (ms, log scale)")
     cdf.set_ylabel("fraction of records")
     cdf.set_title("steady load: latency CDF")
     cdf.grid(True, which="both", alpha=0.3)
     cdf.legend()
-    rates = [r.catch_up.records_per_s if r.catch_up else 0 for r in (dr, mm)]
-    drawn = bars.bar([dr.name, mm.name], rates, color=["tab:blue", "tab:orange"])
-    bars.bar_label(drawn, labels=[f"{r:,.0f}" for r in rates])
-    bars.set_ylabel("records/s")
+    rates = [_values(runs[t], lambda r: r.catch_up and r.catch_up.records_per_s) or [0.0] for t in tools]
+    medians = [statistics.median(v) for v in rates]
+    pairs = list(zip(medians, rates, strict=True))
+    spread = [[m - min(v) for m, v in pairs], [max(v) - m for m, v in pairs]]
+    drawn = bars.bar(tools, medians, yerr=spread, capsize=6, color=[COLORS[t] for t in tools])
+    bars.bar_label(drawn, labels=[f"{m:,.0f}" for m in medians], label_type="center")
+    bars.set_ylabel("records/s (median, min-max)")
     bars.set_title("catch-up throughput")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -2,9 +2,11 @@
 
     python -m bench.run [--smoke] [--out bench/results]
 
-Starts its own two local clusters (nothing else is touched), loads the source, then runs each
-replicator alone in turn through the same workloads (bench/workloads.py), measuring its
-process tree (bench/replicators.py). Writes `<UTC time>.md` and `.png` under `--out`, copies
+Starts its own local clusters (nothing else is touched), loads the source, then runs each
+replicator (dr-stream in micro-batch and in real-time mode, MirrorMaker 2) alone through the
+same workloads (bench/workloads.py), `BENCH_REPEAT` times (default 3) in alternation, each run
+against a new destination cluster, measuring its process tree (bench/replicators.py). The
+failover timing is a dr-stream run of its own at the end. Writes `<UTC time>.md` and `.png` under `--out`, copies
 them to `latest.md` / `latest.png`, and stops everything it started, by PID.
 """
 
@@ -21,17 +23,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import workloads
-from bench.failover_time import failover_times
+from bench.failover_time import FailoverTimes, failover_times
 from bench.replicators import Replicator, dr_stream, mirror_maker
-from bench.report import DR, MM2, ToolResult, markdown, plot
+from bench.report import DR, DR_RT, MM2, TOOLS, ToolResult, markdown, plot
 from bench.workloads import Size
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.jvm import JvmPins
 from dr_stream.paths import cache_dir, project_root
 
 HERE = Path(__file__).resolve().parent
-DR_TRIGGER = "200ms"
-DR_DRIVER_MEMORY = "2g"  # 1g was tried: peak RSS stayed 3.3 GiB, so the heap is not what costs memory
+DR_TRIGGER = {DR: "200ms", DR_RT: "30s"}
+DR_DRIVER_MEMORY = "1g"
+DR_TOPICS = r"bench\.catchup|bench\.drs\..*"
+Log = Callable[[str], None]
 
 
 def _machine() -> str:
@@ -51,8 +55,7 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
-              names: dict[str, str], size: Size, megabytes: float, log: Callable[[str], None],
-              extra: Callable[[ToolResult], None] | None = None) -> ToolResult:
+              names: dict[str, str], size: Size, megabytes: float, log: Log) -> ToolResult:
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
     replicator.start()
     try:
@@ -78,8 +81,6 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
                                              for q in (50, 95, 99)))
         replicator.check_alive()
-        if extra is not None:
-            extra(result)
     finally:
         replicator.stop()
         result.peak_rss, result.cpu_seconds = replicator.cost.peak_rss, replicator.cost.cpu_seconds
@@ -88,47 +89,89 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
     return result
 
 
-def _dr_stream(work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-               megabytes: float, log: Callable[[str], None]) -> ToolResult:
-    env = {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work / "dr-stream"),
-           "BENCH_TOPICS": r"bench\.catchup|bench\.drs\..*", "BENCH_TRIGGER": DR_TRIGGER,
-           "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": DR_DRIVER_MEMORY}
-    settings = (f"bench/flow.yaml: trigger {DR_TRIGGER}, max_records_per_batch 500000; local[2], "
-                f"driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
+def _dr_env(work: Path, source: LocalCluster, target: LocalCluster, tool: str, slots: int) -> dict[str, str]:
+    return {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
+            "BENCH_TOPICS": DR_TOPICS, "BENCH_TRIGGER": DR_TRIGGER[tool],
+            "BENCH_MODE": "realtime" if tool == DR_RT else "microbatch",
+            "DR_STREAM_MASTER": f"local[{slots}]", "DR_STREAM_DRIVER_MEMORY": DR_DRIVER_MEMORY}
+
+
+def _slots(tool: str, size: Size) -> int:
+    # Real-time mode: one slot per source partition (catch-up, steady, lag topics) plus one.
+    return 2 * size.partitions + 2 if tool == DR_RT else 2
+
+
+def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
+               megabytes: float, log: Log) -> ToolResult:
+    slots = _slots(tool, size)
+    env = _dr_env(work, source, target, tool, slots)
+    settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {DR_TRIGGER[tool]}"
+                + (", max_records_per_batch 500000" if tool == DR else "")
+                + f"; local[{slots}], driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
-
-    def failover_timing(result: ToolResult) -> None:
-        result.failover = failover_times(source.bootstrap, target.bootstrap, HERE / "flow.yaml", env,
-                                         work / "dr-stream", log, groups=size.failover_groups)
-
-    return _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(DR, settings=settings),
-                     source, target, names, size, megabytes, log, failover_timing)
+    return _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
+                     source, target, names, size, megabytes, log)
 
 
-def _mirror_maker(work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-                  megabytes: float, log: Callable[[str], None]) -> ToolResult:
+def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
+                  megabytes: float, log: Log) -> ToolResult:
+    work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
     settings = ("bench/mm2.properties: dedicated mode, tasks.max=2, heap 2G; group offset sync, checkpoints and "
-                "heartbeats every 1 s, offset.flush.interval.ms=1000, offset.lag.max at its default (100); "
-                "producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
+                "heartbeats every 1 s, dst.offset.flush.interval.ms=1000, offset.lag.max at its default (100); "
+                "source consumer fetch.max.wait.ms=50; producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady", "steady_dest": "src.bench.mm2.steady",
              "lag": "bench.mm2.lag", "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}
     return _run_tool(mirror_maker(properties, log_file), ToolResult(MM2, settings=settings),
                      source, target, names, size, megabytes, log)
 
 
-def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Callable[[str], None] = print,
-        only: str | None = None) -> Path | None:
+RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, MM2: _mirror_maker}
+
+
+def _order(repeat: int, tools: list[str]) -> list[str]:
+    """Each repeat starts with a different replicator, so none is always first on a fresh machine."""
+    shift = repeat % len(tools)
+    return tools[shift:] + tools[:shift]
+
+
+def _fresh_target(work: Path, port: int, name: str) -> LocalCluster:
+    # A new destination per run: no replicator finds another's topics, groups or internal state.
+    target = LocalCluster("bench-dst", port, work / name)
+    target.start()
+    return target
+
+
+def _failover_timing(work: Path, source: LocalCluster, port: int, size: Size, logs: Path, stamp: str,
+                     log: Log) -> FailoverTimes | None:
+    """A dr-stream run of its own, outside the measured ones: 1,000 groups would weigh on them."""
+    target = _fresh_target(work, port, "dst-failover")
+    flow_work = work / "dr-stream-failover"
+    env = {**_dr_env(flow_work, source, target, DR, 2), "BENCH_TOPICS": r"bench\.drs\.groups"}
+    replicator = dr_stream(HERE / "flow.yaml", env, logs / f"{stamp}-dr-stream-failover.log")
+    log("== dr-stream: failover timing")
+    replicator.start()
+    try:
+        return failover_times(source.bootstrap, target.bootstrap, HERE / "flow.yaml", env, flow_work, log,
+                              groups=size.failover_groups)
+    finally:
+        replicator.stop()
+        target.stop()
+
+
+def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Log = print,
+        only: str | None = None, repeat: int | None = None) -> Path | None:
+    repeat = repeat or int(os.environ.get("BENCH_REPEAT", "3"))
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = cache_dir() / "bench" / f"run-{stamp}"
     logs = cache_dir() / "bench" / "logs"  # kept after the run, unlike `work`
     source = LocalCluster("bench-src", ports[0], work / "src")
-    target = LocalCluster("bench-dst", ports[1], work / "dst")
+    tools = [only] if only else list(TOOLS)
+    runs: dict[str, list[ToolResult]] = {tool: [] for tool in tools}
     try:
-        for cluster in (source, target):
-            log(f"{cluster.alias}: starting on {cluster.bootstrap}")
-            cluster.start()
+        log(f"{source.alias}: starting on {source.bootstrap}")
+        source.start()
         workloads.create_topics(source.bootstrap, {
             "bench.catchup": size.partitions, "bench.drs.steady": size.partitions,
             "bench.mm2.steady": size.partitions, "bench.drs.lag": 1, "bench.mm2.lag": 1,
@@ -138,28 +181,33 @@ def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Cal
                                    size.partitions, log)
         for topic in ("bench.drs.lag", "bench.mm2.lag"):
             workloads.load(source.bootstrap, topic, size.lag_records, 100, 1, log)
-
-        dr = mm = None
-        if only in (None, DR):
-            dr = _dr_stream(work, logs / f"{stamp}-dr-stream.log", source, target, size, megabytes, log)
-        if only in (None, MM2):
-            mm = _mirror_maker(work, logs / f"{stamp}-mm2.log", source, target, size, megabytes, log)
+        for r in range(repeat):
+            for tool in _order(r, tools):
+                log(f"-- run {r + 1} of {repeat}: {tool}")
+                slug = tool.replace(" ", "-")
+                target = _fresh_target(work, ports[1], f"dst-{r}-{slug}")
+                try:
+                    runs[tool].append(RUNNERS[tool](tool, work / f"{slug}-{r}", logs / f"{stamp}-{slug}-{r}.log",
+                                                    source, target, size, megabytes, log))
+                finally:
+                    target.stop()
+                    shutil.rmtree(work / f"dst-{r}-{slug}", ignore_errors=True)
         if only:
             return None
+        runs[DR][0].failover = _failover_timing(work, source, ports[1], size, logs, stamp, log)
         out.mkdir(parents=True, exist_ok=True)
         png = out / f"{stamp}.png"
-        plot(dr, mm, png)
+        plot(runs, png)
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         report = out / f"{stamp}.md"
-        report.write_text(markdown(dr, mm, size, when, _machine(), png.name))
+        report.write_text(markdown(runs, size, when, _machine(), png.name))
         shutil.copyfile(png, out / "latest.png")
         (out / "latest.md").write_text(re.sub(re.escape(png.name), "latest.png", report.read_text()))
         log(f"results: {report} and {png} (also latest.md / latest.png)")
         return report
     finally:
-        for cluster in (source, target):
-            if cluster.stop():
-                log(f"{cluster.alias}: stopped")
+        if source.stop():
+            log(f"{source.alias}: stopped")
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -167,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness, measures nothing")
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
-    parser.add_argument("--only", choices=[DR, MM2], help="tuning: run one replicator, print its numbers, "
-                                                          "write no results")
+    parser.add_argument("--only", choices=list(TOOLS), help="tuning: run one replicator, print its numbers, "
+                                                            "write no results")
     args = parser.parse_args(argv)
     began = time.monotonic()
     report = run(workloads.SMOKE if args.smoke else workloads.FULL, args.out,

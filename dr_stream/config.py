@@ -23,6 +23,14 @@ from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|milliseconds?|seconds?|minutes?)\s*$")
+MODES = ("microbatch", "realtime")
+REALTIME_MIN_BATCH_MS = 5000  # spark.sql.streaming.realTimeMode.minBatchDuration's default
+
+
+def _milliseconds(duration: str) -> int:
+    number, unit = _DURATION.match(duration).groups()
+    scale = 1 if unit == "ms" or unit.startswith("milli") else 1000 if unit.startswith("s") else 60_000
+    return int(float(number) * scale)
 _SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|key\b|\.key$", re.IGNORECASE)
 
 T = TypeVar("T")
@@ -106,12 +114,18 @@ class StreamingConfig:
     trigger: str = "1s"
     max_records_per_batch: int = 200_000
     starting_offsets: str = "earliest"
+    # microbatch: a batch every `trigger`. realtime: Spark's real-time mode, one long-running task
+    # per source partition, records copied as they arrive; `trigger` is how long each of its
+    # batches runs, i.e. how often progress is checkpointed.
+    mode: str = "microbatch"
+
+    @property
+    def realtime(self) -> bool:
+        return self.mode == "realtime"
 
     @property
     def trigger_ms(self) -> int:
-        number, unit = _DURATION.match(self.trigger).groups()
-        scale = 1 if unit == "ms" or unit.startswith("milli") else 1000 if unit.startswith("s") else 60_000
-        return int(float(number) * scale)
+        return _milliseconds(self.trigger)
 
     @property
     def trigger_interval(self) -> str:
@@ -324,10 +338,17 @@ def _offsets(r: _Reader, raw: Any) -> OffsetsConfig:
 
 def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
     s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "trigger",
-                                     "max_records_per_batch", "starting_offsets"})
-    trigger = r.string(s, "trigger", "streaming", default="1s")
+                                     "max_records_per_batch", "starting_offsets", "mode"})
+    mode = r.string(s, "mode", "streaming", default="microbatch")
+    if mode not in MODES:
+        raise r.fail("streaming.mode", f"expected {' or '.join(MODES)}, got {mode!r}")
+    # A real-time batch is a checkpoint interval, not a wait: 30 s bounds what a restart re-reads.
+    trigger = r.string(s, "trigger", "streaming", default="30s" if mode == "realtime" else "1s")
     if not _DURATION.match(trigger):
         raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
+    if mode == "realtime" and _milliseconds(trigger) < REALTIME_MIN_BATCH_MS:
+        raise r.fail("streaming.trigger", f"{trigger!r}: in realtime mode the trigger is the length of a "
+                                          f"batch, at least {REALTIME_MIN_BATCH_MS // 1000}s (Spark's minimum)")
     starting = r.string(s, "starting_offsets", "streaming", default="earliest")
     if starting not in ("earliest", "latest"):
         raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
@@ -341,6 +362,7 @@ def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
         trigger=trigger,
         max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
         starting_offsets=starting,
+        mode=mode,
     )
 
 

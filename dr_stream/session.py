@@ -54,6 +54,9 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None) -> Spa
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         # The record path never shuffles; the few aggregations on the driver side stay small.
         .config("spark.sql.shuffle.partitions", "4")
+        # The driver's small frames (runs, translations) become one Delta file per write, however
+        # many task slots the application has (real-time mode wants one per source partition).
+        .config("spark.sql.leafNodeDefaultParallelism", "1")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         # The offset index and the translation log are small Delta tables written every second or
         # so: rebuilding their snapshot over Delta's default 50 partitions costs more than the data.

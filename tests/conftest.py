@@ -27,7 +27,8 @@ from dr_stream.paths import cache_dir
 def spark():
     from dr_stream.session import spark_session
 
-    session = spark_session("dr-stream-tests", master="local[2]")
+    # 4 slots: real-time mode flows need one per source partition plus one (test_realtime_mode.py).
+    session = spark_session("dr-stream-tests", master="local[4]")
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

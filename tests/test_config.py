@@ -171,3 +171,15 @@ def test_filters_and_query_names_are_built_once_per_config():
     assert (config.query_name("replicate"), config.checkpoint("translate")) == (
         "replicate-a-to-b", ".cache/flows/a-to-b/checkpoints/translate")
 
+
+
+def test_realtime_mode_defaults_its_batch_to_30_seconds_and_refuses_one_below_spark_s_minimum():
+    base = {"source": {"alias": "a", "bootstrap_servers": "a:9092"},
+            "destination": {"alias": "b", "bootstrap_servers": "b:9092"}}
+    realtime = parse_flow({**base, "streaming": {"mode": "realtime"}}, "f.yaml").streaming
+    assert (realtime.realtime, realtime.trigger_ms) == (True, 30_000)
+    assert parse_flow(base, "f.yaml").streaming.mode == "microbatch"
+    with pytest.raises(ConfigError, match=r"^f.yaml: streaming.trigger: '1s': in realtime mode .* at least 5s"):
+        parse_flow({**base, "streaming": {"mode": "realtime", "trigger": "1s"}}, "f.yaml")
+    with pytest.raises(ConfigError, match=r"^f.yaml: streaming.mode: expected microbatch or realtime, got 'rt'"):
+        parse_flow({**base, "streaming": {"mode": "rt"}}, "f.yaml")

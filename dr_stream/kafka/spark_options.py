@@ -38,16 +38,24 @@ def _reading(cluster: ClusterConfig) -> dict[str, str]:
     }
 
 
-def replicate_source(config: FlowConfig) -> dict[str, str]:
-    """The replicate query's source: every partition of the topics the flow copies."""
-    return {
+def replicate_source(config: FlowConfig, topics: list[str] | None = None) -> dict[str, str]:
+    """The replicate query's source: every partition of `topics`, the source topics the flow has
+    already created on the destination, so no record reaches the sink before its topic exists.
+    Without any yet, the flow's pattern (the sink's producer then waits for the topic)."""
+    options = {
         **_reading(config.source),
-        "subscribePattern": config.topic_filter.subscribe_pattern(),
         "startingOffsets": config.streaming.starting_offsets,
-        "maxOffsetsPerTrigger": str(config.streaming.max_records_per_batch),
-        # New topics matching the pattern show up at the next metadata refresh.
+        # New partitions of the subscribed topics show up at the next metadata refresh.
         "kafka.metadata.max.age.ms": "5000",
     }
+    if topics:
+        options["subscribe"] = ",".join(sorted(topics))
+    else:
+        options["subscribePattern"] = config.topic_filter.subscribe_pattern()
+    # Real-time mode reads without a bound: its batches are time slices, not record counts.
+    if not config.streaming.realtime:
+        options["maxOffsetsPerTrigger"] = str(config.streaming.max_records_per_batch)
+    return options
 
 
 def topic_source(cluster: ClusterConfig, topic: str) -> dict[str, str]:

@@ -13,9 +13,12 @@ producer died between the acknowledgement and the publication), so the store cov
 copy on the destination before a single new record is written.
 
 `processed_through` says, per source partition, below which origin offset the replicate query
-has handled every record (copied or skipped) *and* the feed holds the runs of those copies: a
-batch's runs are on the runs topic before the batch commits, so once the feed has read up to
-where the topic ended when the batch's progress arrived, it knows all of them.
+has handled every record (copied or skipped) *and* the feed holds the runs of those copies. Two
+sources: a published run ending at origin offset E (the copy reads each partition in order, so
+everything below E was handled; this is what real-time mode, whose batches end rarely, relies
+on), and a batch's progress (a batch's runs are on the runs topic before it commits, so once
+the feed has read up to where the topic ended when the progress arrived, it knows all of them;
+this covers records skipped after the last copy).
 
 Invariants: the store only holds reported or scanned runs (never a record that is not on the
 destination); the Delta table receives every run the store receives, at least once.
@@ -73,7 +76,7 @@ class IndexFeed:
     # (destination topic, partition) -> (log start, log end) of the flow's destination partitions
     dest_bounds: Callable[[], dict[Partition, tuple[int, int]]]
     log: Callable[[str], None] = print
-    write_every_s: float = 2.0
+    write_every_s: float = 10.0
     maintenance_every_s: float = 60.0
     on_advanced: Callable[[], None] = lambda: None
     store: RunStore = field(default_factory=RunStore)
@@ -151,6 +154,11 @@ class IndexFeed:
                     continue
                 self.store.add(run)
                 self._unwritten.append((run, at))
+                # The copy reads each partition in offset order: a record copied at origin offset
+                # E means every record before it was handled (copied or skipped) already.
+                key = (run.origin_topic, run.origin_partition)
+                if at is not None and run.origin_end + 1 > self._processed.get(key, -1):
+                    self._processed[key] = run.origin_end + 1
         if malformed:
             self.malformed += malformed
             self.log(f"{self.runs_topic}: skipped {malformed} reports that are not runs ({self.malformed} so far)")

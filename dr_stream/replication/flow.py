@@ -1,14 +1,15 @@
-"""One replication flow: a Spark application with one streaming query and three driver threads.
+"""One replication flow: a Spark application with one streaming query and four driver threads.
 
 1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
-   expressions) -> `foreachBatch` -> Spark's Kafka sink, whose producer reports each run it
-   wrote to the flow's runs topic (`CopyRunInterceptor`). The batch function does the
-   driver-side work that must happen before a write: create or grow destination topics
-   (`topic_sync`), and on the first batch after a (re)start, bring the offset index level with
-   the destination and skip what a killed run already wrote (`resume`).
-2. index feed (thread): runs topic -> the live offset index and its Delta table
+   expressions) -> the crash-resume filter (`resume`, marks fixed when the query starts) ->
+   Spark's Kafka sink, whose producer reports each run it wrote to the flow's runs topic
+   (`CopyRunInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
+   real-time mode (`streaming.mode`).
+2. topics (thread): creates and grows destination topics and follows their configs
+   (`topic_sync`); restarts the query when it must subscribe to a new topic.
+3. index feed (thread): runs topic -> the live offset index and its Delta table
    (`offsets.index_feed`).
-3. translate loop (thread): `__consumer_timestamps` -> translated offsets -> destination groups
+4. translate loop (thread): `__consumer_timestamps` -> translated offsets -> destination groups
    (`offsets.translate_loop`), fed by the committed-offset poller (thread, `offsets.poller`).
 The query restarts from its checkpoint after a failure (`supervisor`); each thread reports
 errors and keeps going.
@@ -19,15 +20,16 @@ their cluster.ids and builds the queries, and `close` releases every client it o
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from dr_stream.config import FlowConfig
+from dr_stream.config import ConfigError, FlowConfig
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.reachability import require_cluster_id
@@ -44,9 +46,9 @@ from dr_stream.offsets.translator import OffsetTranslator
 from dr_stream.replication.left_out import left_out_group, read_left_out
 from dr_stream.replication.progress import ProgressPrinter
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.replication.resume import ALREADY_COPIED, drop_already_copied, resume_marks
+from dr_stream.replication.resume import drop_already_copied, resume_marks
+from dr_stream.replication.task_slots import shortfall, slots_needed, task_slots
 from dr_stream.replication.topic_sync import TopicSync
-from dr_stream.streaming import start_batch_query
 
 Worker = tuple[str, Callable[[threading.Event], None]]
 
@@ -79,6 +81,12 @@ class ReplicationFlow:
         self.translate_loop: TranslateLoop | None = None
         self.feed: IndexFeed | None = None
         self.poller: CommittedOffsetPoller | None = None
+        self.topic_interval_s = 1.0
+        self._subscribed: set[str] | None = None
+        self._partitions = 0
+        self._marks: dict[tuple[str, int], int] = {}
+        self._restart_reason: str | None = None
+        self._topic_lock = threading.Lock()
 
     def connect(self) -> None:
         """Meets both clusters and builds what runs the flow; a second call does nothing."""
@@ -167,7 +175,7 @@ class ReplicationFlow:
 
     def workers(self) -> list[Worker]:
         """The flow's driver threads: each runs until the event it is given is set."""
-        out: list[Worker] = []
+        out: list[Worker] = [(f"topics-{self.config.name}", self.follow_topics)]
         for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller)):
             if part is not None:
                 out.append((f"{name}-{self.config.name}", part.run))
@@ -186,22 +194,54 @@ class ReplicationFlow:
 
         return started
 
-    def _write_batch(self, batch: DataFrame, batch_id: int, first: bool) -> None:
-        replicated = self.topic_sync.sync()
-        if first and self.plan.preserve_partitions and self.feed is not None:
-            batch = self._skip_already_copied(batch, batch_id, replicated)
-        (
-            batch.transform(to_sink_rows(self.plan.preserve_partitions))
-            # One write task per core instead of one per source partition: a small batch spends more
-            # on scheduling tasks than on writing. coalesce keeps each partition's records in order.
-            .coalesce(max(1, self.spark.sparkContext.defaultParallelism))
-            .write.format("kafka")
-            .options(**spark_options.sink(self.config.destination, self.runs_topic if self.feed else None,
+    def start(self) -> StreamingQuery:
+        """Starts the replicate query, its topics on the destination first.
+
+        Both modes run the same plan: Spark's Kafka source, the record path, the crash-resume
+        filter fixed at this start, Spark's Kafka sink. Only the trigger differs."""
+        self.connect()
+        replicated = self._sync_topics()
+        self._subscribed, self._partitions = set(replicated), sum(replicated.values())
+        config = self.config
+        if config.streaming.realtime:
+            self._require_slots(replicated)
+        self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
+        stream = (
+            self.spark.readStream.format("kafka")
+            .options(**spark_options.replicate_source(config, sorted(replicated)))
+            .load()
+            .transform(prepare(self.plan))
+            .transform(drop_already_copied(self._marks))
+            .transform(to_sink_rows(self.plan.preserve_partitions))
+        )
+        writer = (
+            stream.writeStream.queryName(config.query_name("replicate")).format("kafka")
+            .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
                                           self.plan.header))
-            .save()
+            .option("checkpointLocation", config.checkpoint("replicate"))
+        )
+        if config.streaming.realtime:
+            # Real-time mode emits each record as it arrives: Spark calls that the update mode.
+            return writer.outputMode("update").trigger(realTime=config.streaming.trigger_interval).start()
+        return (
+            writer.trigger(processingTime=config.streaming.trigger_interval)
+            # Offsets and commits are logged beside the batches instead of before and after each:
+            # two file writes less per batch. A crash then replays more, which the resume filter
+            # drops (the sink is at-least-once either way).
+            .option("asyncProgressTrackingEnabled", "true")
+            .start()
         )
 
-    def _skip_already_copied(self, batch: DataFrame, batch_id: int, replicated: dict[str, int]) -> DataFrame:
+    def _require_slots(self, replicated: dict[str, int]) -> None:
+        conf = dict(self.spark.sparkContext.getConf().getAll())
+        slots = task_slots(conf, os.cpu_count() or 1)
+        refusal = shortfall(sum(replicated.values()), slots, conf.get("spark.master", "?"))
+        if refusal:
+            raise ConfigError(f"{self.config.path}: {refusal}")
+        self.log(f"realtime mode: {sum(replicated.values())} source partitions, "
+                 f"{slots_needed(sum(replicated.values()))} of {slots} task slots in use")
+
+    def _resume_marks(self, replicated: dict[str, int]) -> dict[tuple[str, int], int]:
         # The index, once level with the destination, knows the last origin offset copied to each
         # partition: no scan of the destination from its end, partition by partition.
         self.feed.catch_up()
@@ -209,30 +249,59 @@ class ReplicationFlow:
         left_out = read_left_out(self.config.source, self.destination_cluster_id,
                                  ((t, p) for t, n in replicated.items() for p in range(n)))
         if left_out:
-            self.log(f"batch {batch_id}: records left out at failback are not copied ({_shown(left_out)}; group "
+            self.log(f"records left out at failback are not copied ({_shown(left_out)}; group "
                      f"{left_out_group(self.destination_cluster_id)} on {self.config.source.alias})")
         wanted = set(copied) | set(left_out)
         ends = {k: end for k, (_, end) in log_bounds(self._source_admin, sorted(wanted)).items()}
         marks = resume_marks(copied, left_out, ends)
         for (topic, partition), end, offset in marks.recreated:
-            self.log(f"batch {batch_id}: {topic}[{partition}] ends at {end}, below origin offset {offset} "
-                     "already handled; the topic was recreated, so nothing is skipped there")
+            self.log(f"{topic}[{partition}] ends at {end}, below origin offset {offset} already handled; "
+                     "the topic was recreated, so nothing is skipped there")
         if marks.skip_through:
-            self.log(f"batch {batch_id}: first batch since start; origin offsets {_shown(marks.skip_through)} are "
-                     "already on the destination (or were left out), so records at or below them are skipped, "
-                     "not written twice")
-        return batch.transform(drop_already_copied(self.spark, marks.skip_through)).where(~F.col(ALREADY_COPIED))
+            self.log(f"(re)start: origin offsets {_shown(marks.skip_through)} are already on the destination (or "
+                     "were left out), so records at or below them are skipped, not written twice")
+        return marks.skip_through
 
-    def start(self) -> StreamingQuery:
-        """Starts the replicate query (after one topic sync, so its topics exist before a batch)."""
-        self.connect()
-        self.topic_sync.sync()
-        state = {"first": True}
+    # -- the driver-side loop -------------------------------------------------------------------
 
-        def write(batch: DataFrame, batch_id: int) -> None:
-            first, state["first"] = state["first"], False
-            self._write_batch(batch, batch_id, first)
+    def follow_topics(self, stop: threading.Event) -> None:
+        """Keeps destination topics in step with the source, between and during batches.
 
-        return start_batch_query(self.spark, spark_options.replicate_source(self.config),
-                                 self.config.query_name("replicate"), write, self.config.checkpoint("replicate"),
-                                 self.config.streaming.trigger_interval, transform=prepare(self.plan))
+        A new source topic is created on the destination here, then the query restarts to
+        subscribe to it: its records cannot reach the sink before the topic exists. New
+        partitions of a subscribed topic are read by the micro-batch source on its own; the sink's
+        producer waits for them on the destination (up to max.block.ms) until this loop has added
+        them. In real-time mode they restart the query. A
+        topic recreated under the crash-resume marks (its log end fell below one) restarts the
+        query too, so the marks taken at start never hide its new records."""
+        last_recreation_check = time.monotonic()
+        while not stop.wait(self.topic_interval_s):
+            try:
+                replicated = self._sync_topics()
+                if self._subscribed is not None and set(replicated) - self._subscribed:
+                    self.request_restart(f"new source topics {sorted(set(replicated) - self._subscribed)}")
+                elif self.config.streaming.realtime and sum(replicated.values()) > self._partitions:
+                    # A real-time batch keeps the partitions it started with; a restart reads the
+                    # new ones at once (and checks the task slots again).
+                    self.request_restart(f"source partitions {self._partitions} -> {sum(replicated.values())}")
+                if self._marks and time.monotonic() - last_recreation_check >= 10:
+                    last_recreation_check = time.monotonic()
+                    ends = log_bounds(self._source_admin, sorted(self._marks))
+                    below = sorted(k for k, o in self._marks.items() if k in ends and ends[k][1] <= o)
+                    if below:
+                        self.request_restart(f"recreated source partitions {below}")
+            except Exception as exc:  # a cluster that is briefly away: the next pass tries again
+                self.log(f"topic sync: {exc}")
+
+    def _sync_topics(self) -> dict[str, int]:
+        with self._topic_lock:
+            return self.topic_sync.sync()
+
+    def request_restart(self, reason: str) -> None:
+        if not self._restart_reason:
+            self.log(f"replicate query restarts: {reason}")
+            self._restart_reason = reason
+
+    def take_restart_request(self) -> str | None:
+        reason, self._restart_reason = self._restart_reason, None
+        return reason

@@ -5,8 +5,10 @@ the checkpoint and records written before the crash would be written again. With
 `preserve_partitions`, destination partition P receives this flow's records from source
 partition P only, in origin-offset order (one producer per task, idempotent, ordered).
 So the highest origin offset the offset index holds for P, once the index is level with the
-destination (`index_feed.catch_up`), is the last record already copied, and the replayed
-batch is filtered to offsets above it.
+destination (`index_feed.catch_up`), is the last record already copied. The marks are taken
+when the replicate query (re)starts and the query keeps records above them for its whole run;
+records below a mark only come again if the topic is recreated, which the flow watches for
+and answers with a restart (new marks).
 
 Invariant: the filter never drops a record that is not already in the destination, or that
 the operator chose to leave out at failback (`left_out`).
@@ -16,19 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from dr_stream.step import Step
-
-ALREADY_COPIED = "_already_copied"
-COPIED_UP_TO = "_copied_up_to"
-_SCHEMA = StructType([
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField(COPIED_UP_TO, LongType()),
-])
 
 Partition = tuple[str, int]
 
@@ -57,18 +50,22 @@ def resume_marks(copied: dict[Partition, int], left_out: dict[Partition, int],
     return ResumeMarks(marks, recreated)
 
 
-def drop_already_copied(spark: SparkSession, marks: dict[Partition, int]) -> Step:
-    """Keeps records whose origin offset is above their partition's mark."""
+def already_copied(marks: dict[Partition, int]) -> Column:
+    """True for a record at or below its partition's mark: one literal map lookup per record,
+    fixed when the query starts, so it runs in both modes (real-time mode has no batch to
+    filter on the driver) and costs no join."""
+    if not marks:
+        return F.lit(False)
+    entries = [F.lit(f"{t}:{p}") if i % 2 == 0 else F.lit(o) for (t, p), o in sorted(marks.items()) for i in (0, 1)]
+    mark = F.element_at(F.create_map(*entries), F.concat_ws(":", F.col("topic"), F.col("partition").cast("string")))
+    return F.coalesce(F.col("offset") <= mark, F.lit(False))
+
+
+def drop_already_copied(marks: dict[Partition, int]) -> Step:
+    """Keeps records whose origin offset is above their partition's mark (topic names cannot
+    hold ':', so `topic:partition` names a partition unambiguously)."""
 
     def step(df: DataFrame) -> DataFrame:
-        if not marks:
-            return df.withColumn(ALREADY_COPIED, F.lit(False))
-        rows = [(t, p, o) for (t, p), o in sorted(marks.items())]
-        frame = F.broadcast(spark.createDataFrame(rows, _SCHEMA))
-        return (
-            df.join(frame, on=["topic", "partition"], how="left")
-            .withColumn(ALREADY_COPIED, F.coalesce(F.col("offset") <= F.col(COPIED_UP_TO), F.lit(False)))
-            .drop(COPIED_UP_TO)
-        )
+        return df.where(~already_copied(marks)) if marks else df
 
     return step

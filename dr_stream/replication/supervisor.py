@@ -61,6 +61,10 @@ class _Supervisor:
                     part.launch()
                 continue
             if part.query.isActive:
+                reason = self.flow.take_restart_request()
+                if reason:
+                    self._stop_between_batches(part)
+                    part.launch()
                 continue
             first_line = _error_line(part.query.exception())
             if now - part.started_at > 60:
@@ -72,13 +76,17 @@ class _Supervisor:
     def stop(self, grace_s: float = 30.0) -> None:
         """Stops each query between batches when it can: an interrupted batch would have to be
         replayed, and an interrupted translation-log write would lose the newest positions."""
-        deadline = time.monotonic() + grace_s
         for part in self.parts:
-            if part.query is None or not part.query.isActive:
-                continue
-            while part.query.status.get("isTriggerActive") and time.monotonic() < deadline:
-                time.sleep(0.1)
-            part.query.stop()
+            if part.query is not None and part.query.isActive:
+                self._stop_between_batches(part, grace_s)
+
+    def _stop_between_batches(self, part: _Supervised, grace_s: float = 30.0) -> None:
+        # A real-time batch is always active: it is stopped where it is, and the next start's
+        # resume filter drops what it had already written.
+        deadline = time.monotonic() + (0 if self.flow.config.streaming.realtime else grace_s)
+        while part.query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        part.query.stop()
 
 
 def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0) -> None:

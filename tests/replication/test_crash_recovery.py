@@ -32,10 +32,10 @@ pytestmark = pytest.mark.integration
 TOTAL = 300_000
 
 
-def _start(config: Path, log: Path) -> subprocess.Popen:
+def _start(config: Path, log: Path, *spark_args: str) -> subprocess.Popen:
     out = open(log, "ab")  # kept open for the child's lifetime
     return subprocess.Popen(
-        [str(project_root() / "spark-submit.sh"), str(config)],
+        [str(project_root() / "spark-submit.sh"), str(config), *spark_args],
         stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=project_root(),
     )
 
@@ -53,7 +53,17 @@ def _kill9(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
-def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_once(dc1, dc2, topics, tmp_path):
+# Real-time mode reads without a batch bound and checkpoints every `trigger`: a kill lands inside
+# a long-running batch, and the restart re-reads from its start. It needs a slot per partition.
+MODES = {
+    "microbatch": ({"trigger": "200ms", "max_records_per_batch": 15000}, ()),
+    "realtime": ({"mode": "realtime", "trigger": "5s"}, ("--master", "local[4]")),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_once(dc1, dc2, topics, tmp_path, mode):
+    streaming, spark_args = MODES[mode]
     topic = unique("crash.")
     topics.append(topic)
     create_topic(dc1.bootstrap, topic, 3)
@@ -65,7 +75,7 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
         "destination": {"alias": "dc2", "bootstrap_servers": dc2.bootstrap},
         "topics": {"include": [topic.replace(".", "\\.")]},
         "streaming": {"checkpoint_dir": str(tmp_path / "checkpoints"), "offset_index": str(tmp_path / "index"),
-                      "trigger": "200ms", "max_records_per_batch": 15000},
+                      **streaming},
     }))
     log = tmp_path / "flow.log"
 
@@ -74,7 +84,7 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
 
     kills = 0
     for threshold in (40_000, 120_000):
-        proc = _start(config, log)
+        proc = _start(config, log, *spark_args)
         try:
             assert wait_until(lambda t=threshold: copied() >= t, 240), log.read_text()[-3000:]
         finally:
@@ -83,7 +93,7 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
     partial = copied()
     assert partial < TOTAL, "the copy finished before the crash; the test proves nothing"
 
-    proc = _start(config, log)
+    proc = _start(config, log, *spark_args)
     try:
         assert wait_until(lambda: copied() >= TOTAL, 300), log.read_text()[-3000:]
         time.sleep(3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from chispa import assert_df_equality
 
-from dr_stream.replication.resume import ALREADY_COPIED, drop_already_copied, resume_marks
+from dr_stream.replication.resume import drop_already_copied, resume_marks
 
 
 def test_what_the_destination_holds_is_skipped():
@@ -28,16 +28,15 @@ def test_a_partition_the_source_no_longer_has_keeps_no_mark():
     assert resume_marks({("gone", 0): 3}, {}, {}).recreated == ((("gone", 0), 0, 3),)
 
 
-def test_the_filter_flags_records_at_or_below_their_partition_s_mark(spark):
-    batch = spark.createDataFrame([("t", 0, 40), ("t", 0, 41), ("t", 0, 42), ("t", 1, 0), ("u", 0, 7)],
-                                  "topic string, partition int, offset long")
-    got = batch.transform(drop_already_copied(spark, {("t", 0): 41, ("u", 0): 3}))
-    expected = spark.createDataFrame(
-        [("t", 0, 40, True), ("t", 0, 41, True), ("t", 0, 42, False), ("t", 1, 0, False), ("u", 0, 7, False)],
-        f"topic string, partition int, offset long, {ALREADY_COPIED} boolean")
+def test_the_filter_keeps_only_records_above_their_partition_s_mark(spark):
+    batch = spark.createDataFrame([("t", 0, 40), ("t", 0, 41), ("t", 0, 42), ("t", 1, 0), ("u", 0, 7),
+                                   ("t:0", 0, 1)], "topic string, partition int, offset long")
+    got = batch.transform(drop_already_copied({("t", 0): 41, ("u", 0): 3}))
+    expected = spark.createDataFrame([("t", 0, 42), ("t", 1, 0), ("u", 0, 7), ("t:0", 0, 1)],
+                                     "topic string, partition int, offset long")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
 
 
-def test_with_no_marks_the_filter_flags_nothing(spark):
+def test_with_no_marks_the_filter_keeps_everything(spark):
     batch = spark.createDataFrame([("t", 0, 1)], "topic string, partition int, offset long")
-    assert batch.transform(drop_already_copied(spark, {})).first()[ALREADY_COPIED] is False
+    assert batch.transform(drop_already_copied({})).count() == 1
