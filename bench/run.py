@@ -56,6 +56,7 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
               names: dict[str, str], size: Size, megabytes: float, log: Log) -> ToolResult:
+    workloads.recreate_topic(source.bootstrap, names["steady"], size.partitions)
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
     replicator.start()
     try:

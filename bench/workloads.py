@@ -46,6 +46,22 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
         future.result(timeout=30)
 
 
+def recreate_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60) -> None:
+    """An empty topic again: a run's steady records must not reach the next run's latency consumer."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic in admin.list_topics(timeout=10).topics:
+        admin.delete_topics([topic])[topic].result(timeout=30)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
+            return
+        except Exception:  # still being deleted
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def _value(seq: int, size: int) -> bytes:
     head = struct.pack(">q", seq)
     return head + bytes(size - len(head))

@@ -20,7 +20,7 @@ their cluster.ids and builds the queries, and `close` releases every client it o
 
 from __future__ import annotations
 
-import os
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable
@@ -214,6 +214,11 @@ class ReplicationFlow:
             .transform(drop_already_copied(self._marks))
             .transform(to_sink_rows(self.plan.preserve_partitions))
         )
+        if not config.streaming.realtime:
+            # One write task per core instead of one per source partition: a small batch spends more
+            # on scheduling tasks (and on each task's run publication) than on writing. coalesce
+            # keeps each partition's records in order. Real-time mode needs a task per partition.
+            stream = stream.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         writer = (
             stream.writeStream.queryName(config.query_name("replicate")).format("kafka")
             .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
@@ -234,7 +239,7 @@ class ReplicationFlow:
 
     def _require_slots(self, replicated: dict[str, int]) -> None:
         conf = dict(self.spark.sparkContext.getConf().getAll())
-        slots = task_slots(conf, os.cpu_count() or 1)
+        slots = task_slots(conf, multiprocessing.cpu_count())
         refusal = shortfall(sum(replicated.values()), slots, conf.get("spark.master", "?"))
         if refusal:
             raise ConfigError(f"{self.config.path}: {refusal}")
