@@ -32,7 +32,7 @@ from dr_stream.jvm import JvmPins
 from dr_stream.paths import cache_dir, project_root
 
 HERE = Path(__file__).resolve().parent
-DR_TRIGGER = {DR: "200ms", DR_RT: "30s"}
+DR_TRIGGER = {DR: "200ms", DR_RT: "5m"}
 DR_DRIVER_MEMORY = "1g"
 DR_TOPICS = r"bench\.catchup|bench\.drs\..*"
 Log = Callable[[str], None]

@@ -342,8 +342,9 @@ def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
     mode = r.string(s, "mode", "streaming", default="microbatch")
     if mode not in MODES:
         raise r.fail("streaming.mode", f"expected {' or '.join(MODES)}, got {mode!r}")
-    # A real-time batch is a checkpoint interval, not a wait: 30 s bounds what a restart re-reads.
-    trigger = r.string(s, "trigger", "streaming", default="30s" if mode == "realtime" else "1s")
+    # A real-time batch is a checkpoint interval, not a wait. Its end stalls the copy for about a
+    # second (offsets, planning, new tasks), so batches are long; a restart re-reads at most one.
+    trigger = r.string(s, "trigger", "streaming", default="5m" if mode == "realtime" else "1s")
     if not _DURATION.match(trigger):
         raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
     if mode == "realtime" and _milliseconds(trigger) < REALTIME_MIN_BATCH_MS:

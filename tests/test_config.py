@@ -173,11 +173,11 @@ def test_filters_and_query_names_are_built_once_per_config():
 
 
 
-def test_realtime_mode_defaults_its_batch_to_30_seconds_and_refuses_one_below_spark_s_minimum():
+def test_realtime_mode_defaults_its_batch_to_5_minutes_and_refuses_one_below_spark_s_minimum():
     base = {"source": {"alias": "a", "bootstrap_servers": "a:9092"},
             "destination": {"alias": "b", "bootstrap_servers": "b:9092"}}
     realtime = parse_flow({**base, "streaming": {"mode": "realtime"}}, "f.yaml").streaming
-    assert (realtime.realtime, realtime.trigger_ms) == (True, 30_000)
+    assert (realtime.realtime, realtime.trigger_ms) == (True, 300_000)
     assert parse_flow(base, "f.yaml").streaming.mode == "microbatch"
     with pytest.raises(ConfigError, match=r"^f.yaml: streaming.trigger: '1s': in realtime mode .* at least 5s"):
         parse_flow({**base, "streaming": {"mode": "realtime", "trigger": "1s"}}, "f.yaml")

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+from dr_stream.local_frame import local_frame
 from dr_stream.offsets.run_store import Run
 from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import PROVENANCE, with_provenance
@@ -58,7 +59,7 @@ def runs_frame(spark: SparkSession, runs: list[tuple[Run, int | None]]) -> DataF
     rows = [(r.origin_cluster, r.origin_topic, r.origin_partition, r.dest_topic, r.dest_partition, r.origin_start,
              r.origin_end, r.dest_start, r.dest_end, r.first_timestamp, r.last_timestamp, r.copied_at, at)
             for r, at in runs]
-    return spark.createDataFrame(rows, _PLAIN).select(
+    return local_frame(spark, rows, _PLAIN).select(
         *RUN_KEY, "origin_start", "origin_end", "dest_start", "dest_end",
         (F.col("dest_end") - F.col("dest_start") + 1).alias("records"),
         F.timestamp_millis("first_ms").alias("first_timestamp"), F.timestamp_millis("last_ms").alias("last_timestamp"),
@@ -187,7 +188,7 @@ class OffsetIndex:
 
     def runs(self) -> DataFrame:
         if not self.exists():
-            return self.spark.createDataFrame([], RUN_SCHEMA)
+            return local_frame(self.spark, [], RUN_SCHEMA)
         return self.spark.read.format("delta").load(self.path)
 
     def append(self, runs: DataFrame) -> None:

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka import spark_options
+from dr_stream.local_frame import local_frame
 from dr_stream.offsets.index import (
     OffsetIndex,
     copied_records,
@@ -250,8 +251,8 @@ class IndexFeed:
             if not self.index.exists():
                 return
             before = self.index.runs().count()
-            starts = self.spark.createDataFrame(
-                [(t, p, start) for (t, p), (start, _) in bounds.items()],
+            starts = local_frame(
+                self.spark, [(t, p, start) for (t, p), (start, _) in bounds.items()],
                 "dest_topic string, dest_partition int, log_start long",
             )
             kept = self.index.runs().transform(drop_deleted_runs(starts))

@@ -21,6 +21,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from dr_stream.local_frame import local_frame
 from dr_stream.offsets.consumer_timestamps import GroupCommit
 from dr_stream.offsets.translation import Translation
 
@@ -58,19 +59,20 @@ class TranslationLog:
     def append(self, rows: list[tuple[Translation, str]]) -> None:
         if not rows:
             return
-        import datetime as dt
-
         records = []
         for t, action in rows:
             d = asdict(t)
             d["action"] = action
-            d["translated_at"] = dt.datetime.fromtimestamp(t.translated_at / 1000)
             records.append(tuple(d[f] for f in SCHEMA.fieldNames()))
-        self.spark.createDataFrame(records, SCHEMA).write.format("delta").mode("append").save(self.path)
+        # translated_at travels as epoch ms (JSON has no timestamps) and becomes one here.
+        plain = StructType([StructField(f.name, LongType()) if f.name == "translated_at" else f for f in SCHEMA])
+        frame = local_frame(self.spark, records, plain)
+        frame = frame.withColumn("translated_at", F.timestamp_millis("translated_at"))
+        frame.write.format("delta").mode("append").save(self.path)
 
     def history(self) -> DataFrame:
         if not self.exists():
-            return self.spark.createDataFrame([], SCHEMA)
+            return local_frame(self.spark, [], SCHEMA)
         return self.spark.read.format("delta").load(self.path)
 
     def latest(self) -> DataFrame:

@@ -1,8 +1,8 @@
 """How many tasks a Spark application can run at once, and how many real-time mode needs.
 
 In real-time mode every source partition is read by its own task for the whole length of a
-batch. A partition whose task finds no free slot waits for the batch to end (30 s by default)
-before any of its records move, so the flow refuses to start without enough slots rather
+batch. A partition whose task finds no free slot waits for the batch to end
+before any of its records move (5 minutes by default), so the flow refuses to start without enough slots rather
 than run with some partitions silently late. One slot more than the partitions is kept for
 the short Spark jobs the driver runs beside the query (offset-index and translation-log
 writes, the gap scan at start).
