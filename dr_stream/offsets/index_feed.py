@@ -77,7 +77,7 @@ class IndexFeed:
     # (destination topic, partition) -> (log start, log end) of the flow's destination partitions
     dest_bounds: Callable[[], dict[Partition, tuple[int, int]]]
     log: Callable[[str], None] = print
-    write_every_s: float = 10.0
+    write_every_s: float = 30.0
     maintenance_every_s: float = 60.0
     on_advanced: Callable[[], None] = lambda: None
     store: RunStore = field(default_factory=RunStore)
