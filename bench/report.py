@@ -1,10 +1,10 @@
 """Bench results: one markdown table with every replicator side by side, and one PNG.
 
 Each replicator runs N times (`BENCH_REPEAT`), alternating with the others; a cell is the
-median of its N runs with their min-max beneath it, since on a 2-core machine two runs of the
-same code differ by up to 2x. A ratio column is a dr-stream mode's median over MirrorMaker 2's
-median, with the direction that is better stated per row, so a reader never has to guess
-whether 0.5 is good.
+median of its N runs with their min-max in brackets, since on a 2-core machine two runs of
+the same code differ by up to 2x. A ratio column is a dr-stream mode's median over MirrorMaker
+2's median (with the min-max of run-by-run ratios), with the direction that is better stated
+per row, so a reader never has to guess whether 0.5 is good.
 """
 
 from __future__ import annotations
@@ -70,9 +70,13 @@ def _cell(values: list[float], fmt: str) -> str:
 
 
 def _ratio(a: list[float], b: list[float]) -> str:
+    """Median over median, then the min-max of the runs' own ratios (run i against run i, the
+    two being neighbours in the alternation)."""
     if not a or not b or not statistics.median(b):
         return "-"
-    return f"{statistics.median(a) / statistics.median(b):.2f}"
+    shown = f"{statistics.median(a) / statistics.median(b):.2f}"
+    pairs = [x / y for x, y in zip(a, b, strict=False) if y] if len(a) == len(b) > 1 else []
+    return f"{shown} ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else shown
 
 
 def _metrics(size: Size) -> list[tuple[str, Metric, str, str]]:
@@ -148,7 +152,8 @@ def markdown(runs: Runs, size: Size, when: str, machine: str, png: str) -> str:
         f"# dr-stream vs MirrorMaker 2: {when}",
         "",
         f"Same clusters, same run, one replicator at a time, each run {repeats} times in alternation ({machine}); "
-        "a cell is the median of the runs with their min-max in brackets. The destination cluster is new for "
+        "a cell is the median of the runs with their min-max in brackets; a ratio is median over median, "
+        "with the min-max of the run-by-run ratios. The destination cluster is new for "
         f"every run. Catch-up: {size.records:,} records of {size.record_bytes} B on {size.partitions} partitions, "
         f"keyed, two headers, loaded before the replicator starts. Steady: {size.steady_rate:,} records/s for "
         f"{size.steady_seconds} s, latency measured by a consumer on the destination from the send time in each "

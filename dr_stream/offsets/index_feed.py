@@ -89,7 +89,7 @@ class IndexFeed:
     _progress: list[tuple[int | None, dict[Partition, int]]] = field(default_factory=list)
     _processed: dict[Partition, int] = field(default_factory=dict)
     # `_reading` is held while the runs topic is read (the feed thread, and `catch_up` from the
-    # replicate query's first batch); `_lock` only while the store changes or is asked, so a
+    # replicate query's start); `_lock` only while the store changes or is asked, so a
     # translation never waits for a read; `_table` keeps an append and a rewrite apart, since a
     # rewrite that missed a concurrent append would drop its runs.
     _reading: threading.RLock = field(default_factory=threading.RLock)

@@ -21,7 +21,7 @@ from dr_stream.replication.flow import ReplicationFlow
 
 
 def _error_line(error) -> str:
-    """One readable line: for an error raised in a foreachBatch function, the Python exception."""
+    """One readable line: for an error raised in Python code the JVM called, the Python exception."""
     if not error:
         return "query stopped"
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
