@@ -32,7 +32,6 @@ class FailoverTimes:
     all_groups_s: float | None
     groups: int
     partitions: int
-    index_bytes_per_million: float | None
 
 
 def _commit_all(bootstrap: str, groups: list[str], topic: str, partitions: int, offset: int) -> None:
@@ -86,10 +85,16 @@ def failover_times(source: str, destination: str, config: Path, env: dict[str, s
     gone = {**env, "BENCH_SOURCE": "127.0.0.1:1"}
     one = _timed_failover(config, gone, names[0], log)
     every = _timed_failover(config, gone, "bench-fo-.*", log)
+    log(f"  failover with the source gone: 1 group {one}s, {groups} groups x {partitions} partitions {every}s")
+    return FailoverTimes(one, every, groups, partitions)
+
+
+def index_bytes_per_million(work: Path, log: Log) -> float | None:
+    """The offset index's size per million records it covers, read once the flow has stopped
+    (a stop appends its last runs)."""
     index = str(work / "offset-index")
     runs = FlowTables(index, str(work / "translations")).runs()
     copied = sum(r.records for r in RunStore(runs))  # rows may repeat versions of one growing run
     per_million = _index_bytes(index) / copied * 1e6 if copied else None
-    log(f"  failover with the source gone: 1 group {one}s, {groups} groups x {partitions} partitions {every}s; "
-        f"offset index {per_million} bytes per million records ({len(runs)} rows for {copied:,} records)")
-    return FailoverTimes(one, every, groups, partitions, per_million)
+    log(f"  offset index: {per_million or 0:,.0f} bytes per million records ({len(runs)} rows for {copied:,} records)")
+    return per_million

@@ -36,6 +36,7 @@ class ToolResult:
     cpu_seconds: float = 0.0
     settings: str = ""
     failover: FailoverTimes | None = None
+    index_bytes_per_million: float | None = None
 
     def group(self, lag: int) -> GroupOutcome | None:
         return next((g for g in self.groups if g.lag == lag), None)
@@ -134,15 +135,17 @@ def rows(runs: Runs, size: Size) -> list[list[str]]:
             out.append([label.replace("seconds from the commit until the final offset is live",
                                       "first synced offset was the final one"),
                         *_final_row(runs, size, lag), "-", "-", "yes"])
+    index = [_values(runs.get(t, []), lambda r: r.index_bytes_per_million) for t in (DR, DR_RT)]
+    out.append(["offset index: bytes per million replicated records", _cell(index[0], ",.0f"),
+                _cell(index[1], ",.0f"), "-", "-", "-", "lower"])
     failover = next((r.failover for r in runs.get(DR, []) if r.failover), None)
     if failover is not None:
         f = failover
-        for label, value, fmt in (
-                ("failover with the source gone: wall seconds, 1 group", f.one_group_s, ".2f"),
+        for label, value in (
+                ("failover with the source gone: wall seconds, 1 group", f.one_group_s),
                 (f"failover with the source gone: wall seconds, {f.groups:,} groups x {f.partitions} partitions",
-                 f.all_groups_s, ".2f"),
-                ("offset index: bytes per million replicated records", f.index_bytes_per_million, ",.0f")):
-            out.append([label, _num(value, fmt), "-", "-", "-", "-", "lower"])
+                 f.all_groups_s)):
+            out.append([label, _num(value, ".2f"), "-", "-", "-", "-", "lower"])
     return out
 
 

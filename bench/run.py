@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import workloads
-from bench.failover_time import FailoverTimes, failover_times
+from bench.failover_time import FailoverTimes, failover_times, index_bytes_per_million
 from bench.replicators import Replicator, dr_stream, mirror_maker
 from bench.report import DR, DR_RT, MM2, TOOLS, ToolResult, markdown, plot
 from bench.workloads import Size
@@ -111,8 +111,10 @@ def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, targ
                 + f"; local[{slots}], driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
-    return _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
-                     source, target, names, size, megabytes, log)
+    result = _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
+                       source, target, names, size, megabytes, log)
+    result.index_bytes_per_million = index_bytes_per_million(work, log)
+    return result
 
 
 def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,

@@ -264,5 +264,13 @@ class IndexFeed:
                          "records the destination deleted)")
 
     def close(self) -> None:
+        """Appends what the table does not hold yet (a stopped flow leaves it complete), then
+        closes the runs reader."""
+        try:
+            if self._unwritten:
+                self.write()
+        except Exception as exc:  # the session may be going down with the process
+            self.log(f"offset index: last runs not appended at stop ({exc}); the next start reads them from "
+                     f"{self.runs_topic}")
         if self._reader is not None:
             self._reader.close()
