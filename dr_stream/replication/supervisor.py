@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.streaming import StreamingQuery
 
+from dr_stream.config import ConfigError
 from dr_stream.replication.flow import ReplicationFlow
 
 
@@ -58,20 +59,33 @@ class _Supervisor:
         for part in self.parts:
             if part.restart_at is not None:
                 if now >= part.restart_at:
-                    part.launch()
+                    self._launch(part, now)
                 continue
             if part.query.isActive:
                 reason = self.flow.take_restart_request()
                 if reason:
                     self._stop_between_batches(part)
-                    part.launch()
+                    self._launch(part, now)
                 continue
-            first_line = _error_line(part.query.exception())
-            if now - part.started_at > 60:
-                part.backoff = 1.0
-            self.flow.log(f"{part.name} failed: {first_line}; restarting from its checkpoint in {part.backoff:.0f}s")
-            part.restart_at = now + part.backoff
-            part.backoff = min(part.backoff * 2, self.max_backoff_s)
+            self._retry(part, now, f"{part.name} failed: {_error_line(part.query.exception())}")
+
+    def _launch(self, part: _Supervised, now: float) -> None:
+        """Starts a query; a start that fails on a cluster (a topic created a moment ago may have
+        no leader yet) is retried like a failed query. A refusal of the config is final."""
+        try:
+            part.launch()
+        except ConfigError:
+            raise
+        except Exception as exc:
+            line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            self._retry(part, now, f"{part.name} could not start: {line}")
+
+    def _retry(self, part: _Supervised, now: float, what: str) -> None:
+        if now - part.started_at > 60:
+            part.backoff = 1.0
+        self.flow.log(f"{what}; restarting from its checkpoint in {part.backoff:.0f}s")
+        part.restart_at = now + part.backoff
+        part.backoff = min(part.backoff * 2, self.max_backoff_s)
 
     def stop(self, grace_s: float = 30.0) -> None:
         """Stops each query between batches when it can: an interrupted batch would have to be
