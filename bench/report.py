@@ -111,7 +111,7 @@ def _metrics(size: Size) -> list[tuple[str, Metric, str, str]]:
     return out
 
 
-def _final_row(runs: Runs, size: Size, lag: int) -> list[str]:
+def _final_row(runs: Runs, lag: int) -> list[str]:
     """'yes 3/3': how many runs synced the final offset first."""
     cells = []
     for tool in TOOLS:
@@ -134,7 +134,7 @@ def rows(runs: Runs, size: Size) -> list[list[str]]:
                 f"failover, group {'at the head' if g == 0 else f'{g:,} behind'}:"))
             out.append([label.replace("seconds from the commit until the final offset is live",
                                       "first synced offset was the final one"),
-                        *_final_row(runs, size, lag), "-", "-", "yes"])
+                        *_final_row(runs, lag), "-", "-", "yes"])
     index = [_values(runs.get(t, []), lambda r: r.index_bytes_per_million) for t in (DR, DR_RT)]
     out.append(["offset index: bytes per million replicated records", _cell(index[0], ",.0f"),
                 _cell(index[1], ",.0f"), "-", "-", "-", "lower"])
