@@ -8,41 +8,26 @@ never printed.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
+from dr_stream.config_reader import DURATION, ENV, ConfigError, YamlReader, milliseconds
 from dr_stream.kafka.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
 
-_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|milliseconds?|seconds?|minutes?)\s*$")
 MODES = ("microbatch", "realtime")
 REALTIME_MIN_BATCH_MS = 5000  # spark.sql.streaming.realTimeMode.minBatchDuration's default
-
-
-def _milliseconds(duration: str) -> int:
-    number, unit = _DURATION.match(duration).groups()
-    scale = 1 if unit == "ms" or unit.startswith("milli") else 1000 if unit.startswith("s") else 60_000
-    return int(float(number) * scale)
 _SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|key\b|\.key$", re.IGNORECASE)
-
-T = TypeVar("T")
 
 
 def env_names(text: str) -> list[str]:
     """The environment variables a flow file's text refers to as `${env:NAME}`, in order of first use."""
-    return list(dict.fromkeys(_ENV.findall(text)))
-
-
-class ConfigError(ValueError):
-    """One line: `<file>: <key.path>: <what is wrong>`."""
+    return list(dict.fromkeys(ENV.findall(text)))
 
 
 @dataclass(frozen=True)
@@ -125,14 +110,28 @@ class StreamingConfig:
 
     @property
     def trigger_ms(self) -> int:
-        return _milliseconds(self.trigger)
+        return milliseconds(self.trigger)
 
     @property
     def trigger_interval(self) -> str:
         """The trigger as Spark's processingTime string ("1 second", "500 milliseconds")."""
-        number, unit = _DURATION.match(self.trigger).groups()  # validated on load
+        number, unit = DURATION.match(self.trigger).groups()  # validated on load
         unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}.get(unit, unit.rstrip("s") + "s")
         return f"{number} {unit}"
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """What `dr-stream run` serves for monitoring. `port` None: no endpoint."""
+
+    port: int | None = None
+    host: str = "0.0.0.0"
+    # /healthz answers 503 when a query has made no progress for this long.
+    health_window_s: float = 60.0
+    # How often lag is measured, the clusters probed and a lag sample recorded for `status --plot`.
+    sample_interval_s: float = 5.0
+    # Spark's UI (and its Prometheus servlet at /metrics/prometheus/) on this port; None: no UI.
+    spark_ui_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +144,7 @@ class FlowConfig:
     offsets: OffsetsConfig
     streaming: StreamingConfig
     path: str = "<memory>"
+    metrics: MetricsConfig = MetricsConfig()
 
     # The filters and the renamer are built once per config; every part of the flow asks for
     # these instead of rebuilding them from the raw patterns.
@@ -180,86 +180,7 @@ def sibling(location: str, name: str) -> str:
     return f"{parent}{slash}{name}" if slash else name
 
 
-def _join(key: str, name: str) -> str:
-    return f"{key}.{name}" if key else name
-
-
-class _Reader:
-    """Walks the raw YAML, checking keys and types, and keeps the file name for errors."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def fail(self, key: str, message: str) -> ConfigError:
-        return ConfigError(f"{self.path}: {key}: {message}")
-
-    def mapping(self, value: Any, key: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
-        if value is None:
-            value = {}
-        if not isinstance(value, dict):
-            raise self.fail(key or "<top>", f"expected a mapping, got {type(value).__name__}")
-        for k in value:
-            if k not in allowed:
-                raise self.fail(_join(key, str(k)), f"unknown key (allowed: {', '.join(sorted(allowed))})")
-        for k in sorted(required):
-            if value.get(k) in (None, ""):
-                raise self.fail(_join(key, k), "is required")
-        return value
-
-    def expand(self, value: str, key: str) -> str:
-        def lookup(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in os.environ:
-                raise self.fail(key, f"environment variable {name} is not set")
-            return os.environ[name]
-
-        return _ENV.sub(lookup, value)
-
-    def string(self, raw: dict, name: str, key: str, default: str | None = None) -> str:
-        value = raw.get(name, default)
-        if not isinstance(value, str) or value == "":
-            raise self.fail(_join(key, name), f"expected a non-empty string, got {value!r}")
-        return self.expand(value, _join(key, name))
-
-    def boolean(self, raw: dict, name: str, key: str, default: bool) -> bool:
-        value = raw.get(name, default)
-        if not isinstance(value, bool):
-            raise self.fail(_join(key, name), f"expected true or false, got {value!r}")
-        return value
-
-    def integer(self, raw: dict, name: str, key: str, default: int | None, minimum: int) -> int | None:
-        value = raw.get(name, default)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(_join(key, name), f"expected an integer >= {minimum}, got {value!r}")
-        return value
-
-    def regexes(self, raw: dict, name: str, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = raw.get(name, list(default))
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(_join(key, name), "expected a list of regex strings")
-        out = []
-        for i, pattern in enumerate(value):
-            where = f"{key}.{name}[{i}]"
-            out.append(self.regex(self.expand(pattern, where), where, shown=pattern))
-        return tuple(out)
-
-    def regex(self, pattern: str, where: str, shown: str | None = None) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise self.fail(where, f"invalid regex {shown or pattern!r}: {exc}") from None
-        return pattern
-
-    def each(self, raw: dict, name: str, key: str, parse: Callable[[Any, str], T]) -> tuple[T, ...]:
-        value = raw.get(name) or []
-        if not isinstance(value, list):
-            raise self.fail(_join(key, name), "expected a list")
-        return tuple(parse(item, f"{key}.{name}[{i}]") for i, item in enumerate(value))
-
-
-def _properties(r: _Reader, raw: dict, key: str) -> dict[str, str]:
+def _properties(r: YamlReader, raw: dict, key: str) -> dict[str, str]:
     """A map of client properties (`kafka:` or `librdkafka:`): scalar values, `${env:...}` expanded."""
     value = raw.get(key.rsplit(".", 1)[1]) or {}
     if not isinstance(value, dict):
@@ -274,7 +195,7 @@ def _properties(r: _Reader, raw: dict, key: str) -> dict[str, str]:
     return out
 
 
-def _cluster(r: _Reader, raw: Any, key: str) -> ClusterConfig:
+def _cluster(r: YamlReader, raw: Any, key: str) -> ClusterConfig:
     raw = r.mapping(raw, key, {"alias", "bootstrap_servers", "kafka", "librdkafka"},
                     required={"alias", "bootstrap_servers"})
     alias = r.string(raw, "alias", key)
@@ -289,7 +210,7 @@ def _cluster(r: _Reader, raw: Any, key: str) -> ClusterConfig:
     return ClusterConfig(alias, r.string(raw, "bootstrap_servers", key), kafka, librdkafka, f"{r.path}: {key}")
 
 
-def _override(r: _Reader, raw: Any, key: str) -> FilterOverride:
+def _override(r: YamlReader, raw: Any, key: str) -> FilterOverride:
     raw = r.mapping(raw, key, {"cluster", "topic", "from_ms", "to_ms"}, required={"cluster", "topic"})
     cluster = r.regex(r.string(raw, "cluster", key), f"{key}.cluster")
     topic = r.regex(r.string(raw, "topic", key), f"{key}.topic")
@@ -300,7 +221,7 @@ def _override(r: _Reader, raw: Any, key: str) -> FilterOverride:
     return FilterOverride(cluster, topic, from_ms, to_ms)
 
 
-def _topics(r: _Reader, raw: Any) -> TopicsConfig:
+def _topics(r: YamlReader, raw: Any) -> TopicsConfig:
     t = r.mapping(raw, "topics", {"include", "exclude", "rename", "preserve_partitions", "sync_configs"})
     rename = r.string(t, "rename", "topics", default="${topic}")
     if rename.count("${topic}") != 1:
@@ -316,7 +237,7 @@ def _topics(r: _Reader, raw: Any) -> TopicsConfig:
     )
 
 
-def _provenance(r: _Reader, raw: Any) -> ProvenanceConfig:
+def _provenance(r: YamlReader, raw: Any) -> ProvenanceConfig:
     p = r.mapping(raw, "provenance", {"enabled", "header", "filter_overrides"})
     return ProvenanceConfig(
         enabled=r.boolean(p, "enabled", "provenance", True),
@@ -325,7 +246,7 @@ def _provenance(r: _Reader, raw: Any) -> ProvenanceConfig:
     )
 
 
-def _offsets(r: _Reader, raw: Any) -> OffsetsConfig:
+def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
     o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination"})
     g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
     return OffsetsConfig(
@@ -336,7 +257,7 @@ def _offsets(r: _Reader, raw: Any) -> OffsetsConfig:
     )
 
 
-def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
+def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "trigger",
                                      "max_records_per_batch", "starting_offsets", "mode"})
     mode = r.string(s, "mode", "streaming", default="microbatch")
@@ -345,9 +266,9 @@ def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
     # A real-time batch is a checkpoint interval, not a wait. Its end stalls the copy for about a
     # second (offsets, planning, new tasks), so batches are long; a restart re-reads at most one.
     trigger = r.string(s, "trigger", "streaming", default="5m" if mode == "realtime" else "1s")
-    if not _DURATION.match(trigger):
+    if not DURATION.match(trigger):
         raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
-    if mode == "realtime" and _milliseconds(trigger) < REALTIME_MIN_BATCH_MS:
+    if mode == "realtime" and milliseconds(trigger) < REALTIME_MIN_BATCH_MS:
         raise r.fail("streaming.trigger", f"{trigger!r}: in realtime mode the trigger is the length of a "
                                           f"batch, at least {REALTIME_MIN_BATCH_MS // 1000}s (Spark's minimum)")
     starting = r.string(s, "starting_offsets", "streaming", default="earliest")
@@ -367,10 +288,22 @@ def _streaming(r: _Reader, raw: Any, name: str) -> StreamingConfig:
     )
 
 
+def _metrics(r: YamlReader, raw: Any) -> MetricsConfig:
+    m = r.mapping(raw, "metrics", {"port", "host", "health_window", "sample_interval", "spark_ui_port"})
+    health_window = r.duration_s(m, "health_window", "metrics", "60s")
+    sample_interval = r.duration_s(m, "sample_interval", "metrics", "5s")
+    if sample_interval <= 0 or health_window < 2 * sample_interval:
+        raise r.fail("metrics.health_window", f"{health_window:g}s must be at least twice sample_interval "
+                                              f"({sample_interval:g}s): the clusters are probed once per sample")
+    return MetricsConfig(port=r.integer(m, "port", "metrics", None, 1), host=r.string(m, "host", "metrics", "0.0.0.0"),
+                         health_window_s=health_window, sample_interval_s=sample_interval,
+                         spark_ui_port=r.integer(m, "spark_ui_port", "metrics", None, 1))
+
+
 def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
-    r = _Reader(path)
+    r = YamlReader(path)
     top = r.mapping(
-        raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming"},
+        raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming", "metrics"},
         required={"source", "destination"},
     )
     source = _cluster(r, top["source"], "source")
@@ -381,7 +314,8 @@ def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise r.fail("name", f"{name!r} may hold only letters, digits, '.', '_' and '-'")
     return FlowConfig(name, source, destination, _topics(r, top.get("topics")), _provenance(r, top.get("provenance")),
-                      _offsets(r, top.get("offsets")), _streaming(r, top.get("streaming"), name), path)
+                      _offsets(r, top.get("offsets")), _streaming(r, top.get("streaming"), name), path,
+                      _metrics(r, top.get("metrics")))
 
 
 def load_flow(path: str | Path) -> FlowConfig:
