@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import sys
 from dataclasses import asdict
@@ -48,19 +49,22 @@ def _print_status(clusters) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from dr_stream.log_format import configure
+
+    configure(args.log_format)
     config = load_flow(args.config)
     from dr_stream.replication.flow import ReplicationFlow
     from dr_stream.replication.supervisor import run_until_stopped
     from dr_stream.session import spark_session
 
-    spark = spark_session(f"dr-stream-{config.name}")
+    spark = spark_session(f"dr-stream-{config.name}", ui_port=config.metrics.spark_ui_port, log_format=args.log_format)
     spark.sparkContext.setLogLevel("WARN")
     if spark.conf.get("spark.submit.deployMode", "client") == "cluster":
         from dr_stream.state_paths import require_shared
 
         require_shared(config)
     try:
-        run_until_stopped(ReplicationFlow(config, spark))
+        run_until_stopped(ReplicationFlow(config, spark), metrics_port=args.metrics_port)
     finally:
         try:
             spark.stop()
@@ -157,6 +161,8 @@ def _status(args: argparse.Namespace) -> int:
     )
 
     config = load_flow(args.config)
+    if args.plot:
+        return _plot(config, args.plot, args.since)
     down = unreachable(config)
     tables = _tables(config)
     lags = replication_lag(config, tables, source_up=config.source.alias not in down,
@@ -175,6 +181,22 @@ def _status(args: argparse.Namespace) -> int:
     for line in over:
         print(f"dr-stream: status: {line}", file=sys.stderr)
     return 3 if down else 2 if over else 0
+
+
+def _plot(config, path: str, minutes: float) -> int:
+    import time
+
+    from dr_stream.operations.lag_plot import draw_lag
+    from dr_stream.replication.lag_history import read_samples
+
+    samples = read_samples(config.destination, config.name, int((time.time() - minutes * 60) * 1000))
+    if not samples:
+        print(f"dr-stream: status: no lag samples of flow {config.name} on {config.destination.alias} in the last "
+              f"{minutes:g} minutes (the flow records them while it runs)", file=sys.stderr)
+        return 1
+    drawn = draw_lag(samples, path, config.name)
+    print(f"{path}: lag of {len(drawn['records'])} topics over {len(samples)} samples")
+    return 0
 
 
 def _reset(args: argparse.Namespace) -> int:
@@ -233,6 +255,11 @@ def _flow_commands(sub) -> None:
 
     run = sub.add_parser("run", help="run one flow in local Spark until SIGINT/SIGTERM")
     run.add_argument("--config", required=True, help="flow YAML (see README: Flow config)")
+    run.add_argument("--metrics-port", type=int, default=None,
+                     help="serve /metrics (Prometheus) and /healthz on this port (overrides metrics.port)")
+    run.add_argument("--log-format", choices=["text", "json"], default=os.environ.get("DR_STREAM_LOG_FORMAT", "text"),
+                     help="json: one JSON object per line, from dr-stream and from Spark (default: "
+                          "$DR_STREAM_LOG_FORMAT or text)")
     run.set_defaults(func=_run)
 
     check = sub.add_parser("check-config", help="validate a flow YAML and exit")
@@ -290,6 +317,10 @@ def _state_commands(sub) -> None:
     status.add_argument("--max-translation-age", type=float,
                         help="exit 2 when a group committed on the source since its last translation and "
                              "that translation is older (seconds)")
+    status.add_argument("--plot", metavar="FILE.png",
+                        help="draw lag (records and seconds) per topic over the recent past, from what the running "
+                             "flow recorded on the destination, instead of the table")
+    status.add_argument("--since", type=float, default=60.0, metavar="MINUTES", help="with --plot: how far back")
     status.set_defaults(func=_status)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")

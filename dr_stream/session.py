@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -17,15 +18,33 @@ from dr_stream.paths import cache_dir
 REDACTED_OPTIONS = r"(?i)url|password|secret|token|jaas|credential|keystore\.key|key\.pem|truststore\.certificates"
 REDACTED_CONF = r"(?i)secret|password|token|access[.]?key|jaas|credential|appMasterEnv|driverEnv"
 
-# The replicate query's tasks go first when the index and translate queries want the same cores:
-# they only follow the copy, and a replicate batch waiting behind them is latency on every record.
+# The replicate query's tasks go first when the driver's own jobs (the offset index's Delta
+# writes, a scan of the destination at start) want the same cores: they only follow the copy, and
+# a replicate batch waiting behind them is latency on every record.
 _POOLS = """<?xml version="1.0"?>
 <allocations>
   <pool name="replicate"><schedulingMode>FIFO</schedulingMode><weight>4</weight><minShare>1</minShare></pool>
-  <pool name="index"><schedulingMode>FIFO</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
-  <pool name="translate"><schedulingMode>FIFO</schedulingMode><weight>1</weight><minShare>0</minShare></pool>
 </allocations>
 """
+LOG4J2 = {"text": "log4j2.properties", "json": "log4j2-json.properties"}
+
+
+def log4j2_file(log_format: str = "text") -> Path:
+    """dr-stream's log4j2 configuration for Spark's JVMs (shipped inside the package)."""
+    return Path(__file__).resolve().parent / LOG4J2[log_format]
+
+
+def _metrics_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Spark's streaming metrics on, served by its UI (when the UI is on) in the Prometheus
+    format at /metrics/prometheus/; as conf keys, so they reach a driver on YARN or Kubernetes
+    without a metrics.properties file (conf/metrics.properties holds the same for spark-submit)."""
+    return (
+        builder.config("spark.sql.streaming.metricsEnabled", "true")
+        .config("spark.metrics.conf.*.sink.prometheusServlet.class",
+                "org.apache.spark.metrics.sink.PrometheusServlet")
+        .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
+        .config("spark.metrics.appStatusSource.enabled", "true")
+    )
 
 
 def scheduler_pools() -> str:
@@ -36,23 +55,33 @@ def scheduler_pools() -> str:
     return str(path)
 
 
-def spark_session(app_name: str = "dr-stream", master: str | None = None) -> SparkSession:
-    """Get or create the session. Under spark-submit the jars and master come from the command line."""
-    builder = SparkSession.builder.appName(app_name)
+def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_port: int | None = None,
+                  log_format: str = "text") -> SparkSession:
+    """Get or create the session. Under spark-submit the jars, master and JVM options come from
+    the command line (submission.py). `ui_port`: Spark's UI (with its metrics) on that port."""
+    builder = _metrics_conf(SparkSession.builder.appName(app_name))
     # spark-submit starts the Python driver with a gateway already open: jars and master are set.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     if not submitted:
+        master = master or os.environ.get("DR_STREAM_MASTER", "local[2]")
+        if master.startswith("local"):
+            # Everything runs in this process: no need for the host's outward address (and no
+            # warning that the hostname resolves to a loopback one).
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
         builder = (
-            builder.master(master or os.environ.get("DR_STREAM_MASTER", "local[2]"))
+            builder.master(master)
             .config("spark.jars", ",".join(str(j) for j in spark_jars()))
             .config("spark.driver.memory", os.environ.get("DR_STREAM_DRIVER_MEMORY", "2g"))
-            .config("spark.ui.enabled", "false")
+            .config("spark.ui.enabled", "true" if ui_port else "false")
+            .config("spark.ui.port", str(ui_port or 4040))
             .config("spark.ui.showConsoleProgress", "false")
             # The JVM this process starts runs on the same few cores as everything else: C1 alone
             # compiles Spark's and the generated code with a fraction of the CPU that C2 spends
             # in the first minutes, and measured no slower at a flow's rates (README: Benchmark).
-            .config("spark.driver.extraJavaOptions", os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS",
-                                                                    "-XX:TieredStopAtLevel=1"))
+            # log4j2 reads its configuration before Spark's first line: no start-up WARN lines.
+            .config("spark.driver.extraJavaOptions",
+                    f"{java_options} -Dlog4j2.configurationFile=file:{log4j2_file(log_format)}")
         )
     return (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")

@@ -143,12 +143,30 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
     if target.cluster_mode:
         ours["--files"] = [flow_argument]
         flow_argument = Path(flow_path).name  # where --files puts it: the driver's working directory
+    _log4j2(target, conf, ours)
     head = ["--master", target.master, "--deploy-mode", target.deploy_mode, "--name", f"dr-stream-{flow_name}"]
     if properties_file:
         head += ["--properties-file", properties_file, "--load-spark-defaults"]
     for key, value in conf.items():
         head += ["--conf", f"{key}={value}"]
     return [*head, *_merged(options, ours), job, "--config", flow_argument]
+
+
+def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]]) -> None:
+    """dr-stream's log4j2 configuration for every JVM of the application, read before its first
+    line. A driver here reads the package's file; YARN containers get it with `--files` in their
+    working directory. A Kubernetes image brings its own (its SPARK_CONF_DIR)."""
+    if target.on_kubernetes and target.cluster_mode:
+        return
+    from dr_stream.session import log4j2_file
+
+    local = log4j2_file()
+    shipped = f"-Dlog4j2.configurationFile={local.name}"
+    here = f"-Dlog4j2.configurationFile=file:{local}"
+    conf["spark.driver.extraJavaOptions"] = shipped if target.cluster_mode else here
+    if target.on_yarn:
+        ours.setdefault("--files", []).append(str(local))
+        conf["spark.executor.extraJavaOptions"] = shipped
 
 
 def _python_environment(target: Target, root: Path) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.lag import behind_latest, records_behind, spark_offsets, total_behind
+from dr_stream.lag import PartitionLag, first_waiting, partition_lags, records_behind, spark_offsets, total_behind
 
 
 def test_records_behind_counts_from_the_next_offset_to_copy_to_the_log_end():
@@ -30,6 +30,16 @@ def test_spark_offsets_read_json_text_or_parsed_and_nothing_from_garbage():
     assert spark_offsets("not json") == spark_offsets(None) == {}
 
 
-def test_behind_latest_compares_what_a_batch_read_with_the_newest_offsets_spark_saw():
-    assert behind_latest('{"t": {"0": 100, "1": 10}}', '{"t": {"0": 60}}') == 40 + 10
-    assert behind_latest(None, '{"t": {"0": 60}}') == 0
+
+
+def test_partition_lag_counts_waiting_records_and_ages_the_oldest_of_them():
+    bounds = {("t", 0): (0, 100), ("t", 1): (0, 50), ("t", 2): (40, 60)}
+    nxt = {("t", 0): 90, ("t", 1): 50, ("gone", 0): 7}
+    assert first_waiting(bounds, nxt) == {("t", 0): 90, ("t", 2): 40}
+    lags = partition_lags(bounds, nxt, {("t", 0): 7_000}, now_ms=10_000)
+    assert lags == [
+        PartitionLag("gone", 0, None, 6, None, None),  # the source no longer lists it
+        PartitionLag("t", 0, 100, 89, 10, 3.0),
+        PartitionLag("t", 1, 50, 49, 0, 0.0),
+        PartitionLag("t", 2, 60, None, 20, None),  # its oldest waiting record could not be read
+    ]

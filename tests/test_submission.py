@@ -43,14 +43,15 @@ def test_yarn_cluster_mode_ships_the_packed_environment_and_the_flow_file_by_its
     assert _option(argv, "--archives") == "/c/dist/pyenv.tar.gz#pyenv"
     assert conf["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] == "./pyenv/bin/python"
     assert conf["spark.yarn.maxAppAttempts"] == "2"
-    assert _option(argv, "--files").endswith("/conf/flow.yaml")
+    assert _option(argv, "--files").split(",")[0].endswith("/conf/flow.yaml")
     assert argv[-2:] == ["--config", "flow.yaml"]
 
 
 def test_yarn_client_mode_gives_the_executors_the_packed_environment_but_reads_the_flow_file_here():
     argv = _plan("--master", "yarn", "--deploy-mode", "client")
     assert _option(argv, "--archives") == "/c/dist/pyenv.tar.gz#pyenv"
-    assert "--files" not in argv and argv[-1].endswith("/conf/flow.yaml")
+    assert _option(argv, "--files").endswith("/dr_stream/log4j2.properties")  # for the executors
+    assert argv[-1].endswith("/conf/flow.yaml")
 
 
 def test_kubernetes_cluster_mode_runs_the_images_job_and_ships_no_jars():
@@ -63,9 +64,18 @@ def test_the_users_files_jars_and_archives_are_merged_with_ours_not_replaced():
     argv = _plan("--master", "yarn", "--deploy-mode", "cluster", "--files", "/etc/kafka/truststore.p12",
                  "--jars=/x/extra.jar", "--queue", "streaming")
     assert argv.count("--files") == 1 and argv.count("--jars") == 1
-    assert _option(argv, "--files").split(",")[1:] == ["/etc/kafka/truststore.p12"]
+    assert _option(argv, "--files").split(",")[-1] == "/etc/kafka/truststore.p12"
     assert _option(argv, "--jars").split(",")[-1] == "/x/extra.jar"
     assert _option(argv, "--queue") == "streaming"
+
+
+def test_every_jvm_reads_dr_streams_log4j2_configuration_from_its_first_line():
+    local = _conf(_plan())["spark.driver.extraJavaOptions"]
+    assert local.startswith("-Dlog4j2.configurationFile=file:/") and local.endswith("/dr_stream/log4j2.properties")
+    yarn = _plan("--master", "yarn", "--deploy-mode", "cluster")
+    assert _conf(yarn)["spark.driver.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2.properties"
+    assert _conf(yarn)["spark.executor.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2.properties"
+    assert _option(yarn, "--files").split(",")[1].endswith("/dr_stream/log4j2.properties")
 
 
 def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():

@@ -97,3 +97,13 @@ def delete_topics(admin: AdminClient, topics: list[str], timeout: float = 30.0) 
         future.result(timeout=timeout)
     while any(t in partition_counts(admin) for t in stale):
         time.sleep(0.5)
+
+
+def answers(admin: AdminClient, timeout: float = 3.0) -> bool:
+    """Whether the cluster answers a metadata request within `timeout` (librdkafka asks a broker;
+    with none connected the request fails instead of reading a cache)."""
+    try:
+        admin.list_topics(timeout=timeout)
+        return True
+    except KafkaException:
+        return False

@@ -40,6 +40,8 @@ class LogSummary:
                 self._held[key] = self._held.get(key, 0) + 1
                 return False, 0
             self._last[key] = now
+            if len(self._last) > 1000:  # keys seen once long ago (a flow's lines are mostly unique)
+                self._last = {k: t for k, t in self._last.items() if now - t < self.every_s or k in self._held}
             return True, self._held.pop(key, 0)
 
 

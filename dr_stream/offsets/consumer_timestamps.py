@@ -12,6 +12,7 @@ Invariant: a record that does not parse is counted and skipped; it never stops a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -154,6 +155,26 @@ class RecordTimestamps:
                 if msg.error() is None and msg.offset() == offset - 1:
                     return msg.timestamp()[1]
             return UNKNOWN_TIMESTAMP
+        finally:
+            consumer.unassign()
+
+    def of_records(self, offsets: dict[tuple[str, int], int], timeout: float = 5.0) -> dict[tuple[str, int], int]:
+        """The timestamp of the record at each (topic, partition)'s offset, read in one pass over
+        all of them; a record that could not be read within `timeout` is left out."""
+        if not offsets:
+            return {}
+        consumer = self._consumer.get()
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+        found: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            while len(found) < len(offsets) and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                    key = (msg.topic(), msg.partition())
+                    if msg.error() is None and key not in found and key in offsets:
+                        found[key] = msg.timestamp()[1]
+                        consumer.pause([TopicPartition(*key)])
+            return found
         finally:
             consumer.unassign()
 

@@ -80,6 +80,8 @@ class IndexFeed:
     write_every_s: float = 30.0
     maintenance_every_s: float = 60.0
     on_advanced: Callable[[], None] = lambda: None
+    # told every run read from the runs topic, in publication order (not runs rebuilt at start)
+    on_runs: Callable[[list[Run]], None] = lambda runs: None
     store: RunStore = field(default_factory=RunStore)
     malformed: int = 0
     _reader: RunsReader | None = None
@@ -160,6 +162,9 @@ class IndexFeed:
                 key = (run.origin_topic, run.origin_partition)
                 if at is not None and run.origin_end + 1 > self._processed.get(key, -1):
                     self._processed[key] = run.origin_end + 1
+        published = [run for at, run in runs if at is not None and run.origin_cluster == self.source_cluster_id]
+        if published:
+            self.on_runs(published)
         if malformed:
             self.malformed += malformed
             self.log(f"{self.runs_topic}: skipped {malformed} reports that are not runs ({self.malformed} so far)")
@@ -179,6 +184,14 @@ class IndexFeed:
     def last_copied(self) -> dict[Partition, int]:
         with self._lock:
             return self.store.last_copied()
+
+    def next_to_handle(self) -> dict[Partition, int]:
+        """Per source partition, the next origin offset the flow has neither copied nor skipped."""
+        with self._lock:
+            out = {key: last + 1 for key, last in self.store.last_copied().items()}
+            for key, offset in self._processed.items():
+                out[key] = max(out.get(key, 0), offset)
+            return out
 
     def step(self, timeout: float = 0.1) -> bool:
         """One round: read new reports, apply batch progress they complete, write and maintain when

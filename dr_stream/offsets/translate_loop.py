@@ -19,6 +19,7 @@ reported and does not stop the others or the loop.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -51,6 +52,10 @@ class TranslateLoop:
     pending: set[Key] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
                                                               "synced": 0, "sync_failures": 0})
+    # told each sync's actions (one per group and partition)
+    on_synced: Callable[[list[str]], None] = lambda actions: None
+    # when each key's newest position arrived, while it waits for its first translation
+    _arrived: dict[Key, float] = field(default_factory=dict)
     _recorded: dict[Key, tuple] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _advanced: threading.Event = field(default_factory=threading.Event)
@@ -76,6 +81,8 @@ class TranslateLoop:
                 if self.latest.get(commit.key) != commit:
                     self.latest[commit.key] = commit
                     changed.add(commit.key)
+                    with self._lock:
+                        self._arrived.setdefault(commit.key, time.monotonic())
         if malformed:
             self.totals["malformed"] += malformed
             self.log(f"{TOPIC}: skipped {malformed} malformed records ({self.totals['malformed']} so far)")
@@ -94,6 +101,9 @@ class TranslateLoop:
         if not keys:
             return
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))
+        with self._lock:
+            for key in keys:
+                self._arrived.pop(key, None)
         self.totals["translations"] += len(translations)
         for t in translations:
             (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
@@ -108,8 +118,19 @@ class TranslateLoop:
         with self._lock:
             self._unrecorded += changed
 
+    def untranslated_ages(self) -> dict[str, float]:
+        """Per group seen, seconds its oldest position not translated yet has waited (0: none)."""
+        now = time.monotonic()
+        with self._lock:
+            waiting = dict(self._arrived)
+        ages = {group: 0.0 for group, _, _ in list(self.latest)}
+        for (group, _, _), since in waiting.items():
+            ages[group] = max(ages[group], now - since)
+        return ages
+
     def _sync(self, translations: list[Translation]) -> dict[Key, str]:
         actions = sync_translations(self.sync, translations)
+        self.on_synced(list(actions.values()))
         self.totals["synced"] += sum(1 for a in actions.values() if a in WRITES)
         failed = {t.group: actions[t.key] for t in translations if actions[t.key].startswith("failed")}
         for group, action in sorted(failed.items()):

@@ -19,22 +19,12 @@ from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.reachability import reachable_cluster_ids
-from dr_stream.lag import records_behind
-from dr_stream.offsets.consumer_timestamps import UNKNOWN_TIMESTAMP, RecordTimestamps
+from dr_stream.lag import PartitionLag, first_waiting, partition_lags
+from dr_stream.offsets.consumer_timestamps import RecordTimestamps
 from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.offsets.index_snapshot import index_snapshot
 from dr_stream.offsets.poller import current_commits
 from dr_stream.offsets.run_store import RunStore
-
-
-@dataclass(frozen=True)
-class PartitionLag:
-    topic: str
-    partition: int
-    source_log_end: int | None
-    last_copied: int | None
-    lag_records: int | None
-    lag_seconds: float | None
 
 
 @dataclass(frozen=True)
@@ -70,34 +60,23 @@ def unreachable(config: FlowConfig) -> list[str]:
 
 def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = True,
                     destination_up: bool = True) -> list[PartitionLag]:
-    """Lag per source partition; with the source down (`source_up` False), what the index knows."""
+    """Lag per source partition (`lag.partition_lags`, the rule the running flow's metrics use);
+    with the source down (`source_up` False), what the index knows."""
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
         copied = index_snapshot(config, tables, None, (), log=lambda _: None).last_copied()
     else:
         copied = RunStore(tables.runs()).last_copied()
-    bounds = {}
+    next_offsets = {key: last + 1 for key, last in copied.items()}
+    bounds: dict[tuple[str, int], tuple[int, int]] = {}
     if source_up:
         admin = clients.admin(config.source)
         bounds = log_bounds(admin, matching_partitions(admin, config.topic_filter, timeout=5), timeout=5)
-    now_ms = time.time() * 1000
-    stamps = RecordTimestamps(config.source) if bounds else None
-    out = []
+    stamps = RecordTimestamps(config.source)
     try:
-        for topic, partition in sorted(set(copied) | set(bounds)):
-            start, end = bounds.get((topic, partition), (0, None))
-            last = copied.get((topic, partition))
-            lag = None if end is None else records_behind(start, end, None if last is None else last + 1)
-            seconds = None
-            if lag == 0:
-                seconds = 0.0
-            elif lag and stamps:
-                ts = stamps.before(topic, partition, end - lag + 1)  # the oldest record not copied yet
-                seconds = None if ts == UNKNOWN_TIMESTAMP else max(0.0, (now_ms - ts) / 1000)
-            out.append(PartitionLag(topic, partition, end, last, lag, seconds))
+        timestamps = stamps.of_records(first_waiting(bounds, next_offsets)) if bounds else {}
     finally:
-        if stamps:
-            stamps.close()
-    return out
+        stamps.close()
+    return partition_lags(bounds, next_offsets, timestamps, time.time() * 1000)
 
 
 def translation_ages(tables: FlowTables) -> list[TranslationAge]:

@@ -1,4 +1,4 @@
-"""One replication flow: a Spark application with one streaming query and four driver threads.
+"""One replication flow: a Spark application with one streaming query and five driver threads.
 
 1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
    expressions) -> the crash-resume filter (`resume`, marks fixed when the query starts) ->
@@ -6,7 +6,8 @@
    (`CopyRunInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
    real-time mode (`streaming.mode`).
 2. topics (thread): creates and grows destination topics and follows their configs
-   (`topic_sync`); restarts the query when it must subscribe to a new topic.
+   (`topic_sync`); restarts the query when it must subscribe to a new topic. Beside it, the
+   lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics.
 3. index feed (thread): runs topic -> the live offset index and its Delta table
    (`offsets.index_feed`).
 4. translate loop (thread): `__consumer_timestamps` -> translated offsets -> destination groups
@@ -32,7 +33,10 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.config import ConfigError, FlowConfig
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.client_log import LogSummary
 from dr_stream.kafka.reachability import require_cluster_id
+from dr_stream.lag import spark_offsets
+from dr_stream.log_format import flow_logger
 from dr_stream.offsets import consumer_timestamps
 from dr_stream.offsets.group_sync import GroupSync
 from dr_stream.offsets.index import OffsetIndex
@@ -43,6 +47,8 @@ from dr_stream.offsets.runs_topic import ensure_runs_topic, runs_topic
 from dr_stream.offsets.translate_loop import TranslateLoop
 from dr_stream.offsets.translation_log import TranslationLog
 from dr_stream.offsets.translator import OffsetTranslator
+from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import left_out_group, read_left_out
 from dr_stream.replication.progress import ProgressPrinter
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
@@ -54,10 +60,20 @@ Worker = tuple[str, Callable[[threading.Event], None]]
 
 
 def _log_to(name: str) -> Callable[[str], None]:
-    def log(message: str) -> None:
-        print(f"[{name}] {message}", flush=True)
+    return flow_logger(name).info
 
-    return log
+
+def summarised(log: Callable[[str], None], every_s: float = 60.0) -> Callable[[str], None]:
+    """`log`, with a line identical to one logged less than `every_s` ago held back and counted: a
+    driver thread retrying against a cluster that is away repeats the same error every second."""
+    summary = LogSummary(every_s)
+
+    def emit(message: str) -> None:
+        shown, held = summary.admit(message)
+        if shown:
+            log(message + (f" ({held} identical lines held back)" if held else ""))
+
+    return emit
 
 
 def _shown(marks: dict[tuple[str, int], int], most: int = 6) -> str:
@@ -72,9 +88,12 @@ class ReplicationFlow:
     log: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
-        self.log = self.log or _log_to(self.config.name)
-        self.progress = ProgressPrinter(self.config.name, self.config.query_name("replicate"),
-                                        on_batch=self._on_replicated)
+        self.log = summarised(self.log or _log_to(self.config.name))
+        config = self.config
+        self.metrics = FlowMetrics(config.name, config.query_name("replicate"),
+                                   (config.source.alias, config.destination.alias))
+        self.progress = ProgressPrinter(config.name, config.query_name("replicate"), self.metrics, log=self.log,
+                                        on_batch=self._on_replicated, runs_published=config.provenance.enabled)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
@@ -85,8 +104,11 @@ class ReplicationFlow:
         self._subscribed: set[str] | None = None
         self._partitions = 0
         self._marks: dict[tuple[str, int], int] = {}
+        self._left_out: dict[tuple[str, int], int] = {}
+        self._read_through: dict[tuple[str, int], int] = {}
         self._restart_reason: str | None = None
         self._topic_lock = threading.Lock()
+        self.server_port: int | None = None  # where /metrics is served, once it is
 
     def connect(self) -> None:
         """Meets both clusters and builds what runs the flow; a second call does nothing."""
@@ -120,6 +142,13 @@ class ReplicationFlow:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter,
                                             log=self.log) if self.translate_loop else None
+        if self.feed is not None:
+            self.feed.on_runs = self.metrics.runs_published
+        if self.translate_loop is not None:
+            self.translate_loop.on_synced = self.metrics.groups_synced
+            self.metrics.translation_ages = self.translate_loop.untranslated_ages
+        self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
+                                      self.metrics, log=self.log)
         self.connected = True
 
     def close(self) -> None:
@@ -144,7 +173,17 @@ class ReplicationFlow:
         feed.load()
         return feed
 
+    def _next_offsets(self) -> dict[tuple[str, int], int]:
+        """The next origin offset to handle per source partition: the index's (with the batches
+        that skipped every record), or, without provenance, the last batch's end offsets."""
+        if self.feed is not None:
+            return self.feed.next_to_handle()
+        return dict(self._read_through)
+
     def _on_replicated(self, end_offsets: str | None) -> None:
+        self._read_through.update(spark_offsets(end_offsets))
+        if self.connected:
+            self.lag_sampler.nudge()
         if self.feed is not None:
             self.feed.replicated(end_offsets)
 
@@ -175,7 +214,8 @@ class ReplicationFlow:
 
     def workers(self) -> list[Worker]:
         """The flow's driver threads: each runs until the event it is given is set."""
-        out: list[Worker] = [(f"topics-{self.config.name}", self.follow_topics)]
+        out: list[Worker] = [(f"topics-{self.config.name}", self.follow_topics),
+                             (f"lag-{self.config.name}", self.lag_sampler.run)]
         for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller)):
             if part is not None:
                 out.append((f"{name}-{self.config.name}", part.run))
@@ -211,7 +251,7 @@ class ReplicationFlow:
             .options(**spark_options.replicate_source(config, sorted(replicated)))
             .load()
             .transform(prepare(self.plan))
-            .transform(drop_already_copied(self._marks))
+            .transform(drop_already_copied(self._marks, self._left_out))
             .transform(to_sink_rows(self.plan.preserve_partitions))
         )
         if not config.streaming.realtime:
@@ -253,6 +293,7 @@ class ReplicationFlow:
         copied = {k: o for k, o in self.feed.last_copied().items() if k[0] in replicated}
         left_out = read_left_out(self.config.source, self.destination_cluster_id,
                                  ((t, p) for t, n in replicated.items() for p in range(n)))
+        self._left_out = left_out
         if left_out:
             self.log(f"records left out at failback are not copied ({_shown(left_out)}; group "
                      f"{left_out_group(self.destination_cluster_id)} on {self.config.source.alias})")

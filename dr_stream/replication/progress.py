@@ -1,13 +1,13 @@
-"""One console line per micro-batch of the replicate query: records in, copied, skipped, rate, lag."""
+"""One line per micro-batch of the replicate query: records in, copied, skipped, rate, lag."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from dr_stream.lag import behind_latest
+from dr_stream.lag import spark_offsets
+from dr_stream.replication.flow_metrics import FlowMetrics
 
 
 def durations(parts: dict[str, int] | None) -> str:
@@ -18,19 +18,40 @@ def durations(parts: dict[str, int] | None) -> str:
     return f"{total} ms ({shown})" if total is not None else shown
 
 
-class ProgressPrinter(StreamingQueryListener):
-    """Prints a line per batch of one replicate query and keeps the flow's running totals."""
+def _count(row, name: str) -> int:
+    return int(row[name] or 0) if row is not None and name in row else 0
 
-    def __init__(self, flow_name: str, query_name: str,
-                 on_batch: Callable[[str | None], None] = lambda end_offsets: None) -> None:
-        self.flow_name = flow_name
-        self.query_name = query_name
+
+def read_by_topic(sources) -> dict[str, int]:
+    """Records a batch read per topic: its source's end offsets minus its start offsets."""
+    out: dict[str, int] = {}
+    for s in sources:
+        start = spark_offsets(s.startOffset)
+        for (topic, partition), end in spark_offsets(s.endOffset).items():
+            out[topic] = out.get(topic, 0) + max(0, end - start.get((topic, partition), end))
+    return out
+
+
+class ProgressPrinter(StreamingQueryListener):
+    """Logs a line per batch of one replicate query, keeps the flow's running totals and tells
+    the flow's metrics what each batch skipped. The lag it shows is the lag sampler's, the
+    same figure /metrics and `status` give."""
+
+    def __init__(self, flow_name: str, query_name: str, metrics: FlowMetrics,
+                 log: Callable[[str], None] = print,
+                 on_batch: Callable[[str | None], None] = lambda end_offsets: None,
+                 runs_published: bool = True) -> None:
+        self.flow_name, self.query_name, self.metrics, self.log = flow_name, query_name, metrics, log
         # Told each committed batch's source end offsets (the Kafka source's JSON).
         self.on_batch = on_batch
+        # Without provenance no runs are published, so copies are counted from the batches here.
+        self.runs_published = runs_published
         self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
+        self._ids: set[str] = set()
 
     def onQueryStarted(self, event) -> None:
-        pass
+        if event.name == self.query_name:
+            self._ids.add(str(event.id))
 
     def onQueryProgress(self, event) -> None:
         p = event.progress
@@ -38,23 +59,26 @@ class ProgressPrinter(StreamingQueryListener):
             return
         if p.sources:
             self.on_batch(p.sources[0].endOffset)
-        metrics = p.observedMetrics.get("replicate")
+        replicate, resume = p.observedMetrics.get("replicate"), p.observedMetrics.get("resume")
         records = p.numInputRows
-        skipped = int(metrics["skipped_cycle"] or 0) if metrics else 0
-        malformed = int(metrics["malformed_provenance"] or 0) if metrics else 0
-        lag = sum(behind_latest(s.latestOffset, s.endOffset) for s in p.sources)
+        skipped, malformed = _count(replicate, "skipped_cycle"), _count(replicate, "malformed_provenance")
+        self.metrics.batch_done(self.query_name, {
+            "came_from_destination": skipped, "malformed_provenance": malformed,
+            "already_copied": _count(resume, "already_copied"), "left_out": _count(resume, "left_out"),
+        }, None if self.runs_published else read_by_topic(p.sources))
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
                            ("skipped_cycle", skipped), ("malformed_provenance", malformed)):
             self.totals[key] += value
-        line = (
-            f"[{self.flow_name}] batch {p.batchId}: {records} read, {records - skipped} copied, "
+        self.log(
+            f"batch {p.batchId}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
-            f"{p.processedRowsPerSecond:.0f} rec/s, lag {lag} records, {durations(p.durationMs)}"
+            f"{p.processedRowsPerSecond:.0f} rec/s, {self.metrics.lag_shown()}, "
+            f"{durations(p.durationMs)}"
         )
-        print(line, file=sys.stdout, flush=True)
 
     def onQueryIdle(self, event) -> None:
-        pass
+        if str(event.id) in self._ids:  # the trigger found nothing new: progress, not a stall
+            self.metrics.batch_done(self.query_name, {})
 
     def onQueryTerminated(self, event) -> None:
         pass

@@ -61,11 +61,24 @@ def already_copied(marks: dict[Partition, int]) -> Column:
     return F.coalesce(F.col("offset") <= mark, F.lit(False))
 
 
-def drop_already_copied(marks: dict[Partition, int]) -> Step:
+def drop_already_copied(marks: dict[Partition, int], left_out: dict[Partition, int] | None = None) -> Step:
     """Keeps records whose origin offset is above their partition's mark (topic names cannot
-    hold ':', so `topic:partition` names a partition unambiguously)."""
+    hold ':', so `topic:partition` names a partition unambiguously). Counts what it drops, in
+    the same pass (observed metrics `resume`): `left_out` at or below a failback's left-out
+    mark, `already_copied` the rest."""
 
     def step(df: DataFrame) -> DataFrame:
-        return df.where(~already_copied(marks)) if marks else df
+        if not marks:
+            return df
+        left = already_copied(left_out) if left_out else F.lit(False)
+        return (
+            df.withColumn("_dropped", already_copied(marks))
+            .withColumn("_left_out", F.col("_dropped") & left)
+            .observe("resume",
+                     F.sum((F.col("_dropped") & ~F.col("_left_out")).cast("long")).alias("already_copied"),
+                     F.sum(F.col("_left_out").cast("long")).alias("left_out"))
+            .where(~F.col("_dropped"))
+            .drop("_dropped", "_left_out")
+        )
 
     return step

@@ -19,18 +19,15 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.config import ConfigError
 from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.metrics_server import MetricsServer
 
 
 def _error_line(error) -> str:
-    """One readable line: for an error raised in Python code the JVM called, the Python exception."""
+    """The first line of a query's error: what failed, without the JVM's stack."""
     if not error:
         return "query stopped"
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    if "Python Proxy" in lines[0]:
-        python = [line for line in lines if not line.startswith(("at ", "File ", "^", "~"))]
-        errors = [line for line in python if ("Error" in line or "Exception" in line) and ":" in line]
-        return errors[-1] if errors else lines[-1]
-    return lines[0]
+    return lines[0] if lines else "query stopped"
 
 
 @dataclass
@@ -42,8 +39,11 @@ class _Supervised:
     backoff: float = 1.0
     restart_at: float | None = 0.0
 
+    launches: int = 0
+
     def launch(self) -> None:
         self.query, self.started_at, self.restart_at = self.start(), time.monotonic(), None
+        self.launches += 1
 
 
 @dataclass
@@ -61,7 +61,9 @@ class _Supervisor:
                 if now >= part.restart_at:
                     self._launch(part, now)
                 continue
-            if part.query.isActive:
+            active = part.query.isActive
+            self.flow.metrics.query_active(part.name, active)
+            if active:
                 reason = self.flow.take_restart_request()
                 if reason:
                     self._stop_between_batches(part)
@@ -74,6 +76,7 @@ class _Supervisor:
         no leader yet) is retried like a failed query. A refusal of the config is final."""
         try:
             part.launch()
+            self.flow.metrics.query_started(part.name, restart=part.launches > 1)
         except ConfigError:
             raise
         except Exception as exc:
@@ -81,6 +84,7 @@ class _Supervisor:
             self._retry(part, now, f"{part.name} could not start: {line}")
 
     def _retry(self, part: _Supervised, now: float, what: str) -> None:
+        self.flow.metrics.query_active(part.name, False)
         if now - part.started_at > 60:
             part.backoff = 1.0
         self.flow.log(f"{what}; restarting from its checkpoint in {part.backoff:.0f}s")
@@ -103,10 +107,24 @@ class _Supervisor:
         part.query.stop()
 
 
-def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0) -> None:
-    """Runs the flow's query and threads until SIGINT/SIGTERM (or `stop`), restarting failed queries."""
+def _serve_metrics(flow: ReplicationFlow, port: int | None) -> MetricsServer | None:
+    settings = flow.config.metrics
+    port = settings.port if port is None else port
+    if port is None:
+        return None
+    server = MetricsServer(flow.metrics, settings.host, port, settings.health_window_s).start()
+    flow.server_port = server.port
+    flow.log(f"metrics on http://{settings.host}:{server.port}/metrics, health on /healthz")
+    return server
+
+
+def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0,
+                      metrics_port: int | None = None) -> None:
+    """Runs the flow's query and threads until SIGINT/SIGTERM (or `stop`), restarting failed queries.
+    Serves /metrics and /healthz on `metrics_port` (else `metrics.port` of the config; 0: any free port)."""
     stop = stop or threading.Event()
     flow.connect()
+    server = _serve_metrics(flow, metrics_port)
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
@@ -135,6 +153,8 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
             pass
         for worker in workers:
             worker.join(timeout=15)
+        if server is not None:
+            server.close()
         flow.close()
         flow.log("stopped")
         sys.stdout.flush()

@@ -1,0 +1,195 @@
+"""The numbers a running flow exposes on `/metrics`, and what `/healthz` judges.
+
+Each part of the flow tells this object what it saw, through one method per kind of event: the
+sink's published runs (records copied, replication latency), Spark's batch progress (records
+skipped, by reason), the lag sampler (lag per partition, clusters that do not answer), the
+supervisor (queries started, restarted, active) and the translate loop (groups synced). A
+scrape turns the state into Prometheus families (`collect`), so a metric costs nothing
+between scrapes.
+
+Invariants: counters start at 0 when the process starts and only grow; runs published by an
+earlier run of the flow (acknowledged before this process started) are not counted as copied;
+every method is safe to call from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from dr_stream.lag import PartitionLag
+from dr_stream.offsets.run_store import Run
+from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
+from dr_stream.replication.health import Health, QueryState, judge
+
+SKIP_REASONS = ("came_from_destination", "malformed_provenance", "left_out", "already_copied")
+
+
+def action_label(action: str) -> str:
+    """A group sync's action as a metric label: a few fixed words, never the free text."""
+    for prefix, label in (("committed", "committed"), ("rewound", "rewound"), ("unchanged", "unchanged"),
+                          ("skipped: group is", "skipped_active"), ("skipped: destination is ahead", "skipped_ahead"),
+                          ("skipped: not translated", "not_translated"), ("failed", "failed")):
+        if action.startswith(prefix):
+            return label
+    return "other"
+
+
+class FlowMetrics:
+    def __init__(self, flow: str, replicate_query: str, clusters: tuple[str, ...] = (),
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.flow, self.replicate_query, self.clusters = flow, replicate_query, clusters
+        self.clock, self.started_ms = clock, wall() * 1000
+        self.translation_ages: Callable[[], dict[str, float]] = dict
+        self._lock = threading.Lock()
+        self._copied: dict[str, int] = {}
+        self._skipped = dict.fromkeys(SKIP_REASONS, 0)
+        self._latency = SpreadHistogram()
+        self._last_run: dict[tuple[str, int], Run] = {}
+        self._lags: list[PartitionLag] = []
+        self._unreachable: list[str] = []
+        self._probed = False
+        self._sampled_at: float | None = None
+        self._synced: dict[str, int] = {}
+        self._active: dict[str, bool] = {}
+        self._restarts: dict[str, int] = {}
+        self._progressed: dict[str, float] = {}
+
+    # -- what the flow's parts report -----------------------------------------------------------
+
+    def runs_published(self, runs: Iterable[Run]) -> None:
+        """Runs read from the runs topic (each version of a growing run, in publication order)."""
+        with self._lock:
+            for run in runs:
+                where = (run.dest_topic, run.dest_partition)
+                span = newly_copied(self._last_run.get(where), run)
+                last = self._last_run.get(where)
+                if last is None or run.dest_end >= last.dest_end:
+                    self._last_run[where] = run
+                if span is None or (run.copied_at or 0) < self.started_ms:
+                    continue
+                self._copied[span.topic] = self._copied.get(span.topic, 0) + span.records
+                self._latency.add(span.records, span.low_s, span.high_s)
+                self._progressed[self.replicate_query] = self.clock()
+
+    def batch_done(self, query: str, skipped: dict[str, int], copied: dict[str, int] | None = None) -> None:
+        """A completed micro-batch (or a trigger that found nothing new): `copied` only for a flow
+        without provenance, whose copies publish no runs."""
+        with self._lock:
+            for reason, count in skipped.items():
+                self._skipped[reason] = self._skipped.get(reason, 0) + count
+            for topic, count in (copied or {}).items():
+                self._copied[topic] = self._copied.get(topic, 0) + count
+            self._progressed[query] = self.clock()
+
+    def query_started(self, query: str, restart: bool) -> None:
+        with self._lock:
+            self._active[query] = True
+            self._progressed[query] = self.clock()
+            if restart:
+                self._restarts[query] = self._restarts.get(query, 0) + 1
+            self._restarts.setdefault(query, 0)
+
+    def query_active(self, query: str, active: bool) -> None:
+        with self._lock:
+            self._active[query] = active
+
+    def lag_sampled(self, lags: list[PartitionLag], unreachable: list[str]) -> None:
+        with self._lock:
+            self._lags, self._unreachable, self._probed = list(lags), list(unreachable), True
+            self._sampled_at = self.clock()
+            if not unreachable and lags and all(g.lag_records == 0 for g in lags):
+                self._progressed[self.replicate_query] = self.clock()  # nothing to copy is no stall
+
+    def groups_synced(self, actions: Iterable[str]) -> None:
+        with self._lock:
+            for action in actions:
+                label = action_label(action)
+                self._synced[label] = self._synced.get(label, 0) + 1
+
+    # -- what is asked of it --------------------------------------------------------------------
+
+    def lag_records(self) -> int | None:
+        """Records behind over all partitions at the last sample (None before the first)."""
+        with self._lock:
+            known = [g.lag_records for g in self._lags if g.lag_records is not None]
+            return sum(known) if known else None
+
+    def lag_shown(self) -> str:
+        """The last sample's lag for a console line: '120 records (0.4 s ago)'."""
+        lag = self.lag_records()
+        if lag is None or self._sampled_at is None:
+            return "lag not measured yet"
+        return f"lag {lag} records ({self.clock() - self._sampled_at:.1f} s ago)"
+
+    def copied(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._copied)
+
+    def health(self, window_s: float) -> Health:
+        with self._lock:
+            queries = [QueryState(q, active, self._progressed.get(q)) for q, active in sorted(self._active.items())]
+            return judge(self.clock(), queries, self._unreachable, window_s)
+
+    def collect(self) -> Iterator[Metric]:
+        """prometheus_client's collector protocol: the families as of now."""
+        with self._lock:
+            yield from self._counters()
+            yield from self._gauges()
+            yield self._histogram()
+        ages = self.translation_ages()
+        age = GaugeMetricFamily("dr_stream_translation_age_seconds",
+                                "Seconds a group's newest commit has waited for translation (0: none waits)",
+                                labels=["flow", "group"])
+        for group, seconds in sorted(ages.items()):
+            age.add_metric([self.flow, group], seconds)
+        yield age
+
+    def _counters(self) -> Iterator[Metric]:
+        copied = CounterMetricFamily("dr_stream_records_copied", "Records written to the destination",
+                                     labels=["flow", "topic"])
+        for topic, count in sorted(self._copied.items()):
+            copied.add_metric([self.flow, topic], count)
+        skipped = CounterMetricFamily("dr_stream_records_skipped", "Records read and not copied (malformed_provenance: "
+                                      "copied, but their provenance did not parse)", labels=["flow", "reason"])
+        for reason, count in sorted(self._skipped.items()):
+            skipped.add_metric([self.flow, reason], count)
+        synced = CounterMetricFamily("dr_stream_groups_synced", "Group positions written to (or judged for) the "
+                                     "destination, by outcome", labels=["flow", "action"])
+        for action, count in sorted(self._synced.items()):
+            synced.add_metric([self.flow, action], count)
+        restarts = CounterMetricFamily("dr_stream_query_restarts", "Restarts of a query after a failure or a "
+                                       "topology change", labels=["flow", "query"])
+        for query, count in sorted(self._restarts.items()):
+            restarts.add_metric([self.flow, query], count)
+        return [copied, skipped, synced, restarts]
+
+    def _gauges(self) -> Iterator[Metric]:
+        records = GaugeMetricFamily("dr_stream_lag_records", "Records of a source partition not copied yet",
+                                    labels=["flow", "topic", "partition"])
+        seconds = GaugeMetricFamily("dr_stream_lag_seconds", "Age of the oldest record of a source partition "
+                                    "not copied yet (0: none waits)", labels=["flow", "topic", "partition"])
+        for g in self._lags:
+            where = [self.flow, g.topic, str(g.partition)]
+            if g.lag_records is not None:
+                records.add_metric(where, g.lag_records)
+            if g.lag_seconds is not None:
+                seconds.add_metric(where, g.lag_seconds)
+        active = GaugeMetricFamily("dr_stream_query_active", "1 while the query runs", labels=["flow", "query"])
+        for query, is_active in sorted(self._active.items()):
+            active.add_metric([self.flow, query], 1.0 if is_active else 0.0)
+        up = GaugeMetricFamily("dr_stream_cluster_up", "1 when the cluster answered the last probe",
+                               labels=["flow", "cluster"])
+        for alias in self.clusters if self._probed else ():
+            up.add_metric([self.flow, alias], 0.0 if alias in self._unreachable else 1.0)
+        return [records, seconds, active, up]
+
+    def _histogram(self) -> Metric:
+        family = HistogramMetricFamily("dr_stream_replication_latency_seconds",
+                                       "When the destination acknowledged a record minus its timestamp",
+                                       labels=["flow"])
+        family.add_metric([self.flow], self._latency.buckets(), self._latency.sum)
+        return family

@@ -1,0 +1,103 @@
+"""A driver thread of the flow that measures lag and probes both clusters every few seconds.
+
+Lag comes from the source's log ends (one request for all partitions) and the next origin
+offset the flow has to handle (the offset index, plus batches that skipped every record);
+the age of the oldest waiting record from one read of all lagging partitions, repeated only
+for partitions whose oldest waiting record changed. Spark's own progress is not used: it says
+nothing while a batch is stuck (a destination that is away) and, in real-time mode, reports
+once per batch, minutes apart. A sample is taken every `metrics.sample_interval` and soon after
+each committed batch (at most one a second). Each sample goes to the metrics and to the lag
+history topic.
+
+Invariant: a cluster that does not answer is reported and sampling goes on; the thread closes
+every client it opened when it stops.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.config import FlowConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import answers, log_bounds, matching_partitions
+from dr_stream.lag import Partition, PartitionLag, first_waiting, partition_lags
+from dr_stream.offsets.consumer_timestamps import RecordTimestamps
+from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.lag_history import encode, ensure_lag_topic, lag_topic, sample_of
+
+
+@dataclass
+class LagSampler:
+    config: FlowConfig
+    source_admin: AdminClient
+    dest_admin: AdminClient
+    # the next origin offset the flow has to handle, per source partition
+    next_offsets: Callable[[], dict[Partition, int]]
+    metrics: FlowMetrics
+    log: Callable[[str], None] = print
+    # a sample at most this often, however often it is nudged
+    min_spacing_s: float = 1.0
+    _stamps: dict[Partition, tuple[int, int]] = field(default_factory=dict)  # partition -> (offset, timestamp)
+    _down: list[str] = field(default_factory=list)
+    _wake: threading.Event = field(default_factory=threading.Event)
+
+    def nudge(self) -> None:
+        """Samples soon (a batch just committed), not only at the next interval."""
+        self._wake.set()
+
+    def sample(self, stamps: RecordTimestamps) -> list[PartitionLag]:
+        timeout = min(3.0, self.config.metrics.sample_interval_s)
+        down = [alias for alias, admin in ((self.config.source.alias, self.source_admin),
+                                           (self.config.destination.alias, self.dest_admin))
+                if not answers(admin, timeout)]
+        if down != self._down:
+            self.log(f"clusters not answering: {', '.join(down)}" if down else "both clusters answer again")
+            self._down = down
+        bounds = {}
+        if self.config.source.alias not in down:
+            bounds = log_bounds(self.source_admin, matching_partitions(self.source_admin, self.config.topic_filter,
+                                                                      timeout), timeout)
+        nxt = self.next_offsets()
+        lags = partition_lags(bounds, nxt, self._timestamps(stamps, first_waiting(bounds, nxt)), time.time() * 1000)
+        self.metrics.lag_sampled(lags, down)
+        return lags
+
+    def _timestamps(self, stamps: RecordTimestamps, waiting: dict[Partition, int]) -> dict[Partition, int]:
+        wanted = {k: o for k, o in waiting.items() if self._stamps.get(k, (None,))[0] != o}
+        for key, ts in stamps.of_records(wanted, timeout=1.0).items():
+            self._stamps[key] = (wanted[key], ts)
+        self._stamps = {k: v for k, v in self._stamps.items() if k in waiting}
+        return {k: ts for k, (o, ts) in self._stamps.items() if waiting.get(k) == o}
+
+    def run(self, stop: threading.Event) -> None:
+        topic = lag_topic(self.config.name)
+        stamps = RecordTimestamps(self.config.source)
+        producer = clients.producer(self.config.destination, {"linger.ms": 100})
+        created = False
+        try:
+            due = last = 0.0
+            while not stop.wait(0.2):
+                now = time.monotonic()
+                if now - last < self.min_spacing_s or (now < due and not self._wake.is_set()):
+                    continue
+                self._wake.clear()
+                last, due = now, now + self.config.metrics.sample_interval_s
+                try:
+                    lags = self.sample(stamps)
+                    if self.config.destination.alias not in self._down:
+                        if not created:
+                            ensure_lag_topic(self.dest_admin, topic)
+                            created = True
+                        producer.produce(topic, encode(sample_of(lags, int(time.time() * 1000))))
+                        producer.poll(0)
+                except Exception as exc:  # a cluster briefly away: the next sample tries again
+                    self.log(f"lag sample: {str(exc).splitlines()[0]}")
+        finally:
+            producer.flush(5)
+            producer.close()
+            stamps.close()

@@ -1,0 +1,84 @@
+"""What a flow's /metrics shows for what its parts reported (pure: no Spark, no cluster)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from dr_stream.lag import PartitionLag
+from dr_stream.offsets.run_store import Run
+from dr_stream.replication.flow_metrics import FlowMetrics, action_label
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def scrape(metrics: FlowMetrics) -> dict[tuple[str, tuple], float]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(metrics)
+    text = generate_latest(registry).decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def run(dest_end: int, copied_at: int, topic: str = "orders") -> Run:
+    return Run("c", topic, 0, topic, 0, 0, dest_end, 0, dest_end, 0, copied_at - 20, copied_at)
+
+
+def test_copied_records_are_counted_per_topic_from_published_runs_only_since_the_process_started():
+    metrics = FlowMetrics("f", "replicate-f", wall=lambda: 10.0)  # started at 10,000 ms
+    metrics.runs_published([run(9, 5_000)])  # published by an earlier process: known, not counted
+    metrics.runs_published([run(29, 20_000), run(39, 21_000, "payments")])
+    samples = scrape(metrics)
+    assert samples[("dr_stream_records_copied_total", (("flow", "f"), ("topic", "orders")))] == 20
+    assert samples[("dr_stream_records_copied_total", (("flow", "f"), ("topic", "payments")))] == 40
+    assert samples[("dr_stream_replication_latency_seconds_count", (("flow", "f"),))] == 60
+
+
+def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels():
+    clock = Clock()
+    metrics = FlowMetrics("f", "replicate-f", ("dc1", "dc2"), clock=clock)
+    metrics.query_started("replicate-f", restart=False)
+    metrics.query_started("replicate-f", restart=True)
+    metrics.batch_done("replicate-f", {"came_from_destination": 7, "left_out": 2})
+    metrics.lag_sampled([PartitionLag("orders", 0, 50, 39, 10, 2.5), PartitionLag("orders", 1, 9, 8, 0, 0.0)], ["dc2"])
+    metrics.groups_synced(["committed", "skipped: group is Stable on the destination (1 members)", "committed"])
+    metrics.translation_ages = lambda: {"g1": 0.0, "g2": 4.5}
+    s = scrape(metrics)
+    assert s[("dr_stream_records_skipped_total", (("flow", "f"), ("reason", "came_from_destination")))] == 7
+    assert s[("dr_stream_records_skipped_total", (("flow", "f"), ("reason", "already_copied")))] == 0
+    assert s[("dr_stream_lag_records", (("flow", "f"), ("partition", "0"), ("topic", "orders")))] == 10
+    assert s[("dr_stream_lag_seconds", (("flow", "f"), ("partition", "0"), ("topic", "orders")))] == 2.5
+    assert s[("dr_stream_query_active", (("flow", "f"), ("query", "replicate-f")))] == 1
+    assert s[("dr_stream_query_restarts_total", (("flow", "f"), ("query", "replicate-f")))] == 1
+    assert s[("dr_stream_groups_synced_total", (("action", "committed"), ("flow", "f")))] == 2
+    assert s[("dr_stream_groups_synced_total", (("action", "skipped_active"), ("flow", "f")))] == 1
+    assert s[("dr_stream_translation_age_seconds", (("flow", "f"), ("group", "g2")))] == 4.5
+    assert s[("dr_stream_cluster_up", (("cluster", "dc2"), ("flow", "f")))] == 0
+    assert s[("dr_stream_cluster_up", (("cluster", "dc1"), ("flow", "f")))] == 1
+    assert metrics.lag_records() == 10
+
+
+def test_health_follows_progress_and_the_clusters():
+    clock = Clock()
+    metrics = FlowMetrics("f", "replicate-f", ("dc1", "dc2"), clock=clock)
+    metrics.query_started("replicate-f", restart=False)
+    assert metrics.health(10).ok
+    clock.now += 11
+    assert not metrics.health(10).ok
+    metrics.lag_sampled([PartitionLag("t", 0, 5, 4, 0, 0.0)], [])  # nothing to copy counts as progress
+    assert metrics.health(10).ok
+    metrics.lag_sampled([PartitionLag("t", 0, 5, 4, 0, 0.0)], ["dc2"])
+    assert metrics.health(10).reasons == ("cluster dc2 does not answer",)
+
+
+def test_sync_actions_become_a_few_fixed_labels():
+    assert [action_label(a) for a in ("committed", "rewound (--force)", "unchanged",
+                                      "skipped: destination is ahead at 9; not rewound (--force rewinds)",
+                                      "skipped: not translated (waiting)", "failed: timed out")] == [
+        "committed", "rewound", "unchanged", "skipped_ahead", "not_translated", "failed"]

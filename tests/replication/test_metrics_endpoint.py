@@ -1,0 +1,152 @@
+"""`dr-stream run --metrics-port`: /metrics, /healthz and Spark's own metrics of a running flow,
+as an operator's scraper and Kubernetes' probe see them (real brokers, real Spark, the CLI).
+
+The destination is this module's own cluster (mx): the health test stops and restarts it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from dr_stream.paths import project_root
+from tests.conftest import _cluster
+from tests.kafka_tools import consume_and_commit, count, create_topic, delete_topics, produce, unique, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def mx(cluster_home):
+    yield from _cluster(cluster_home, "mx", 28092)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    status, text = get(f"http://127.0.0.1:{port}/metrics")
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples: dict, name: str, **labels: str) -> float | None:
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+@pytest.fixture
+def running(dc1, mx, tmp_path) -> Iterator[dict]:
+    """A flow dc1 -> mx run by the command line, its ports and its console output."""
+    topic = unique("mx.")
+    create_topic(dc1.bootstrap, topic, partitions=3)
+    port, ui = free_port(), free_port()
+    name = unique("mx-flow-")
+    path = tmp_path / "flow.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name, "source": {"alias": "dc1", "bootstrap_servers": dc1.bootstrap},
+        "destination": {"alias": "mx", "bootstrap_servers": mx.bootstrap},
+        "topics": {"include": [topic]}, "offsets": {"groups": {"include": ["mx-.*"]}},
+        "streaming": {"checkpoint_dir": str(tmp_path / "cp"), "offset_index": str(tmp_path / "index"),
+                      "trigger": "500ms"},
+        "metrics": {"health_window": "10s", "sample_interval": "1s", "spark_ui_port": ui}}))
+    out = open(tmp_path / "run.log", "w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dr_stream.cli", "run", "--config", str(path), "--metrics-port", str(port)],
+        stdout=out, stderr=subprocess.STDOUT, cwd=project_root(), start_new_session=True)
+    try:
+        yield {"topic": topic, "port": port, "ui": ui, "config": str(path), "process": process, "log": out,
+               "name": name}
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        out.close()
+        delete_topics(dc1.bootstrap, [topic])
+        delete_topics(mx.bootstrap, [topic])
+
+
+def test_a_running_flows_metrics_count_its_copy_its_lag_and_its_groups(running, dc1, mx):
+    port, topic = running["port"], running["topic"]
+    assert wait_until(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 120), running["log"]
+    produce(dc1.bootstrap, topic, ({"value": f"v{i}".encode(), "partition": i % 3} for i in range(300)))
+    assert wait_until(lambda: count(mx.bootstrap, topic) == 300, 60)
+    consume_and_commit(dc1.bootstrap, topic, "mx-readers", {0: 60, 1: 50, 2: 40}, helper=False)
+
+    def settled() -> bool:
+        s = scrape(port)
+        lags = [v for (n, labels), v in s.items() if n == "dr_stream_lag_records" and ("topic", topic) in labels]
+        return (value(s, "dr_stream_records_copied_total", flow=running["name"], topic=topic) == 300
+                and len(lags) == 3 and not any(lags)
+                and (value(s, "dr_stream_groups_synced_total", flow=running["name"], action="committed") or 0) >= 3)
+
+    assert wait_until(settled, 60)
+    s = scrape(port)
+    flow, query = running["name"], f"replicate-{running['name']}"
+    assert value(s, "dr_stream_replication_latency_seconds_count", flow=flow) == 300
+    assert 0 < value(s, "dr_stream_replication_latency_seconds_sum", flow=flow) < 300 * 30
+    assert value(s, "dr_stream_lag_seconds", flow=flow, topic=topic, partition="0") == 0
+    assert value(s, "dr_stream_query_active", flow=flow, query=query) == 1
+    assert value(s, "dr_stream_query_restarts_total", flow=flow, query=query) == 0
+    assert value(s, "dr_stream_records_skipped_total", flow=flow, reason="came_from_destination") == 0
+    assert value(s, "dr_stream_translation_age_seconds", flow=flow, group="mx-readers") is not None
+    assert value(s, "dr_stream_cluster_up", flow=flow, cluster="mx") == 1
+    # Spark's own streaming metrics, from its UI's Prometheus servlet
+    status, spark_metrics = get(f"http://127.0.0.1:{running['ui']}/metrics/prometheus/")
+    assert status == 200 and "spark_streaming" in spark_metrics and "inputRate" in spark_metrics
+
+
+def test_health_turns_503_when_the_destination_stops_and_200_when_it_returns(running, dc1, mx):
+    port = running["port"]
+    assert wait_until(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 120), running["log"]
+    mx.stop()
+    try:
+        stopped = time.monotonic()
+        assert wait_until(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 503, 10 + 5)
+        assert time.monotonic() - stopped <= 15
+        reasons = json.loads(get(f"http://127.0.0.1:{port}/healthz")[1])["reasons"]
+        assert "cluster mx does not answer" in reasons
+    finally:
+        mx.start()
+    assert wait_until(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 90)
+    # the lag history the flow recorded while running draws as a plot
+    plot = running["log"].name.replace("run.log", "lag.png")
+    drawn = subprocess.run([sys.executable, "-m", "dr_stream.cli", "status", "--config", running["config"],
+                            "--plot", plot], capture_output=True, text=True, timeout=120, cwd=project_root())
+    assert drawn.returncode == 0, drawn.stderr
+    with open(plot, "rb") as png:
+        assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+    running["process"].send_signal(signal.SIGTERM)
+    assert running["process"].wait(60) == 0
+    running["log"].seek(0)
+    console = running["log"].read()
+    assert "clusters not answering: mx" in console and "both clusters answer again" in console
+    assert not [line for line in console.splitlines() if line[:1] == "%" and line[1:2].isdigit()]
