@@ -164,7 +164,8 @@ class RecordTimestamps:
         if not offsets:
             return {}
         consumer = self._consumer.get()
-        consumer.assign([TopicPartition(t, p, o) for (t, p), o in offsets.items()])
+        assigned = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        consumer.assign(assigned)
         found: dict[tuple[str, int], int] = {}
         deadline = time.monotonic() + timeout
         try:
@@ -176,6 +177,8 @@ class RecordTimestamps:
                         consumer.pause([TopicPartition(*key)])
             return found
         finally:
+            # librdkafka keeps a partition paused across assignments: the next look-up would read nothing
+            consumer.resume(assigned)
             consumer.unassign()
 
     def close(self) -> None:
