@@ -68,7 +68,10 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
             # Everything runs in this process: no need for the host's outward address (and no
             # warning that the hostname resolves to a loopback one).
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
+        # C1 alone gets a 48 MB code cache by default, which a flow fills within minutes: the JVM then
+        # stops compiling and says so on the console.
+        java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS",
+                                      "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m")
         builder = (
             builder.master(master)
             .config("spark.jars", ",".join(str(j) for j in spark_jars()))

@@ -8,21 +8,23 @@ line is a time the flow was not running or could not measure.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from dr_stream.replication.lag_history import LagSample
 
 
 def series(samples: list[LagSample]) -> dict[str, dict[str, list[tuple[datetime, float]]]]:
-    """{"records" | "seconds": {topic: [(time, value)]}}, unknown values left out."""
+    """{"records" | "seconds": {topic: [(time, value)]}}; an unknown value is NaN, so its line
+    breaks there instead of joining the known points around it. A topic never known is left out."""
     out: dict[str, dict[str, list[tuple[datetime, float]]]] = {"records": {}, "seconds": {}}
     for sample in samples:
         at = datetime.fromtimestamp(sample.at_ms / 1000, UTC)
         for topic, (records, seconds) in sorted(sample.topics.items()):
             out["records"].setdefault(topic, []).append((at, float(records)))
-            if seconds is not None:
-                out["seconds"].setdefault(topic, []).append((at, seconds))
-    return out
+            out["seconds"].setdefault(topic, []).append((at, math.nan if seconds is None else seconds))
+    return {kind: {t: points for t, points in lines.items() if any(not math.isnan(v) for _, v in points)}
+            for kind, lines in out.items()}
 
 
 def draw_lag(samples: list[LagSample], path: str, flow: str) -> dict[str, list[str]]:
