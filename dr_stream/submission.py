@@ -160,7 +160,11 @@ def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]]) ->
         return
     from dr_stream.session import log4j2_file
 
-    local = log4j2_file()
+    log_format = os.environ.get("DR_STREAM_LOG_FORMAT", "text")
+    local = log4j2_file(log_format)
+    if log_format != "text" and target.cluster_mode:  # the remote driver's Python lines too
+        prefix = "spark.yarn.appMasterEnv." if target.on_yarn else "spark.kubernetes.driverEnv."
+        conf[prefix + "DR_STREAM_LOG_FORMAT"] = log_format
     shipped = f"-Dlog4j2.configurationFile={local.name}"
     here = f"-Dlog4j2.configurationFile=file:{local}"
     conf["spark.driver.extraJavaOptions"] = shipped if target.cluster_mode else here

@@ -78,6 +78,14 @@ def test_every_jvm_reads_dr_streams_log4j2_configuration_from_its_first_line():
     assert _option(yarn, "--files").split(",")[1].endswith("/dr_stream/log4j2.properties")
 
 
+def test_json_logs_switch_every_jvm_and_a_remote_drivers_python_lines(monkeypatch):
+    monkeypatch.setenv("DR_STREAM_LOG_FORMAT", "json")
+    yarn = _plan("--master", "yarn", "--deploy-mode", "cluster")
+    assert _conf(yarn)["spark.executor.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2-json.properties"
+    assert _conf(yarn)["spark.yarn.appMasterEnv.DR_STREAM_LOG_FORMAT"] == "json"
+    assert _conf(_plan())["spark.driver.extraJavaOptions"].endswith("/dr_stream/log4j2-json.properties")
+
+
 def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():
     argv = _plan("--master", "yarn", "--deploy-mode", "cluster", properties="/tmp/p/driver-env.properties")
     assert _option(argv, "--properties-file") == "/tmp/p/driver-env.properties"
