@@ -108,7 +108,6 @@ class ReplicationFlow:
         self._read_through: dict[tuple[str, int], int] = {}
         self._restart_reason: str | None = None
         self._topic_lock = threading.Lock()
-        self.server_port: int | None = None  # where /metrics is served, once it is
 
     def connect(self) -> None:
         """Meets both clusters and builds what runs the flow; a second call does nothing."""

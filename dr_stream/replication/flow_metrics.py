@@ -65,8 +65,8 @@ class FlowMetrics:
         with self._lock:
             for run in runs:
                 where = (run.dest_topic, run.dest_partition)
-                span = newly_copied(self._last_run.get(where), run)
                 last = self._last_run.get(where)
+                span = newly_copied(last, run)
                 if last is None or run.dest_end >= last.dest_end:
                     self._last_run[where] = run
                 if span is None or (run.copied_at or 0) < self.started_ms:
@@ -125,10 +125,6 @@ class FlowMetrics:
             return "lag not measured yet"
         return f"lag {lag} records ({self.clock() - self._sampled_at:.1f} s ago)"
 
-    def copied(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._copied)
-
     def health(self, window_s: float) -> Health:
         with self._lock:
             queries = [QueryState(q, active, self._progressed.get(q)) for q, active in sorted(self._active.items())]
@@ -140,32 +136,28 @@ class FlowMetrics:
             yield from self._counters()
             yield from self._gauges()
             yield self._histogram()
-        ages = self.translation_ages()
-        age = GaugeMetricFamily("dr_stream_translation_age_seconds",
-                                "Seconds a group's newest commit has waited for translation (0: none waits)",
-                                labels=["flow", "group"])
-        for group, seconds in sorted(ages.items()):
-            age.add_metric([self.flow, group], seconds)
-        yield age
+        yield self._family(GaugeMetricFamily, "dr_stream_translation_age_seconds",
+                           "Seconds a group's newest commit has waited for translation (0: none waits)", "group",
+                           self.translation_ages())
+
+    def _family(self, kind: type, name: str, doc: str, label: str, values: dict[str, float]) -> Metric:
+        """One family of this flow's series, a series per `label` value."""
+        family = kind(name, doc, labels=["flow", label])
+        for key, value in sorted(values.items()):
+            family.add_metric([self.flow, key], value)
+        return family
 
     def _counters(self) -> Iterator[Metric]:
-        copied = CounterMetricFamily("dr_stream_records_copied", "Records written to the destination",
-                                     labels=["flow", "topic"])
-        for topic, count in sorted(self._copied.items()):
-            copied.add_metric([self.flow, topic], count)
-        skipped = CounterMetricFamily("dr_stream_records_skipped", "Records read and not copied (malformed_provenance: "
-                                      "copied, but their provenance did not parse)", labels=["flow", "reason"])
-        for reason, count in sorted(self._skipped.items()):
-            skipped.add_metric([self.flow, reason], count)
-        synced = CounterMetricFamily("dr_stream_groups_synced", "Group positions written to (or judged for) the "
-                                     "destination, by outcome", labels=["flow", "action"])
-        for action, count in sorted(self._synced.items()):
-            synced.add_metric([self.flow, action], count)
-        restarts = CounterMetricFamily("dr_stream_query_restarts", "Restarts of a query after a failure or a "
-                                       "topology change", labels=["flow", "query"])
-        for query, count in sorted(self._restarts.items()):
-            restarts.add_metric([self.flow, query], count)
-        return [copied, skipped, synced, restarts]
+        return [
+            self._family(CounterMetricFamily, "dr_stream_records_copied", "Records written to the destination",
+                         "topic", self._copied),
+            self._family(CounterMetricFamily, "dr_stream_records_skipped", "Records read and not copied "
+                         "(malformed_provenance: copied, but their provenance did not parse)", "reason", self._skipped),
+            self._family(CounterMetricFamily, "dr_stream_groups_synced", "Group positions written to (or judged for) "
+                         "the destination, by outcome", "action", self._synced),
+            self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure or a "
+                         "topology change", "query", self._restarts),
+        ]
 
     def _gauges(self) -> Iterator[Metric]:
         records = GaugeMetricFamily("dr_stream_lag_records", "Records of a source partition not copied yet",
@@ -178,9 +170,8 @@ class FlowMetrics:
                 records.add_metric(where, g.lag_records)
             if g.lag_seconds is not None:
                 seconds.add_metric(where, g.lag_seconds)
-        active = GaugeMetricFamily("dr_stream_query_active", "1 while the query runs", labels=["flow", "query"])
-        for query, is_active in sorted(self._active.items()):
-            active.add_metric([self.flow, query], 1.0 if is_active else 0.0)
+        active = self._family(GaugeMetricFamily, "dr_stream_query_active", "1 while the query runs", "query",
+                              {query: 1.0 if on else 0.0 for query, on in self._active.items()})
         up = GaugeMetricFamily("dr_stream_cluster_up", "1 when the cluster answered the last probe",
                                labels=["flow", "cluster"])
         for alias in self.clusters if self._probed else ():

@@ -113,7 +113,6 @@ def _serve_metrics(flow: ReplicationFlow, port: int | None) -> MetricsServer | N
     if port is None:
         return None
     server = MetricsServer(flow.metrics, settings.host, port, settings.health_window_s).start()
-    flow.server_port = server.port
     flow.log(f"metrics on http://{settings.host}:{server.port}/metrics, health on /healthz")
     return server
 
