@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import FlowConfig
@@ -52,16 +53,17 @@ class LagSampler:
 
     def sample(self, stamps: RecordTimestamps) -> list[PartitionLag]:
         timeout = min(3.0, self.config.metrics.sample_interval_s)
-        down = [alias for alias, admin in ((self.config.source.alias, self.source_admin),
-                                           (self.config.destination.alias, self.dest_admin))
-                if not answers(admin, timeout)]
+        try:  # the source's metadata request is its probe too
+            partitions = matching_partitions(self.source_admin, self.config.topic_filter, timeout)
+        except KafkaException:
+            partitions = None
+        down = [alias for alias, answered in ((self.config.source.alias, partitions is not None),
+                                              (self.config.destination.alias, answers(self.dest_admin, timeout)))
+                if not answered]
         if down != self._down:
             self.log(f"clusters not answering: {', '.join(down)}" if down else "both clusters answer again")
             self._down = down
-        bounds = {}
-        if self.config.source.alias not in down:
-            bounds = log_bounds(self.source_admin, matching_partitions(self.source_admin, self.config.topic_filter,
-                                                                      timeout), timeout)
+        bounds = log_bounds(self.source_admin, partitions, timeout) if partitions is not None else {}
         nxt = self.next_offsets()
         lags = partition_lags(bounds, nxt, self._timestamps(stamps, first_waiting(bounds, nxt)), time.time() * 1000)
         self.metrics.lag_sampled(lags, down)
