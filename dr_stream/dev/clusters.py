@@ -89,12 +89,14 @@ class Secured:
 @dataclass(frozen=True)
 class LocalCluster:
     """One single-node KRaft cluster on loopback: broker on `port`, controller on `port + 1`
-    (and, when `secured`, SASL_SSL on `port + 2` and mutual TLS on `port + 3`)."""
+    (and, when `secured`, SASL_SSL on `port + 2` and mutual TLS on `port + 3`); `overrides` are
+    broker settings on top of the defaults, written at each start."""
 
     alias: str
     port: int
     home: Path
     secured: Secured | None = None
+    overrides: tuple[tuple[str, str], ...] = ()
 
     @property
     def bootstrap(self) -> str:
@@ -144,6 +146,7 @@ class LocalCluster:
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(data),
             **(self.secured.settings(self.port) if self.secured else {}),
+            **dict(self.overrides),
         }
         config = self.home / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -30,6 +31,8 @@ SYNC_METADATA_PREFIX = "dr-stream:"
 T = TypeVar("T")
 _COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                        KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+_ANSWER_GRACE_S = 2.0
 
 # A group in one of these states has no members: offsets can be written without clobbering anyone.
 INACTIVE_STATES = frozenset({"EMPTY", "DEAD", "ABSENT"})
@@ -81,8 +84,7 @@ def _while_coordinator_moves(call: Callable[[float], T], timeout: float) -> T:
         try:
             return call(max(1.0, deadline - time.monotonic()))
         except KafkaException as exc:
-            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if code not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+            if _code(exc) not in _COORDINATOR_MOVING or time.monotonic() > deadline:
                 raise
             time.sleep(0.25)
 
@@ -103,13 +105,36 @@ def group_states(admin: AdminClient, groups: Iterable[str],
     if not groups:
         return {}
     futures = admin.describe_consumer_groups(groups, request_timeout=timeout)
-    out: dict[str, tuple[str, int] | Exception] = {}
-    for group, future in futures.items():
-        try:
-            out[group] = _state(future.result(timeout=timeout))
-        except KafkaException as exc:
-            out[group] = ("ABSENT", 0) if "GROUP_ID_NOT_FOUND" in str(exc) else exc
-    return out
+    return {group: _described(group, future, timeout) for group, future in futures.items()}
+
+
+def _described(group: str, future: Future, timeout: float) -> tuple[str, int] | Exception:
+    try:
+        # librdkafka ends the request itself at `timeout` with the broker's last answer
+        # (COORDINATOR_NOT_AVAILABLE, ...); waiting a little longer lets that answer through.
+        return _state(future.result(timeout=timeout + _ANSWER_GRACE_S))
+    except KafkaException as exc:
+        # The future keeps this error, and its traceback our frames up to the caller's: a cycle
+        # only the garbage collector would break, keeping the admin client alive meanwhile (see
+        # GroupSync.states for why that client must go at once).
+        exc.__traceback__ = None
+        if "GROUP_ID_NOT_FOUND" in str(exc):
+            return "ABSENT", 0
+        if _code(exc) != KafkaError._TIMED_OUT:
+            return exc
+    except TimeoutError:
+        pass
+    return _unanswered(group, timeout)
+
+
+def _unanswered(group: str, timeout: float) -> TimeoutError:
+    # librdkafka keeps asking while a coordinator is unavailable or moving, then says only
+    # "Local: Timed out"; the operator needs to know which request waited on what.
+    return TimeoutError(f"group {group}: no coordinator answered its describe within {timeout:g} s")
+
+
+def _code(exc: KafkaException) -> int | None:
+    return exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
 
 
 def _state(described) -> tuple[str, int]:

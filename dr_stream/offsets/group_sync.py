@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
+from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.clients import consuming
 from dr_stream.kafka.groups import (
     INACTIVE_STATES,
     SYNC_METADATA_PREFIX,
-    group_state,
     group_states,
     read_committed,
     write_committed,
@@ -79,9 +79,11 @@ class GroupSync:
     """Applies `decide` to destination groups; commits carry `dr-stream:<flow>` as metadata, so the
     flow running the other way can tell them from a consumer's own progress."""
 
-    def __init__(self, destination: ClusterConfig, flow_name: str) -> None:
+    def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0) -> None:
         self.destination = destination
         self.metadata = f"{SYNC_METADATA_PREFIX}{flow_name}"
+        # how long one group's state, read and write may wait out a moving coordinator
+        self.timeout_s = timeout_s
         self._client: AdminClient | None = None
 
     @property
@@ -90,25 +92,41 @@ class GroupSync:
             self._client = clients.admin(self.destination)
         return self._client
 
+    def states(self, groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:
+        """`group_states` on the destination. An admin client whose describe timed out is
+        dropped for a new one: librdkafka (2.16) keeps that request's coordinator lookup alive,
+        and when the connection comes back it completes a request already freed and aborts the
+        whole process (librdkafka issue 4605); destroying the client ends the lookup safely."""
+        found = group_states(self.admin, groups, self.timeout_s)
+        if any(isinstance(v, TimeoutError) for v in found.values()):
+            self._client = None
+        return found
+
     def apply(self, group: str, wanted: dict[Partition, int], force: bool = False,
               dry_run: bool = False, state: tuple[str, int] | None = None) -> list[SyncAction]:
         """`decide` for one group, then its writes; `state` when the caller described it already."""
-        state, members = state or group_state(self.admin, group)
+        if state is None:
+            found = self.states([group])[group]
+            if isinstance(found, Exception):
+                raise found
+            state = found
+        state, members = state
         if state not in INACTIVE_STATES:
             return decide(group, state, members, {}, wanted, force, dry_run)
         with consuming(self.destination, group) as consumer:
-            current = {k: c.offset for k, c in read_committed(consumer, self.destination, group, wanted).items()}
+            current = {k: c.offset for k, c in
+                       read_committed(consumer, self.destination, group, wanted, self.timeout_s).items()}
             actions = decide(group, state, members, current, wanted, force, dry_run)
             writes = {(a.topic, a.partition): a.offset for a in actions if a.wrote}
             if writes:
-                write_committed(consumer, self.destination, group, writes, self.metadata)
+                write_committed(consumer, self.destination, group, writes, self.metadata, self.timeout_s)
         return actions
 
     def apply_many(self, wanted: dict[str, dict[Partition, int]], force: bool = False,
                    dry_run: bool = False) -> dict[str, list[SyncAction] | Exception]:
         """`apply` for many groups: their states in one request, their offsets read and written
         `PARALLEL` groups at a time (each through a consumer of its own group)."""
-        states = group_states(self.admin, wanted)
+        states = self.states(wanted)
 
         def one(group: str) -> list[SyncAction] | Exception:
             try:
@@ -128,7 +146,8 @@ class GroupSync:
 def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,
                       dry_run: bool = False) -> dict[tuple[str, str, int], str]:
     """Each translation's key -> the action taken for it. A group whose sync fails gets
-    `failed: <reason>` on each of its partitions and does not stop the others."""
+    `failed: <reason>` on each of its partitions and does not stop the others; a round that
+    fails as a whole fails each of its groups that way."""
     by_group: dict[str, list[Translation]] = {}
     actions: dict[tuple[str, str, int], str] = {}
     for t in translations:
@@ -138,11 +157,14 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
             by_group.setdefault(t.group, []).append(t)
     wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items}
               for group, items in sorted(by_group.items())}
-    results = sync.apply_many(wanted, force, dry_run) if wanted else {}
+    try:
+        results = sync.apply_many(wanted, force, dry_run) if wanted else {}
+    except Exception as exc:  # e.g. the group states could not be described: every group failed
+        results = dict.fromkeys(wanted, exc)
     for group, items in by_group.items():
         result = results[group]
         if isinstance(result, Exception):
-            done = dict.fromkeys(wanted[group], f"failed: {str(result).splitlines()[0]}")
+            done = dict.fromkeys(wanted[group], f"failed: {first_line(result)}")
         else:
             done = {(a.topic, a.partition): a.action for a in result}
         for t in items:

@@ -13,7 +13,11 @@ Every translation whose outcome changed is recorded in the translation log by a 
 so a Delta commit never delays a sync.
 
 Invariants: malformed records are counted and skipped; a failure to sync one group is
-reported and does not stop the others or the loop.
+reported (once per cause, and once when it heals) and does not stop the others or the loop; a
+position whose sync failed is translated and synced again every `retry_s` (or as long as the
+failed round took, if longer) until a sync of it succeeds or a newer position replaces it: the
+consumer that committed it may never commit again (a group that stopped before a disaster), and a
+destination whose group coordinator is moving or still loading refuses writes for a while.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from dr_stream.config import ClusterConfig
+from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
 from dr_stream.offsets.consumer_timestamps import TOMBSTONE, TOPIC, GroupCommit, parse_commit
 from dr_stream.offsets.group_sync import WRITES, GroupSync, sync_translations
@@ -48,6 +53,7 @@ class TranslateLoop:
     topics: TopicFilter
     log: Callable[[str], None] = print
     record_every_s: float = 1.0
+    retry_s: float = 2.0
     latest: dict[Key, GroupCommit] = field(default_factory=dict)
     pending: set[Key] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
@@ -60,6 +66,16 @@ class TranslateLoop:
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _advanced: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # positions whose last sync failed, and when they are tried again
+    _unsynced: set[Key] = field(default_factory=set)
+    _retry_at: float = 0.0
+    _failures: FailureNotes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._failures = FailureNotes(
+            self.log, lambda group, cause: f"group {group}: offsets not synced: {cause} (retried every "
+                                           f"{self.retry_s:g} s)",
+            lambda group: f"group {group}: offsets synced again")
 
     def restore(self) -> None:
         """Picks up the positions known before a restart: they may still be waiting for the index."""
@@ -95,11 +111,21 @@ class TranslateLoop:
         if self._advanced.is_set():
             self._advanced.clear()
             keys |= self.pending
+        if self._unsynced and time.monotonic() >= self._retry_at:
+            keys |= self._unsynced
         self.translate(keys)
 
     def translate(self, keys: set[Key]) -> None:
         if not keys:
             return
+        began = time.monotonic()
+        self._translate(keys)
+        if self._unsynced & keys:
+            # At least as long as this round took: a destination that is down does not keep the
+            # loop busy retrying thousands of positions back to back.
+            self._retry_at = time.monotonic() + max(self.retry_s, time.monotonic() - began)
+
+    def _translate(self, keys: set[Key]) -> None:
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))
         with self._lock:
             for key in keys:
@@ -108,6 +134,8 @@ class TranslateLoop:
         for t in translations:
             (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
         actions = self._sync(translations) if self.sync else {}
+        failed = {t.key for t in translations if actions.get(t.key, "").startswith("failed")}
+        self._unsynced = (self._unsynced - keys) | failed
         changed = []
         for t in translations:
             action = actions.get(t.key, "not synced (sync_to_destination off)" if not self.sync else "")
@@ -132,10 +160,10 @@ class TranslateLoop:
         actions = sync_translations(self.sync, translations)
         self.on_synced(list(actions.values()))
         self.totals["synced"] += sum(1 for a in actions.values() if a in WRITES)
-        failed = {t.group: actions[t.key] for t in translations if actions[t.key].startswith("failed")}
-        for group, action in sorted(failed.items()):
-            self.totals["sync_failures"] += 1
-            self.log(f"group {group}: offsets not synced: {action.removeprefix('failed: ')}")
+        failed = {t.group: actions[t.key].removeprefix("failed: ") for t in translations
+                  if actions[t.key].startswith("failed")}
+        self.totals["sync_failures"] += len(failed)
+        self._failures.round(failed, {t.group for t in translations if t.offset is not None})
         return actions
 
     def write_record(self) -> None:
@@ -154,8 +182,12 @@ class TranslateLoop:
             try:
                 self.write_record()
             except Exception as exc:  # storage briefly unavailable: kept and written next time
-                self.log(f"translation log: {str(exc).splitlines()[0]}")
-        self.write_record()
+                self.log(f"translation log: {first_line(exc)}")
+        try:
+            self.write_record()
+        except Exception as exc:  # the session may be going down with the process
+            self.log(f"translation log: last positions not appended at stop ({first_line(exc)}); the next "
+                     f"start translates them again from {TOPIC}")
 
     def run(self, stop: threading.Event) -> None:
         """Translates until `stop` is set; its consumer lives exactly as long as this call."""
@@ -170,7 +202,7 @@ class TranslateLoop:
                             assigned = _assign_all(consumer)
                         self.step(consumer)
                     except Exception as exc:  # a cluster briefly unreachable: report, keep translating
-                        self.log(f"translate loop: {str(exc).splitlines()[0]}")
+                        self.log(f"translate loop: {first_line(exc)}")
                         stop.wait(1.0)
         finally:
             recorder.join(timeout=30)
