@@ -11,12 +11,13 @@ Invariant: a record that does not parse is counted and skipped; it never stops a
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
@@ -79,13 +80,21 @@ def parse_commit(key: bytes | None, value: bytes | None) -> GroupCommit | str | 
     return commit
 
 
-def report(producer: Producer, commits: Iterable[GroupCommit]) -> int:
+def report(producer: Producer, commits: Iterable[GroupCommit],
+           on_delivery: Callable[[GroupCommit, KafkaError | None], None] | None = None) -> int:
+    """Produces each commit; `on_delivery` is told each one's outcome when the producer is polled."""
     n = 0
     for commit in commits:
-        producer.produce(TOPIC, key=commit.record_key(), value=commit.record_value())
+        done = None if on_delivery is None else functools.partial(_delivered, on_delivery, commit)
+        producer.produce(TOPIC, key=commit.record_key(), value=commit.record_value(), on_delivery=done)
         n += 1
     producer.poll(0)
     return n
+
+
+def _delivered(tell: Callable[[GroupCommit, KafkaError | None], None], commit: GroupCommit,
+               error: KafkaError | None, _: Message) -> None:
+    tell(commit, error)
 
 
 def _as_cluster(where: ClusterConfig | Mapping[str, str]) -> ClusterConfig:

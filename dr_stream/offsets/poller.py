@@ -17,37 +17,52 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
+from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
 from dr_stream.kafka.groups import committed_offsets, list_groups
-from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps, report
+from dr_stream.offsets.consumer_timestamps import TOPIC, GroupCommit, RecordTimestamps, report
 from dr_stream.policy import GroupFilter, TopicFilter
 
 PARALLEL = 16
 
 
-def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
-                    group_pattern: str | None = None) -> list[GroupCommit]:
-    """The consumers' own committed positions on the replicated topics (timestamps not looked up)."""
-    out = []
+def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+                  group_pattern: str | None = None) -> dict[str, list[GroupCommit] | Exception]:
+    """Each selected group's own committed positions on the replicated topics (timestamps not
+    looked up), or the error that kept them from being read: one group whose coordinator is
+    moving does not hide the others."""
     selected = [g for g in list_groups(admin)
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     partitions = matching_partitions(admin, topics) if selected else []
 
-    def of(group: str) -> list[GroupCommit]:
-        return [GroupCommit(group, topic, partition, committed.offset)
-                for (topic, partition), committed in committed_offsets(cluster, group, partitions).items()
-                if not committed.written_by_dr_stream]
+    def of(group: str) -> list[GroupCommit] | Exception:
+        try:
+            return [GroupCommit(group, topic, partition, committed.offset)
+                    for (topic, partition), committed in committed_offsets(cluster, group, partitions).items()
+                    if not committed.written_by_dr_stream]
+        except Exception as exc:
+            return exc
 
     if len(selected) <= 1:
-        return [c for group in selected for c in of(group)]
+        return {group: of(group) for group in selected}
     # Each group's offsets come from its own coordinator through a consumer of the group: mostly waiting.
     with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="poller") as pool:
-        for found in pool.map(of, selected):
-            out.extend(found)
+        return dict(zip(selected, pool.map(of, selected), strict=True))
+
+
+def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+                    group_pattern: str | None = None) -> list[GroupCommit]:
+    """`group_commits`, all of them or the first group's error (a command reports it and stops)."""
+    out = []
+    for found in group_commits(cluster, admin, groups, topics, group_pattern).values():
+        if isinstance(found, Exception):
+            raise found
+        out.extend(found)
     return out
 
 
@@ -74,17 +89,39 @@ class CommittedOffsetPoller:
     log: Callable[[str], None] = print
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
     errors: int = 0
+    _failures: FailureNotes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._failures = FailureNotes(
+            self.log, lambda group, cause: f"group poller: {group}: committed offsets not read: {cause}",
+            lambda group: f"group poller: {group}: committed offsets read again")
 
     def poll_once(self) -> int:
-        """Reports the positions that moved since the last poll; returns how many."""
-        changed = [c for c in current_commits(self.source, self._admin, self.groups, self.topics)
+        """Reports the positions that moved since the last poll; returns how many were delivered.
+        A position is taken as reported only once the source acknowledged it: one whose write
+        failed is still `changed` next round."""
+        found = group_commits(self.source, self._admin, self.groups, self.topics)
+        self._failures.round({g: str(r) for g, r in found.items() if isinstance(r, Exception)}, found)
+        changed = [c for commits in found.values() if not isinstance(commits, Exception) for c in commits
                    if self.reported.get(c.key) != c.offset]
         commits = stamped(changed, self._timestamps)
-        report(self._producer, commits)
+        delivered: list[GroupCommit] = []
+        failed: list[str] = []
+
+        def tell(commit: GroupCommit, error: KafkaError | None) -> None:
+            if error is None:
+                delivered.append(commit)
+            else:
+                failed.append(error.str())
+
+        report(self._producer, commits, tell)
         self._producer.flush(10)
-        for c in commits:
+        for c in delivered:
             self.reported[c.key] = c.offset
-        return len(commits)
+        if len(delivered) < len(commits):
+            raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to {TOPIC} "
+                               f"({failed[0] if failed else 'not acknowledged within 10 s'}); written again next round")
+        return len(delivered)
 
     def run(self, stop: threading.Event) -> None:
         """Polls until `stop` is set; its clients live exactly as long as this call."""
@@ -98,7 +135,7 @@ class CommittedOffsetPoller:
                 except Exception as exc:  # the source may be briefly unreachable; report, keep polling
                     self.errors += 1
                     if self.errors == 1 or self.errors % 60 == 0:
-                        self.log(f"group poller: {str(exc).splitlines()[0]} ({self.errors} failed polls so far)")
+                        self.log(f"group poller: {first_line(exc)} ({self.errors} failed polls so far)")
                 stop.wait(self.interval_s)
         finally:
             self._timestamps.close()
