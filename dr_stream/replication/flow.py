@@ -212,12 +212,11 @@ class ReplicationFlow:
         return [(self.config.query_name("replicate"), self._in_pool("replicate", self.start))]
 
     def workers(self) -> list[Worker]:
-        """The flow's driver threads: each runs until the event it is given is set."""
-        out: list[Worker] = [(f"topics-{self.config.name}", self.follow_topics),
-                             (f"lag-{self.config.name}", self.lag_sampler.run)]
+        """The flow's driver threads by name: each runs until the event it is given is set."""
+        out: list[Worker] = [("topics", self.follow_topics), ("lag", self.lag_sampler.run)]
         for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller)):
             if part is not None:
-                out.append((f"{name}-{self.config.name}", part.run))
+                out.append((name, part.run))
         return out
 
     def _in_pool(self, pool: str, start: Callable[[], StreamingQuery]) -> Callable[[], StreamingQuery]:

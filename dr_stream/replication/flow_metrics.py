@@ -3,9 +3,9 @@
 Each part of the flow tells this object what it saw, through one method per kind of event: the
 sink's published runs (records copied, replication latency), Spark's batch progress (records
 skipped, by reason), the lag sampler (lag per partition, clusters that do not answer), the
-supervisor (queries started, restarted, active) and the translate loop (groups synced). A
-scrape turns the state into Prometheus families (`collect`), so a metric costs nothing
-between scrapes.
+supervisor (queries started, restarted, active; driver threads that failed) and the translate
+loop (groups synced). A scrape turns the state into Prometheus families (`collect`), so a
+metric costs nothing between scrapes.
 
 Invariants: counters start at 0 when the process starts and only grow; runs published by an
 earlier run of the flow (acknowledged before this process started) are not counted as copied;
@@ -57,6 +57,7 @@ class FlowMetrics:
         self._active: dict[str, bool] = {}
         self._restarts: dict[str, int] = {}
         self._progressed: dict[str, float] = {}
+        self._thread_failures: dict[str, int] = {}
 
     # -- what the flow's parts report -----------------------------------------------------------
 
@@ -96,6 +97,11 @@ class FlowMetrics:
     def query_active(self, query: str, active: bool) -> None:
         with self._lock:
             self._active[query] = active
+
+    def thread_failed(self, thread: str) -> None:
+        """A driver thread's loop ended on an error (the supervisor starts it again)."""
+        with self._lock:
+            self._thread_failures[thread] = self._thread_failures.get(thread, 0) + 1
 
     def lag_sampled(self, lags: list[PartitionLag], unreachable: list[str]) -> None:
         with self._lock:
@@ -157,6 +163,8 @@ class FlowMetrics:
                          "the destination, by outcome", "action", self._synced),
             self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure or a "
                          "topology change", "query", self._restarts),
+            self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "
+                         "error and was started again", "thread", self._thread_failures),
         ]
 
     def _gauges(self) -> Iterator[Metric]:

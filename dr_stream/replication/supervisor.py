@@ -1,9 +1,11 @@
-"""Keeps a flow's queries running until it is told to stop.
+"""Keeps a flow's queries and driver threads running until it is told to stop.
 
 Invariants: a query that fails is restarted from its own checkpoint, with a backoff that
-doubles up to a limit and resets after a minute of health; a stop waits for each query to
-finish its batch in flight (within a grace period), since an interrupted batch is replayed and
-an interrupted translation-log write loses the newest positions.
+doubles up to a limit and resets after a minute of health; a driver thread whose loop ends on
+an error is said in one line, counted (`dr_stream_thread_failures_total`) and started again; a
+stop waits for each query to finish its batch in flight (within a grace period), since an
+interrupted batch is replayed and an interrupted translation-log write loses the newest
+positions.
 """
 
 from __future__ import annotations
@@ -18,16 +20,33 @@ from dataclasses import dataclass, field
 from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.config import ConfigError
+from dr_stream.failure_notes import first_line
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.metrics_server import MetricsServer
 
 
 def _error_line(error) -> str:
     """The first line of a query's error: what failed, without the JVM's stack."""
-    if not error:
-        return "query stopped"
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    return lines[0] if lines else "query stopped"
+    return first_line(error) if error and str(error).strip() else "query stopped"
+
+
+def kept_running(name: str, run: Callable[[threading.Event], None], stop: threading.Event,
+                 log: Callable[[str], None], failed: Callable[[str], None] = lambda name: None,
+                 pause_s: float = 5.0) -> None:
+    """A driver thread's loop, started again when it ends on an error, until `stop` is set.
+
+    Each loop handles what a cluster or storage can throw, so an error reaching here is a fault
+    of dr-stream's own; the thread must not die with it, or the lag, the health and the
+    positions it keeps would freeze while the flow looks alive. `failed` counts it."""
+    while not stop.is_set():
+        try:
+            run(stop)
+            return
+        except Exception as exc:
+            failed(name)
+            log(f"driver thread {name} stopped on {type(exc).__name__}: {first_line(exc)}; "
+                f"started again in {pause_s:g} s")
+            stop.wait(pause_s)
 
 
 @dataclass
@@ -80,8 +99,7 @@ class _Supervisor:
         except ConfigError:
             raise
         except Exception as exc:
-            line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            self._retry(part, now, f"{part.name} could not start: {line}")
+            self._retry(part, now, f"{part.name} could not start: {first_line(exc)}")
 
     def _retry(self, part: _Supervised, now: float, what: str) -> None:
         self.flow.metrics.query_active(part.name, False)
@@ -130,7 +148,8 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     listener = flow.progress
     flow.spark.streams.addListener(listener)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()])
-    workers = [threading.Thread(target=run, args=(stop,), name=name, daemon=True) for name, run in flow.workers()]
+    workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
+                                name=f"{name}-{flow.config.name}", daemon=True) for name, run in flow.workers()]
     for worker in workers:
         worker.start()
     try:
