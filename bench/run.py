@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from bench.failover_time import FailoverTimes, failover_times, index_bytes_per_m
 from bench.replicators import Replicator, dr_stream, mirror_maker
 from bench.report import DR, DR_RT, MM2, TOOLS, ToolResult, markdown, plot
 from bench.workloads import Size
+from dr_stream.background import Background
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.jvm import JvmPins
 from dr_stream.paths import cache_dir, project_root
@@ -71,10 +71,9 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
                               replicator.check_alive, log, timeout_s=300)
         workloads.wait_topic(target.bootstrap, names["steady_dest"], size.partitions)
         # The groups commit a few seconds into the steady load: their offsets travel while it runs.
-        failover = threading.Thread(target=lambda: result.groups.extend(workloads.failover_exactness(
+        failover = Background("failover exactness", lambda: result.groups.extend(workloads.failover_exactness(
             source.bootstrap, names["lag"], target.bootstrap, lag_dest, size, names["tool"], log,
-            delay_s=min(10, size.steady_seconds / 4))), daemon=True)
-        failover.start()
+            delay_s=min(10, size.steady_seconds / 4)))).start()
         result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
                                             names["steady_dest"], size, log)
         result.sent = size.steady_rate * size.steady_seconds

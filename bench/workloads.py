@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from dr_stream.background import Background
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka.groups import committed_offsets
 
@@ -176,8 +177,7 @@ def steady(source: str, source_topic: str, destination: str, dest_topic: str, si
         finally:
             consumer.close()
 
-    reader = threading.Thread(target=consume, daemon=True)
-    reader.start()
+    reader = Background("latency reader", consume).start()
     producer = Producer({"bootstrap.servers": source, "linger.ms": 0, "acks": "all"})
     began = time.monotonic()
     per_tick, tick = size.steady_rate // 100, 0.01

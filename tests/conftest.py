@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from dr_stream.background import Background
 from dr_stream.config import FlowConfig, parse_flow
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.paths import cache_dir
@@ -159,14 +160,12 @@ def running_flow(spark, config: FlowConfig):
     flow = ReplicationFlow(config, spark)
     flow.connect()
     stop = threading.Event()
-    thread = threading.Thread(target=run_until_stopped, args=(flow, stop), daemon=True)
-    thread.start()
+    runner = Background(f"flow {config.name}", lambda: run_until_stopped(flow, stop)).start()
     try:
         yield flow
     finally:
         stop.set()
-        thread.join(timeout=60)
-        assert not thread.is_alive(), "flow did not stop within 60s"
+        runner.join(timeout=60)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from dataclasses import replace
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from dr_stream.background import Background, BackgroundFailed
 from dr_stream.config import ClusterConfig, FlowConfig, load_flow
 from dr_stream.dev.clusters import LocalCluster, dev_clusters
 from dr_stream.kafka import clients
@@ -82,7 +83,7 @@ def _counts(cluster: ClusterConfig) -> dict[str, int]:
         return out
 
 
-def _start_flows(spark, stop: threading.Event) -> tuple[dict[str, FlowConfig], list[threading.Thread]]:
+def _start_flows(spark, stop: threading.Event) -> tuple[dict[str, FlowConfig], list[Background]]:
     """Both directions in this Spark application, with their state under `.cache/demo`."""
     work = cache_dir() / "demo"
     shutil.rmtree(work, ignore_errors=True)
@@ -93,18 +94,32 @@ def _start_flows(spark, stop: threading.Event) -> tuple[dict[str, FlowConfig], l
         configs[name] = config = replace(config, streaming=replace(
             config.streaming, checkpoint_dir=str(work / name / "checkpoints"),
             offset_index=str(work / name / "offset-index"), translations=str(work / name / "translations")))
-        thread = threading.Thread(target=run_until_stopped, args=(ReplicationFlow(config, spark), stop), daemon=True)
-        thread.start()
-        threads.append(thread)
+        flow = ReplicationFlow(config, spark)
+        threads.append(Background(f"flow {name}", lambda flow=flow: run_until_stopped(flow, stop)).start())
     return configs, threads
 
 
-def _wait_converged(clusters: list[LocalCluster], timeout_s: float = 300.0) -> bool:
-    """Prints counts until both clusters hold every record once, and the counts stay put for 10 s."""
+def _join_flows(flows: list[Background]) -> bool:
+    """Waits for the flows to stop; says each that failed (or did not stop) on stderr."""
+    ok = True
+    for flow in flows:
+        try:
+            flow.join(timeout=60)
+        except BackgroundFailed as exc:
+            print(f"demo: {exc}", file=sys.stderr)
+            ok = False
+    return ok
+
+
+def _wait_converged(clusters: list[LocalCluster], flows: list[Background], timeout_s: float = 300.0) -> bool:
+    """Prints counts until both clusters hold every record once, and the counts stay put for 10 s
+    (raises when a flow has failed)."""
     expected = 2 * PER_TOPIC
     began, stable_since, last = time.monotonic(), None, None
     while time.monotonic() - began < timeout_s:
         time.sleep(2)
+        for flow in flows:
+            flow.check()
         now = {c.alias: _counts(c.config) for c in clusters}
         print("counts: " + "  ".join(f"{alias} {t}={n}" for alias, per in now.items() for t, n in per.items()),
               flush=True)
@@ -143,7 +158,7 @@ def main() -> int:
         cluster.start()
     spark = None
     stop = threading.Event()
-    threads: list[threading.Thread] = []
+    threads: list[Background] = []
     try:
         for cluster in clusters:
             _fresh_topics(cluster.config, {**TOPICS, SHIPMENTS: SHIPMENTS_PARTITIONS})
@@ -152,13 +167,12 @@ def main() -> int:
         spark = spark_session("dr-stream-demo")
         spark.sparkContext.setLogLevel("ERROR")
         configs, threads = _start_flows(spark, stop)
-        if not _wait_converged(clusters):
+        if not _wait_converged(clusters, threads):
             return 1
         return _failover_act(spark, configs, clusters, stop, threads)
     finally:
         stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
+        _join_flows([t for t in threads if t.alive])  # a failed one was said where it was found
         if spark is not None:
             spark.stop()
         _restore(clusters, started)
@@ -240,8 +254,8 @@ def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threadi
 
     print("dc1 goes away (flows stopped, broker stopped); 2 late shipments reached dc1 after the last copy")
     stop.set()
-    for thread in threads:
-        thread.join(timeout=60)
+    if not _join_flows(threads):
+        return 1
     _produce_shipments(dc1, [f"late shipment {i}" for i in range(LATE)], partition_of=lambda _: 0)
     clusters[0].stop()
     print(f"$ dr-stream failover --config conf/dc1-to-dc2.yaml --group {GROUP}")

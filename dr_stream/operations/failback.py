@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
+from dr_stream.background import Background
 from dr_stream.config import FilterOverride, FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
@@ -115,15 +116,16 @@ def _progress(spark: SparkSession, name: str):
 
 
 def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callable[[str], None],
-                    every_s: float = 2.0) -> float:
+                    running: Callable[[], None], every_s: float = 2.0) -> float:
     """Blocks until the copy has read every record of the source, then brings the offset index
     level with it (every run published by then, in the table); prints progress; returns the
-    seconds it took."""
+    seconds it took. `running` raises when the flow's runner has failed."""
     config = flow.config
     source_admin = clients.admin(config.source)
     started = time.monotonic()
     while True:
         time.sleep(every_s)
+        running()
         copied = _progress(flow.spark, config.query_name("replicate"))
         lag = _lag(source_admin, config.topic_filter, copied) if copied else None
         totals = flow.progress.totals
@@ -180,11 +182,9 @@ def _copy_back(config: FlowConfig, spark: SparkSession, timeout_s: float | None,
     flow = ReplicationFlow(config, spark, log=lambda line: log(f"[{config.name}] {line}"))
     flow.connect()
     stop = threading.Event()
-    runner = threading.Thread(target=run_until_stopped, args=(flow, stop), name=f"failback-{config.name}",
-                              daemon=True)
-    runner.start()
+    runner = Background(f"failback-{config.name}", lambda: run_until_stopped(flow, stop)).start()
     try:
-        return flow, _wait_caught_up(flow, timeout_s, log)
+        return flow, _wait_caught_up(flow, timeout_s, log, runner.check)
     finally:
         stop.set()
         runner.join(timeout=90)

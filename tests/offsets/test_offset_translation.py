@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from dr_stream.background import Background
 from dr_stream.offsets.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
 from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failover import failover, translate_positions
@@ -231,10 +232,9 @@ class TestSyncRules:
         produce(dc1.bootstrap, topic, records(2000))
         wait_replicated(flow, dc2, topic, 0, 1999)
         stop = threading.Event()
-        member = threading.Thread(target=stay_subscribed, args=(dc2.bootstrap, topic, group, stop), daemon=True)
-        member.start()
+        member = Background(f"member of {group}", lambda: stay_subscribed(dc2.bootstrap, topic, group, stop)).start()
         try:
-            assert wait_until(lambda: group_state(dc2.bootstrap, group) == "STABLE", 60)
+            assert wait_until(lambda: member.check() or group_state(dc2.bootstrap, group) == "STABLE", 60)
             consume_and_commit(dc1.bootstrap, topic, group, {0: 1500}, helper=True)
 
             result = failover(flow.config, FlowTables.of(flow.config), group)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 
 import pytest
 
+from dr_stream.background import Background
 from tests.conftest import flow_config, running_flow
 from tests.kafka_tools import (
     consume_all,
@@ -48,11 +48,10 @@ def test_active_active_with_identical_topic_names_copies_every_record_once_and_n
 
     with running_flow(spark, flow_config(dc1, dc2, tmp_path, topics=include)), \
             running_flow(spark, flow_config(dc2, dc1, tmp_path, topics=include)):
-        threads = [threading.Thread(target=producer, args=(c, t)) for c, t in ((dc1, "one"), (dc2, "two"))]
+        threads = [Background(f"producer {t}", lambda c=c, t=t: producer(c, t)).start()
+                   for c, t in ((dc1, "one"), (dc2, "two"))]
         for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+            t.join(timeout=120)
         total = sent["one"] + sent["two"]
         assert wait_until(lambda: count(dc1.bootstrap, topic) >= total and count(dc2.bootstrap, topic) >= total, 90)
         time.sleep(5)  # several more triggers of both flows: a loop would show up as growth
