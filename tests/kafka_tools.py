@@ -37,6 +37,19 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict[st
     client.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(timeout=30)
 
 
+def create_on_both(source: str, destination: str, name: str, partitions: int) -> None:
+    """The topic on both clusters while a flow that replicates it runs: the flow's topic sync
+    may create it on the destination (or, active-active, on the source) between the two
+    creations, with the same partition count, so a topic that exists by then is taken as made."""
+    for bootstrap in (source, destination):
+        try:
+            create_topic(bootstrap, name, partitions)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            assert partition_count(bootstrap, name) == partitions, f"{name} on {bootstrap}: wrong partition count"
+
+
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
     client = admin(bootstrap)
     client.create_partitions([NewPartitions(name, total)])[name].result(timeout=30)

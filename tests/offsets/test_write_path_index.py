@@ -22,7 +22,9 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
+from dr_stream.background import Background
 from dr_stream.config import ClusterConfig
+from dr_stream.kafka.groups import read_committed
 from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.offsets.run_store import RunStore
 from dr_stream.offsets.runs_topic import RunsReader
@@ -33,6 +35,7 @@ from tests.kafka_tools import (
     admin,
     consume_all,
     count,
+    create_on_both,
     create_topic,
     delete_topics,
     produce,
@@ -60,27 +63,37 @@ def commit_at(bootstrap: str, group: str, topic: str, offset: int) -> None:
 
 
 class GroupWatch:
-    """Polls a group's committed offset on a cluster and keeps every distinct value, with when it appeared."""
+    """Polls a group's committed offset on a cluster and keeps every distinct value, with when it
+    appeared. A coordinator that is moving or loading is waited out (`read_committed`); any other
+    failure of the watch fails the test that reads `seen`, with its message."""
 
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        self.seen: list[tuple[float, int]] = []
+        self._seen: list[tuple[float, int]] = []
         self._stop = threading.Event()
+        self._cluster = ClusterConfig("watched", bootstrap)
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-        self._tp = TopicPartition(topic, 0)
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
+        self._group, self._partition = group, (topic, 0)
+        self._thread = Background(f"watch of group {group}", self._watch).start()
 
     def _watch(self) -> None:
         while not self._stop.is_set():
-            found = self._consumer.committed([self._tp], timeout=10)[0].offset
-            if found >= 0 and (not self.seen or self.seen[-1][1] != found):
-                self.seen.append((time.monotonic(), found))
+            found = read_committed(self._consumer, self._cluster, self._group, [self._partition])
+            offset = found[self._partition].offset if self._partition in found else -1
+            if offset >= 0 and (not self._seen or self._seen[-1][1] != offset):
+                self._seen.append((time.monotonic(), offset))
             self._stop.wait(0.02)
+
+    @property
+    def seen(self) -> list[tuple[float, int]]:
+        self._thread.check()
+        return list(self._seen)
 
     def stop(self) -> list[tuple[float, int]]:
         self._stop.set()
-        self._thread.join(timeout=15)
-        self._consumer.close()
+        try:
+            self._thread.join(timeout=30)
+        finally:
+            self._consumer.close()
         return self.seen
 
 
@@ -122,8 +135,7 @@ BEHIND = [0, 1_000, 10_000, 100_000]
 def test_the_first_offset_the_destination_group_shows_is_the_exact_one(flows, dc1, dc2, mode, behind):
     flow = flows[mode]
     topic, group = unique(f"w13.{mode}."), unique("w13-")
-    create_topic(dc1.bootstrap, topic, partitions=1)
-    create_topic(dc2.bootstrap, topic, partitions=1)
+    create_on_both(dc1.bootstrap, dc2.bootstrap, topic, partitions=1)
     produce(dc2.bootstrap, topic, ({"key": b"local", "value": b"dc2", "partition": 0} for _ in range(LOCAL)))
     if mode == "aa":  # dc2's own records reach dc1 first, so dc1 holds copies the flow must not copy back
         assert wait_until(lambda: count(dc1.bootstrap, topic) >= LOCAL, 120)
@@ -165,8 +177,7 @@ def test_the_first_offset_the_destination_group_shows_is_the_exact_one(flows, dc
 def test_local_records_between_copies_on_the_destination_translate_exactly(flows, dc1, dc2):
     flow = flows["ap"]
     topic, group = unique("w13.ap.mix."), unique("w13-mix-")
-    create_topic(dc1.bootstrap, topic, partitions=1)
-    create_topic(dc2.bootstrap, topic, partitions=1)
+    create_on_both(dc1.bootstrap, dc2.bootstrap, topic, partitions=1)
     for chunk in range(5):  # copies and dc2's own records alternate in the destination partition
         produce(dc1.bootstrap, topic, records(200, start=chunk * 200))
         produce(dc2.bootstrap, topic, ({"key": b"local", "value": b"x", "partition": 0} for _ in range(37)))
@@ -209,8 +220,7 @@ def _children(pid: int) -> list[str]:
 def test_failover_with_the_source_gone_starts_no_jvm_and_commits_the_exact_offset(flows, dc1, dc2, tmp_path):
     flow = flows["ap"]
     topic, group = unique("w13.ap.gone."), unique("w13-gone-")
-    create_topic(dc1.bootstrap, topic, partitions=1)
-    create_topic(dc2.bootstrap, topic, partitions=1)
+    create_on_both(dc1.bootstrap, dc2.bootstrap, topic, partitions=1)
     produce(dc2.bootstrap, topic, ({"key": b"local", "value": b"dc2", "partition": 0} for _ in range(LOCAL)))
     produce(dc1.bootstrap, topic, records(3000))
     commit_at(dc1.bootstrap, group, topic, 2100)
