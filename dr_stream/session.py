@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
 from dr_stream.jvm import spark_jars
+from dr_stream.kafka.spark_options import CONSUMER_CACHE
 from dr_stream.paths import cache_dir
 
 # Kafka client properties reach Spark as source and sink options; plan strings (explain, the
@@ -27,6 +31,34 @@ _POOLS = """<?xml version="1.0"?>
 </allocations>
 """
 LOG4J2 = {"text": "log4j2.properties", "json": "log4j2-json.properties"}
+
+_log = logging.getLogger("dr_stream.session")
+T = TypeVar("T")
+
+
+def is_ui_start_race(error: BaseException) -> bool:
+    """Whether a session failed in Spark's own start-up race on YARN in client mode: the
+    application master sends its web-proxy filter to the driver while the driver's UI is still
+    starting its page handlers, and Jetty fails the start with a ConcurrentModificationException
+    (nothing of the flow had run yet)."""
+    text = str(error)
+    return "ConcurrentModificationException" in text and "attachAllHandlers" in text
+
+
+def started(create: Callable[[], T], attempts: int = 3) -> T:
+    """`create()`, again (up to `attempts` times) when it failed in Spark's UI start-up race:
+    each attempt is a new application whose filter and handlers race anew, and a failed
+    SparkContext has stopped itself before the next starts. Any other failure is raised as is."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return create()
+        except Exception as error:
+            if attempt == attempts or not is_ui_start_race(error):
+                raise
+            _log.warning("spark: the driver's UI lost a start-up race with YARN's web-proxy filter "
+                         "(ConcurrentModificationException in Spark); starting the session again (%d of %d)",
+                         attempt + 1, attempts)
+    raise AssertionError("unreachable")
 
 
 def log4j2_file(log_format: str = "text") -> Path:
@@ -79,6 +111,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
             .config("spark.ui.enabled", "true" if ui_port else "false")
             .config("spark.ui.port", str(ui_port or 4040))
             .config("spark.ui.showConsoleProgress", "false")
+            .config(map=CONSUMER_CACHE)
             # The JVM this process starts runs on the same few cores as everything else: C1 alone
             # compiles Spark's and the generated code with a fraction of the CPU that C2 spends
             # in the first minutes, and measured no slower at a flow's rates (README: Benchmark).
@@ -86,7 +119,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
             .config("spark.driver.extraJavaOptions",
                     f"{java_options} -Dlog4j2.configurationFile=file:{log4j2_file(log_format)}")
         )
-    return (
+    builder = (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         # The record path never shuffles; the few aggregations on the driver side stay small.
@@ -106,5 +139,5 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
         # Replication must see each task failure as a query failure: the restart path is what
         # drops already-written records (replication/resume.py); a silent task retry would not.
         .config("spark.task.maxFailures", "1")
-        .getOrCreate()
     )
+    return started(builder.getOrCreate)
