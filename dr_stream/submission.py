@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dr_stream.config import env_names
+from dr_stream.kafka.spark_options import CONSUMER_CACHE
 
 _LISTS = ("--files", "--jars", "--archives", "--py-files")
 IMAGE_JOB = "local:///opt/dr-stream/jobs/replicate.py"
@@ -123,6 +124,7 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
         "spark.ui.showConsoleProgress": "false",
         "spark.redaction.regex": redaction,
         "spark.driver.memory": "2g",
+        **CONSUMER_CACHE,
     }
     ours: dict[str, list[str]] = {}
     flow_argument = str(Path(flow_path).resolve())

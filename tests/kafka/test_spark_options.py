@@ -50,3 +50,20 @@ def test_a_batch_range_names_each_partition_s_start_and_end():
     options = spark_options.batch_range(FLOW.destination, {"t": {"1": 5}}, {"t": {"1": 9}})
     assert (options["assign"], options["startingOffsets"], options["endingOffsets"]) == (
         '{"t": [1]}', '{"t": {"1": 5}}', '{"t": {"1": 9}}')
+
+
+def test_a_micro_batch_read_does_not_wait_at_the_log_end_and_the_flow_s_own_setting_wins():
+    assert spark_options.replicate_source(FLOW)["kafka.fetch.max.wait.ms"] == "0"
+    ranged = spark_options.batch_range(FLOW.destination, {"t": {"0": 0}}, {"t": {"0": 1}})
+    assert ranged["kafka.fetch.max.wait.ms"] == "0"
+    assert spark_options.batch_source(FLOW.destination, "t")["kafka.fetch.max.wait.ms"] == "0"
+    own = parse_flow({"source": {"alias": "dc1", "bootstrap_servers": "a:1", "kafka": {"fetch.max.wait.ms": 100}},
+                      "destination": {"alias": "dc2", "bootstrap_servers": "b:2"}})
+    assert spark_options.replicate_source(own)["kafka.fetch.max.wait.ms"] == "100"
+
+
+def test_real_time_mode_polls_continuously_and_keeps_the_client_s_fetch_wait():
+    realtime = parse_flow({"source": {"alias": "dc1", "bootstrap_servers": "a:1"},
+                           "destination": {"alias": "dc2", "bootstrap_servers": "b:2"},
+                           "streaming": {"mode": "realtime"}})
+    assert "kafka.fetch.max.wait.ms" not in spark_options.replicate_source(realtime)
