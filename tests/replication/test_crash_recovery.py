@@ -29,7 +29,7 @@ from tests.kafka_tools import (
 )
 
 pytestmark = pytest.mark.integration
-TOTAL = 300_000
+TOTAL = 200_000
 
 
 def _start(config: Path, log: Path, *spark_args: str) -> subprocess.Popen:
@@ -83,7 +83,7 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
         return count(dc2.bootstrap, topic) if topic_exists(dc2.bootstrap, topic) else 0
 
     kills = 0
-    for threshold in (40_000, 120_000):
+    for threshold in (30_000, 90_000):
         proc = _start(config, log, *spark_args)
         try:
             assert wait_until(lambda t=threshold: copied() >= t, 240), log.read_text()[-3000:]
