@@ -89,18 +89,10 @@ def _while_coordinator_moves(call: Callable[[float], T], timeout: float) -> T:
             time.sleep(0.25)
 
 
-def group_state(admin: AdminClient, group: str, timeout: float = 15.0) -> tuple[str, int]:
-    """(state, member count); a group the cluster does not know is ("ABSENT", 0)."""
-    found = group_states(admin, [group], timeout)[group]
-    if isinstance(found, Exception):
-        raise found
-    return found
-
-
 def group_states(admin: AdminClient, groups: Iterable[str],
                  timeout: float = 15.0) -> dict[str, tuple[str, int] | Exception]:
-    """(state, member count) of many groups in one request per coordinator; a group whose
-    description failed maps to its error."""
+    """(state, member count) of many groups in one request per coordinator (a group the cluster
+    does not know is ("ABSENT", 0)); a group whose description failed maps to its error."""
     groups = sorted(set(groups))
     if not groups:
         return {}

@@ -321,9 +321,12 @@ def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Even
 
 
 def group_state(bootstrap: str, group: str) -> str:
-    from dr_stream.kafka.groups import group_state as state
+    from dr_stream.kafka.groups import group_states
 
-    return state(admin(bootstrap), group)[0]
+    found = group_states(admin(bootstrap), [group])[group]
+    if isinstance(found, Exception):
+        raise found
+    return found[0]
 
 
 def commit_plain(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
