@@ -141,7 +141,7 @@ def read_range(bootstrap: str, topic: str, start: dict[int, int], marks: dict[in
         consumer.assign([TopicPartition(topic, p, start[p]) for p in pending])
         deadline = time.monotonic() + 60
         while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=10000, timeout=1):
+            for msg in consumer.consume(num_messages=10000, timeout=clients.CONSUME_WAIT_S):
                 if msg.error():
                     pending.discard(msg.partition())
                     continue
@@ -187,7 +187,7 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, upto: dict[int, i
         last: dict[int, int] = {}
         deadline = time.monotonic() + 120
         while any(last.get(p, -1) < o - 1 for p, o in wanted.items()) and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=5000, timeout=1):
+            for msg in consumer.consume(num_messages=5000, timeout=clients.CONSUME_WAIT_S):
                 p = msg.partition()
                 if msg.error() or msg.offset() >= wanted[p]:
                     continue

@@ -184,7 +184,7 @@ def _consume_and_commit(cluster: ClusterConfig) -> dict[int, int]:
         consumer.assign([TopicPartition(SHIPMENTS, p, 0) for p in range(SHIPMENTS_PARTITIONS)])
         read = dict.fromkeys(range(SHIPMENTS_PARTITIONS), 0)
         while any(n < CONSUMED_PER_PARTITION for n in read.values()):
-            for msg in consumer.consume(num_messages=1000, timeout=1):
+            for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
                 if not msg.error() and msg.offset() < CONSUMED_PER_PARTITION:
                     read[msg.partition()] += 1
         offsets = dict.fromkeys(range(SHIPMENTS_PARTITIONS), CONSUMED_PER_PARTITION)
@@ -205,7 +205,7 @@ def _read_partitions(cluster: ClusterConfig, group: str, starts: dict[int, int],
         read: dict[int, list] = {p: [] for p in starts}
         open_partitions = set(starts)
         while open_partitions:
-            for msg in consumer.consume(num_messages=1000, timeout=2):
+            for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
                 p = msg.partition()
                 if msg.error() or (per_partition is not None and len(read[p]) >= per_partition):
                     open_partitions.discard(p)

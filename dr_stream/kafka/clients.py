@@ -30,6 +30,11 @@ Settings = Mapping[str, object]
 # retrying the connection for its default socket timeout of a minute.
 PROBE_SETTINGS: Settings = {"socket.connection.setup.timeout.ms": "5000"}
 
+# `Consumer.consume(num_messages, timeout)` returns early only when the batch is full: a read that
+# must stop at a log end calls it with this short wait in a loop under its own deadline, or it
+# would sit out the whole timeout after the last record.
+CONSUME_WAIT_S = 0.05
+
 
 # librdkafka settings naming a file, and the Java property the user wrote it under.
 _FILES = {"ssl.ca.location": "ssl.truststore.location", "ssl.keystore.location": "ssl.keystore.location",

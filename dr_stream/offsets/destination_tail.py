@@ -13,13 +13,14 @@ whose origin and destination offsets both advance by one form one run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 
 from confluent_kafka import TopicPartition
 
 from dr_stream.config import ClusterConfig
-from dr_stream.kafka.clients import consuming
+from dr_stream.kafka.clients import CONSUME_WAIT_S, consuming
 from dr_stream.offsets.run_store import Run
 from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import Headers, newest_entry
@@ -62,10 +63,9 @@ def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int,
         for (topic, partition), (first, end) in sorted(gaps.items()):
             consumer.assign([TopicPartition(topic, partition, first)])
             done = False
-            while not done:
-                messages = consumer.consume(num_messages=5000, timeout=timeout)
-                if not messages:
-                    break
+            deadline = time.monotonic() + timeout
+            while not done and time.monotonic() < deadline:
+                messages = consumer.consume(num_messages=5000, timeout=CONSUME_WAIT_S)
                 for msg in messages:
                     if msg.error() or msg.offset() >= end:
                         done = True

@@ -114,7 +114,7 @@ class RunsReader:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.topic}: could not read to offset {end} in {timeout:g} s "
                                    f"(at {self.position})")
-            got = self.read(timeout=0.5)
+            got = self.read(timeout=clients.CONSUME_WAIT_S)
             out.runs += got.runs
             out.malformed += got.malformed
             out.position = got.position

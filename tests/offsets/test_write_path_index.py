@@ -148,7 +148,10 @@ def test_the_first_offset_the_destination_group_shows_is_the_exact_one(flows, dc
     commit_at(dc1.bootstrap, group, topic, committed_at)
 
     source_id = flow.source_cluster_id
-    assert wait_until(lambda: dest_offset_of(dc2.bootstrap, topic, end - 1, source_id) is not None, 180)
+    # dc2 ends up with its own records and a copy of each of dc1's own: counted from the log ends
+    # first, since looking a copy up reads the whole topic
+    assert wait_until(lambda: count(dc2.bootstrap, topic) >= LOCAL + total, 180)
+    assert wait_until(lambda: dest_offset_of(dc2.bootstrap, topic, end - 1, source_id) is not None, 30)
     if behind:
         expected = dest_offset_of(dc2.bootstrap, topic, committed_at, source_id)
     else:  # just after the last copy (aa: dc1's first 500 are dc2's own records, not copied back)
@@ -165,7 +168,8 @@ def test_the_first_offset_the_destination_group_shows_is_the_exact_one(flows, dc
 
     # failover: more records arrive, then a consumer resumes on dc2 where the group stands
     produce(dc1.bootstrap, topic, records(100, start=total))
-    assert wait_until(lambda: dest_offset_of(dc2.bootstrap, topic, end + 99, source_id) is not None, 120)
+    assert wait_until(lambda: count(dc2.bootstrap, topic) >= LOCAL + total + 100, 120)
+    assert wait_until(lambda: dest_offset_of(dc2.bootstrap, topic, end + 99, source_id) is not None, 30)
     resumed = origins_resumed(dc2.bootstrap, topic, group, source_id)
     # the records produced on dc1 itself (copies from dc2 carry provenance and are never copied back)
     dc1_local = {r.offset for r in consume_all(dc1.bootstrap, topic) if not provenance(r)}

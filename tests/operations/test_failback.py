@@ -20,6 +20,7 @@ from contextlib import contextmanager
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from dr_stream.kafka.clients import CONSUME_WAIT_S
 from dr_stream.kafka.reachability import reachable_cluster_id
 from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failback import FailbackError, failback
@@ -95,7 +96,7 @@ def advance(cluster, topic: str, group: str, partitions: int, n: int) -> list[st
         consumer.assign([TopicPartition(topic, p, start.get(p, 0)) for p in range(partitions)])
         deadline = time.monotonic() + 60
         while any(len(v) < n for v in read.values()) and time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=1000, timeout=1):
+            for msg in consumer.consume(num_messages=1000, timeout=CONSUME_WAIT_S):
                 if msg.error() is None and len(read[msg.partition()]) < n:
                     read[msg.partition()].append(msg)
         assert all(len(v) == n for v in read.values()), f"{group} could not read {n} per partition"
