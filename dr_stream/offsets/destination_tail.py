@@ -56,16 +56,22 @@ def runs_of_records(records: Iterable[Record], header: str, source_cluster_id: s
 
 def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int, int]], header: str,
               source_cluster_id: str, renamer: TopicRenamer, timeout: float = 10.0) -> list[Run]:
-    """The flow's runs in [first, end) of each destination partition in `gaps`."""
+    """The flow's runs in [first, end) of each destination partition in `gaps`.
+
+    A partition's read gives up only after `timeout` seconds without a record, so a long tail is
+    read whole however long it takes.
+    """
     records: list[Record] = []
     settings = {"enable.partition.eof": True}
     with consuming(destination, "dr-stream-tail", settings) as consumer:
         for (topic, partition), (first, end) in sorted(gaps.items()):
             consumer.assign([TopicPartition(topic, partition, first)])
             done = False
-            deadline = time.monotonic() + timeout
-            while not done and time.monotonic() < deadline:
+            idle_until = time.monotonic() + timeout
+            while not done and time.monotonic() < idle_until:
                 messages = consumer.consume(num_messages=5000, timeout=CONSUME_WAIT_S)
+                if messages:
+                    idle_until = time.monotonic() + timeout
                 for msg in messages:
                     if msg.error() or msg.offset() >= end:
                         done = True
