@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     configure(args.log_format)
     config = load_flow(args.config)
     from dr_stream.replication.flow import ReplicationFlow
-    from dr_stream.replication.supervisor import run_until_stopped
+    from dr_stream.replication.supervisor import SparkStopped, run_until_stopped
     from dr_stream.session import spark_session
 
     spark = spark_session(f"dr-stream-{config.name}", ui_port=config.metrics.spark_ui_port, log_format=args.log_format)
@@ -65,6 +65,8 @@ def _run(args: argparse.Namespace) -> int:
         require_shared(config)
     try:
         run_until_stopped(ReplicationFlow(config, spark), metrics_port=args.metrics_port)
+    except SparkStopped:
+        return 1  # the flow said why
     finally:
         try:
             spark.stop()

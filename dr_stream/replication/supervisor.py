@@ -1,7 +1,9 @@
 """Keeps a flow's queries and driver threads running until it is told to stop.
 
 Invariants: a query that fails is restarted from its own checkpoint, with a backoff that
-doubles up to a limit and resets after a minute of health; a driver thread whose loop ends on
+doubles up to a limit and resets after a minute of health, as long as Spark itself runs: once
+the SparkContext is stopped under the flow (its JVM got the scheduler's SIGTERM, or died) the
+flow ends with one line instead of restarting into it; a driver thread whose loop ends on
 an error is said in one line, counted (`dr_stream_thread_failures_total`) and started again; a
 stop waits for each query to finish its batch in flight (within a grace period), since an
 interrupted batch is replayed and an interrupted translation-log write loses the newest
@@ -23,6 +25,21 @@ from dr_stream.config import ConfigError
 from dr_stream.failure_notes import first_line
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.metrics_server import MetricsServer
+
+
+class SparkStopped(RuntimeError):
+    """The flow's SparkContext stopped while the flow ran: nothing can be restarted in it."""
+
+
+def spark_running(spark) -> bool:
+    """Whether the flow's SparkContext still runs. Under `spark-submit` the Python driver is a
+    child of the JVM, which stops Spark when it is signalled and does not signal the driver: the
+    driver learns of it only here, or as a query that failed, and must not take that failure for
+    one it can restart (it would retry forever against a stopped or vanished JVM)."""
+    try:
+        return not spark.sparkContext._jsc.sc().isStopped()
+    except Exception:  # the JVM is gone: its gateway refuses the call
+        return False
 
 
 def _error_line(error) -> str:
@@ -72,8 +89,13 @@ class _Supervisor:
     flow: ReplicationFlow
     max_backoff_s: float
     parts: list[_Supervised] = field(default_factory=list)
+    running: Callable[[], bool] = lambda: True
 
     def check(self) -> None:
+        """Restarts what failed; raises SparkStopped once Spark no longer runs."""
+        if not self.running():
+            raise SparkStopped("Spark stopped under the flow (its JVM was told to stop, or died): "
+                               "the flow stops too instead of restarting its queries")
         now = time.monotonic()
         for part in self.parts:
             if part.restart_at is not None:
@@ -147,7 +169,8 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
             signal.signal(sig, lambda *_: stop.set())
     listener = flow.progress
     flow.spark.streams.addListener(listener)
-    supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()])
+    supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
+                             running=lambda: spark_running(flow.spark))
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
                                 name=f"{name}-{flow.config.name}", daemon=True) for name, run in flow.workers()]
     for worker in workers:
@@ -162,6 +185,9 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
             stop.wait(1)
             if not stop.is_set():
                 supervisor.check()
+    except SparkStopped as exc:
+        flow.log(str(exc))
+        raise
     finally:
         stop.set()
         try:
@@ -169,8 +195,10 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
             flow.spark.streams.removeListener(listener)
         except Exception:  # the JVM may already be gone when the whole process group got the signal
             pass
+        # One deadline for all: each loop sees `stop` within its own wait, and they are daemons.
+        joined_by = time.monotonic() + 15
         for worker in workers:
-            worker.join(timeout=15)
+            worker.join(timeout=max(0.0, joined_by - time.monotonic()))
         if server is not None:
             server.close()
         flow.close()
