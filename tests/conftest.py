@@ -151,6 +151,23 @@ def flow_file(config: FlowConfig, directory: Path, **sections) -> str:
     return str(path)
 
 
+def one_topic_flow_file(directory: Path, name: str, source: str, destination: str, topic: str, **streaming) -> Path:
+    """A dc1 -> dc2 flow of one topic as a YAML file with its state under `directory`, for
+    tests that run it as its own process."""
+    import yaml
+
+    path = directory / "flow.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name,
+        "source": {"alias": "dc1", "bootstrap_servers": source},
+        "destination": {"alias": "dc2", "bootstrap_servers": destination},
+        "topics": {"include": [topic.replace(".", "\\.")]},
+        "streaming": {"checkpoint_dir": str(directory / "checkpoints"), "offset_index": str(directory / "index"),
+                      **streaming},
+    }))
+    return path
+
+
 @contextmanager
 def running_flow(spark, config: FlowConfig):
     """Runs a flow's replication query in this process until the block ends."""

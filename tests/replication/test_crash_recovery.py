@@ -14,9 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 
 from dr_stream.paths import project_root
+from tests.conftest import one_topic_flow_file
 from tests.kafka_tools import (
     consume_all,
     count,
@@ -68,15 +68,7 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
     topics.append(topic)
     create_topic(dc1.bootstrap, topic, 3)
     produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(TOTAL)))
-    config = tmp_path / "flow.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": "crash-test",
-        "source": {"alias": "dc1", "bootstrap_servers": dc1.bootstrap},
-        "destination": {"alias": "dc2", "bootstrap_servers": dc2.bootstrap},
-        "topics": {"include": [topic.replace(".", "\\.")]},
-        "streaming": {"checkpoint_dir": str(tmp_path / "checkpoints"), "offset_index": str(tmp_path / "index"),
-                      **streaming},
-    }))
+    config = one_topic_flow_file(tmp_path, "crash-test", dc1.bootstrap, dc2.bootstrap, topic, **streaming)
     log = tmp_path / "flow.log"
 
     def copied() -> int:

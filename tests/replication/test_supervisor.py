@@ -10,11 +10,11 @@ import time
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from dr_stream.paths import project_root
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, spark_running
+from tests.conftest import one_topic_flow_file
 from tests.kafka_tools import count, create_topic, produce, topic_exists, unique, wait_until
 
 
@@ -74,14 +74,7 @@ def test_a_flow_whose_spark_context_is_stopped_under_it_ends_with_one_line_and_r
     topics.append(topic)
     create_topic(dc1.bootstrap, topic, 1)
     produce(dc1.bootstrap, topic, ({"value": f"{i}".encode()} for i in range(100)))
-    config = tmp_path / "flow.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": "stopped-spark",
-        "source": {"alias": "dc1", "bootstrap_servers": dc1.bootstrap},
-        "destination": {"alias": "dc2", "bootstrap_servers": dc2.bootstrap},
-        "topics": {"include": [topic.replace(".", "\\.")]},
-        "streaming": {"checkpoint_dir": str(tmp_path / "checkpoints"), "offset_index": str(tmp_path / "index")},
-    }))
+    config = one_topic_flow_file(tmp_path, "stopped-spark", dc1.bootstrap, dc2.bootstrap, topic)
     log = tmp_path / "flow.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "tests.replication.stop_spark_under_a_flow", str(config)],
