@@ -25,6 +25,7 @@ from tests.kafka_tools import (
     committed,
     consume_all,
     consume_and_commit,
+    create_on_both,
     create_topic,
     delete_records_before,
     delete_topics,
@@ -342,8 +343,7 @@ class TestActiveActive:
     def test_records_the_flow_copied_translate_exactly_with_identical_topic_names(self, spark, flow, dc1, dc2,
                                                                                  tmp_path):
         topic, group = unique("xlate.aa."), unique("xg-aa-")
-        for cluster in (dc1, dc2):
-            create_topic(cluster.bootstrap, topic, partitions=1)
+        create_on_both(dc1.bootstrap, dc2.bootstrap, topic, 1)  # the module's flow may make it on dc2 first
         back = flow_config(dc2, dc1, tmp_path, name="aa-back", topics={"include": [r"xlate\.aa\..*"]},
                            offsets={"groups": {"include": ["xg-aa-.*"]}})
         with running_flow(spark, back):
