@@ -2,7 +2,7 @@
 
 One HDFS + YARN (Hadoop's mini-cluster, `dr-stream dev yarn`) serves the module; each test
 submits its own application and kills it through the ResourceManager when done. The figures
-the README and the closing note quote (submit to first record, kill to first record again)
+the README and the closing note quote (submit to first record, kill to records flowing again)
 are printed by these tests (`pytest -s -m yarn`).
 """
 
@@ -111,13 +111,17 @@ def _cli(hadoop: LocalHadoop, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_on_hdfs(
+def test_yarn_cluster_mode_survives_a_killed_driver_container_copies_exactly_once_and_the_cli_reads_its_state(
         hadoop, dc1, dc2, topics, tmp_path):
-    total = 50_000
-    topic = _source_topic(dc1, topics, "yarn.cluster.", 3, total)
+    """One cluster-mode submission covers what two used to check apart: the copy, YARN's restart of
+    a killed driver (a lost node), exactly once across it, and the CLI reading the state on HDFS."""
+    total = 60_000
+    topic = _source_topic(dc1, topics, "yarn.cluster.", 3, total, repeat=8)
     group = unique("yarn-group-")
     consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
-    flow = _flow(tmp_path / "yarn-cluster.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-cluster")
+    # Small batches keep the copy going long enough to be interrupted.
+    flow = _flow(tmp_path / "yarn-cluster.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-cluster",
+                 trigger="200ms", max_records_per_batch=1500)
     # The destination's address reaches the driver on YARN only if spark-submit.sh hands it over.
     flow.write_text(flow.read_text().replace(dc2.bootstrap, "${env:DR_TEST_YARN_DESTINATION}"))
     os.environ["DR_TEST_YARN_DESTINATION"] = dc2.bootstrap
@@ -128,38 +132,7 @@ def test_yarn_cluster_mode_replicates_exactly_once_and_the_cli_reads_its_state_o
         assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) > 0, 240), \
             _driver_output(hadoop, app)
         print(f"\nyarn-cluster: submit to first copied record {time.monotonic() - began:.1f}s")
-        assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 180), _driver_output(hadoop, app)
-        _exactly_once(dc2, topic, total)
-
-        def translated() -> dict[int, int]:
-            done = _cli(hadoop, "translate", "--config", str(flow), "--group", group, "--json")
-            assert done.returncode == 0, done.stderr[-2000:]
-            return {p["partition"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
-
-        assert wait_until(lambda: translated() == {0: 1000, 1: 1000, 2: 1000}, 120, interval=2), translated()
-        def status() -> subprocess.CompletedProcess:
-            return _cli(hadoop, "status", "--config", str(flow), "--json", "--max-lag-records", "0")
-
-        assert wait_until(lambda: status().returncode == 0, 60, interval=2), (
-            status().stdout + _driver_output(hadoop, app))
-        lags = json.loads(status().stdout)["replication"]
-        assert {(lag["partition"], lag["lag_records"]) for lag in lags} == {(0, 0), (1, 0), (2, 0)}
-        assert hadoop.application(app)["state"] == "RUNNING"
-    finally:
-        hadoop.kill_application(app)
-
-
-def test_a_killed_driver_container_is_restarted_by_yarn_and_the_copy_finishes_exactly_once(
-        hadoop, dc1, dc2, topics, tmp_path):
-    total = 60_000
-    topic = _source_topic(dc1, topics, "yarn.restart.", 3, total, repeat=8)
-    # Small batches keep the copy going long enough to be interrupted.
-    flow = _flow(tmp_path / "yarn-restart.yaml", dc1, dc2, topic, f"{hadoop.fs_uri}/dr-stream/yarn-restart",
-                 trigger="200ms", max_records_per_batch=1500)
-    app = _submit_cluster_mode(hadoop, flow, tmp_path / "submit.log")
-    try:
-        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= 6000, 240), \
-            _driver_output(hadoop, app)
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= 6000, 120), _driver_output(hadoop, app)
         first = hadoop.attempts(app)[-1]["containerId"]
         hadoop.kill_container(first)
         killed_at, at_kill = time.monotonic(), count(dc2.bootstrap, topic)
@@ -169,11 +142,26 @@ def test_a_killed_driver_container_is_restarted_by_yarn_and_the_copy_finishes_ex
         # the second attempt is copying once the count moves past them.
         settled = count(dc2.bootstrap, topic)
         assert wait_until(lambda: count(dc2.bootstrap, topic) > settled, 240), _driver_output(hadoop, app)
-        print(f"\nyarn restart: kill -9 of {first} to records flowing again {time.monotonic() - killed_at:.1f}s "
+        print(f"yarn restart: kill -9 of {first} to records flowing again {time.monotonic() - killed_at:.1f}s "
               f"({at_kill} of {total} copied at the kill)")
         assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 240), _driver_output(hadoop, app)
         time.sleep(3)  # anything duplicated would land now
         _exactly_once(dc2, topic, total)
+
+        def translated() -> dict[int, int]:
+            done = _cli(hadoop, "translate", "--config", str(flow), "--group", group, "--json")
+            assert done.returncode == 0, done.stderr[-2000:]
+            return {p["partition"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
+
+        assert wait_until(lambda: translated() == {0: 1000, 1: 1000, 2: 1000}, 120, interval=2), translated()
+
+        def status() -> subprocess.CompletedProcess:
+            return _cli(hadoop, "status", "--config", str(flow), "--json", "--max-lag-records", "0")
+
+        assert wait_until(lambda: status().returncode == 0, 60, interval=2), (
+            status().stdout + _driver_output(hadoop, app))
+        lags = json.loads(status().stdout)["replication"]
+        assert {(lag["partition"], lag["lag_records"]) for lag in lags} == {(0, 0), (1, 0), (2, 0)}
         assert hadoop.application(app)["state"] == "RUNNING"
     finally:
         hadoop.kill_application(app)
