@@ -49,7 +49,11 @@ def _print_status(clusters) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
     from dr_stream.log_format import configure
+    from dr_stream.offsets.flow_tables import FlowTables
+    from dr_stream.phase_clock import PhaseClock
 
     configure(args.log_format)
     config = load_flow(args.config)
@@ -57,14 +61,22 @@ def _run(args: argparse.Namespace) -> int:
     from dr_stream.replication.supervisor import SparkStopped, run_until_stopped
     from dr_stream.session import spark_session
 
+    clock = PhaseClock()
+    # The offset index is read without a JVM while Spark starts: a restart waits for both. A
+    # location the deltalake package cannot open fails this read, and the flow reads it through Spark.
+    reader = ThreadPoolExecutor(1, thread_name_prefix="index-read")
+    index = reader.submit(FlowTables.of(config).runs_and_positions)
+    reader.shutdown(wait=False)
     spark = spark_session(f"dr-stream-{config.name}", ui_port=config.metrics.spark_ui_port, log_format=args.log_format)
     spark.sparkContext.setLogLevel("WARN")
+    clock.mark("spark session")
     if spark.conf.get("spark.submit.deployMode", "client") == "cluster":
         from dr_stream.state_paths import require_shared
 
         require_shared(config)
     try:
-        run_until_stopped(ReplicationFlow(config, spark), metrics_port=args.metrics_port)
+        run_until_stopped(ReplicationFlow(config, spark, clock=clock, index_prefetch=index),
+                          metrics_port=args.metrics_port)
     except SparkStopped:
         return 1  # the flow said why
     finally:

@@ -103,6 +103,13 @@ class StreamingConfig:
     # per source partition, records copied as they arrive; `trigger` is how long each of its
     # batches runs, i.e. how often progress is checkpointed.
     mode: str = "microbatch"
+    # The longest a (re)start reads the destination past the offset index for copies no run
+    # reported; past it those partitions resume at-least-once, and the flow says so.
+    resume_scan_timeout: str = "60s"
+
+    @property
+    def resume_scan_timeout_s(self) -> float:
+        return milliseconds(self.resume_scan_timeout) / 1000
 
     @property
     def realtime(self) -> bool:
@@ -259,7 +266,7 @@ def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
 
 def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "trigger",
-                                     "max_records_per_batch", "starting_offsets", "mode"})
+                                     "max_records_per_batch", "starting_offsets", "mode", "resume_scan_timeout"})
     mode = r.string(s, "mode", "streaming", default="microbatch")
     if mode not in MODES:
         raise r.fail("streaming.mode", f"expected {' or '.join(MODES)}, got {mode!r}")
@@ -275,6 +282,9 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     if starting not in ("earliest", "latest"):
         raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
     offset_index = r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index")
+    scan_timeout = r.string(s, "resume_scan_timeout", "streaming", default="60s")
+    if not DURATION.match(scan_timeout):
+        raise r.fail("streaming.resume_scan_timeout", f"{scan_timeout!r} is not a duration like 500ms, 1s or 1m")
     return StreamingConfig(
         checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
         offset_index=offset_index,
@@ -285,6 +295,7 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
         max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
         starting_offsets=starting,
         mode=mode,
+        resume_scan_timeout=scan_timeout,
     )
 
 

@@ -97,13 +97,23 @@ class FlowTables:
         rows = self._query(self.index_path, "SELECT origin_cluster FROM t ORDER BY copied_at DESC LIMIT 1")
         return rows[0]["origin_cluster"] if rows else None
 
+    def runs_and_positions(self) -> tuple[list[Run], dict[str, int]]:
+        """Every run, and per origin cluster where the index's reading of the runs topic stopped,
+        from one snapshot (a flow's start reads its index here while its Spark session starts)."""
+        return self.runs(), self._positions()
+
     def runs_topic_position(self) -> int | None:
         """Where the index's reading of the runs topic stopped (None: no row came from it)."""
+        return max(self._positions().values(), default=None)
+
+    def _positions(self) -> dict[str, int]:
+        """Per origin cluster, the newest runs-topic offset its rows came from."""
         try:
-            rows = self._query(self.index_path, "SELECT max(runs_topic_offset) AS at FROM t")
+            rows = self._query(self.index_path, "SELECT origin_cluster, max(runs_topic_offset) AS at FROM t "
+                                                "GROUP BY origin_cluster")
         except Exception:  # a table written before the column existed
-            return None
-        return rows[0]["at"] if rows and rows[0]["at"] is not None else None
+            return {}
+        return {r["origin_cluster"]: r["at"] for r in rows if r["at"] is not None}
 
     def latest_translations(self) -> list[dict]:
         """The newest translation-log row per (group, topic, partition)."""

@@ -10,7 +10,11 @@ drops runs whose records the destination deleted.
 restart): it reads the runs topic to its end, then scans each destination partition from just
 past its last known run to its log end for records this flow copied that no run reported (the
 producer died between the acknowledgement and the publication), so the store covers every
-copy on the destination before a single new record is written.
+copy on the destination before a single new record is written. The Delta table gets them at
+the feed's next round, beside the query's start rather than before it. The scan is one Spark
+job over all those partitions (its tasks read them side by side) with a deadline,
+`scan_timeout_s`: a scan that does not finish by it leaves its partitions in `unscanned`, which
+the flow reports; they resume from the index's marks, at-least-once for the copies past them.
 
 `processed_through` says, per source partition, below which origin offset the replicate query
 has handled every record (copied or skipped) *and* the feed holds the runs of those copies. Two
@@ -30,12 +34,15 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from dr_stream.config import ClusterConfig
+from dr_stream.failure_notes import first_line
+from dr_stream.job_deadline import JobTimedOut, within
 from dr_stream.kafka import spark_options
 from dr_stream.local_frame import local_frame
 from dr_stream.offsets.index import (
@@ -79,11 +86,18 @@ class IndexFeed:
     log: Callable[[str], None] = print
     write_every_s: float = 30.0
     maintenance_every_s: float = 60.0
+    # the longest a (re)start spends reading the destination past the index (`_fill_gaps`)
+    scan_timeout_s: float = 60.0
+    # destination partition -> the [first, end) a timed-out start-up scan left unread
+    unscanned: dict[Partition, tuple[int, int]] = field(default_factory=dict)
     on_advanced: Callable[[], None] = lambda: None
     # told every run read from the runs topic, in publication order (not runs rebuilt at start)
     on_runs: Callable[[list[Run]], None] = lambda runs: None
     store: RunStore = field(default_factory=RunStore)
     malformed: int = 0
+    # the table read without Spark while the session started (`FlowTables.runs_and_positions`);
+    # None, or a read that failed: `load` reads it through Spark
+    prefetched: Future | None = None
     _reader: RunsReader | None = None
     _unwritten: list[tuple[Run, int | None]] = field(default_factory=list)
     _last_write: float = field(default_factory=time.monotonic)
@@ -102,31 +116,61 @@ class IndexFeed:
 
     def load(self) -> None:
         """The Delta table into memory; the runs topic is read from where the table left off."""
-        rows = self.index.runs().where(F.col("origin_cluster") == self.source_cluster_id)
-        start = None
-        if "runs_topic_offset" in rows.columns:
-            found = rows.agg(F.max("runs_topic_offset").alias("at")).first()["at"]
-            start = None if found is None else found + 1
-        self.store.extend(run_of(r) for r in rows.collect())
-        self._reader = RunsReader(self.destination, self.runs_topic, start)
+        runs, position = self._taken_prefetch() or self._read_table()
+        self.store.extend(runs)
+        self._reader = RunsReader(self.destination, self.runs_topic, None if position is None else position + 1)
 
-    def catch_up(self) -> None:
-        """Everything reported, then everything on the destination no report covers."""
+    def _read_table(self) -> tuple[list[Run], int | None]:
+        frame = self.index.runs().where(F.col("origin_cluster") == self.source_cluster_id)
+        rows = frame.collect()  # one read of the table: the resume point comes from the same rows
+        at = "runs_topic_offset" if "runs_topic_offset" in frame.columns else None
+        reported = [r[at] for r in rows if at and r[at] is not None]
+        return [run_of(r) for r in rows], max(reported) if reported else None
+
+    def _taken_prefetch(self) -> tuple[list[Run], int | None] | None:
+        if self.prefetched is None:
+            return None
+        prefetched, self.prefetched = self.prefetched, None
+        try:
+            runs, positions = prefetched.result(timeout=self.scan_timeout_s)
+        except Exception as exc:  # e.g. a location deltalake cannot open (hdfs://): Spark reads it
+            self.log(f"offset index: read through Spark ({first_line(exc)})")
+            return None
+        return [r for r in runs if r.origin_cluster == self.source_cluster_id], positions.get(self.source_cluster_id)
+
+    def catch_up(self, mark: Callable[[str], None] = lambda phase: None) -> None:
+        """Everything reported, then everything on the destination no report covers; `mark` is
+        told the end of each step (a restart's time is mostly here)."""
         with self._reading:
             if self._reader is None:
                 self.load()
             got = self._reader.read_to_end()
             self._take(got.runs, got.malformed)
+            mark("runs topic")
             self._fill_gaps()
-        self.write()
+            mark("destination scan")
+        # The table is appended by the feed's next round, beside the query's start instead of
+        # before it: until then the runs topic and the destination still hold what it will get.
+        with self._lock:
+            self._last_write = float("-inf")
 
     def _fill_gaps(self) -> None:
         bounds = self.dest_bounds()
         with self._lock:
             gaps = self.store.uncovered(bounds)
+        self.unscanned = {}
         if not gaps:
             return
-        found = self._scan(gaps)
+        try:
+            found = self._scan(gaps)
+        except JobTimedOut:
+            # The marks of these partitions stay those of the index: their copies past it may be
+            # written again. Said once here, and by the flow for each partition (`unscanned`).
+            self.unscanned = dict(gaps)
+            self.log(f"offset index: the destination's records past the last known run of {len(gaps)} partitions "
+                     f"({sum(e - f for f, e in gaps.values())} records) were not read within "
+                     f"{self.scan_timeout_s:g} s; those partitions resume from the index's marks")
+            return
         self._take([(None, r) for r in found], 0)
         if found:
             records = sum(r.records for r in found)
@@ -134,18 +178,18 @@ class IndexFeed:
                      f"before publishing); rebuilt {len(found)} runs from the destination")
 
     def _scan(self, gaps: dict[Partition, tuple[int, int]]) -> list[Run]:
+        """One Spark job over every gap at once, cancelled after `scan_timeout_s`."""
         starts: dict[str, dict[str, int]] = {}
         ends: dict[str, dict[str, int]] = {}
         for (topic, partition), (first, end) in gaps.items():
             starts.setdefault(topic, {})[str(partition)] = first
             ends.setdefault(topic, {})[str(partition)] = end
-        rows = (
+        frame = (
             self.spark.read.format("kafka").options(**spark_options.batch_range(self.destination, starts, ends)).load()
             .transform(copied_records(self.source_cluster_id, self.header, self.renamer))
             .transform(to_runs)
-            .collect()
         )
-        return [run_of(r) for r in rows]
+        return [run_of(r) for r in within(self.spark, self.scan_timeout_s, frame.collect)]
 
     # -- running -------------------------------------------------------------------------------
 

@@ -77,12 +77,6 @@ class TranslateLoop:
                                            f"{self.retry_s:g} s)",
             lambda group: f"group {group}: offsets synced again")
 
-    def restore(self) -> None:
-        """Picks up the positions known before a restart: they may still be waiting for the index."""
-        for commit in self.record.last_commits():
-            self.latest[commit.key] = commit
-            self.pending.add(commit.key)
-
     def on_index_advanced(self) -> None:
         self._advanced.set()
 

@@ -22,7 +22,6 @@ from pyspark.sql.types import (
 )
 
 from dr_stream.local_frame import local_frame
-from dr_stream.offsets.consumer_timestamps import GroupCommit
 from dr_stream.offsets.translation import Translation
 
 SCHEMA = StructType([
@@ -79,10 +78,6 @@ class TranslationLog:
         """The newest row per (group, topic, partition)."""
         newest = Window.partitionBy("group", "topic", "partition").orderBy(F.col("translated_at").desc())
         return self.history().withColumn("_n", F.row_number().over(newest)).where("_n = 1").drop("_n")
-
-    def last_commits(self) -> list[GroupCommit]:
-        return [GroupCommit(r.group, r.topic, r.partition, r.source_offset, r.source_timestamp)
-                for r in self.latest().collect()]
 
     def last_source_ends(self) -> dict[tuple[str, int], int]:
         """The newest source log end recorded per source partition."""

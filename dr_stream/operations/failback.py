@@ -136,6 +136,7 @@ def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callabl
         if lag == 0:
             if flow.feed is not None:
                 flow.feed.catch_up()  # a batch's runs are published before it commits: all of them are there
+                flow.feed.write()  # and in the table, which the failover after the failback reads
             return time.monotonic() - started
         if timeout_s is not None and elapsed > timeout_s:
             shown = "unknown" if lag is None else lag

@@ -25,6 +25,7 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -47,6 +48,7 @@ from dr_stream.offsets.runs_topic import ensure_runs_topic, runs_topic
 from dr_stream.offsets.translate_loop import TranslateLoop
 from dr_stream.offsets.translation_log import TranslationLog
 from dr_stream.offsets.translator import OffsetTranslator
+from dr_stream.phase_clock import PhaseClock
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import left_out_group, read_left_out
@@ -86,8 +88,14 @@ class ReplicationFlow:
     config: FlowConfig
     spark: SparkSession
     log: Callable[[str], None] | None = None
+    # started by the caller before the Spark session, so the session counts as a start-up phase
+    clock: PhaseClock | None = None
+    # the offset index read without Spark while the session started (`FlowTables.runs_and_positions`)
+    index_prefetch: Future | None = None
 
     def __post_init__(self) -> None:
+        self.clock = self.clock or PhaseClock()
+        self._launches = 0
         self.log = summarised(self.log or _log_to(self.config.name))
         config = self.config
         self.metrics = FlowMetrics(config.name, config.query_name("replicate"),
@@ -121,6 +129,7 @@ class ReplicationFlow:
         if self.source_cluster_id == self.destination_cluster_id:
             raise ValueError(f"{config.path}: source and destination are the same cluster "
                              f"({self.source_cluster_id})")
+        self.clock.mark("clusters")
         topics = config.topics
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
                                     config.source, config.destination, sync_configs=topics.sync_configs,
@@ -136,7 +145,9 @@ class ReplicationFlow:
         self.feed = self._feed() if config.provenance.enabled else None
         if self.feed is None:
             self.log("warning: provenance is off, so there is no offset index and no offset translation")
+        self.clock.mark("offset index")
         self.translate_loop = self._translate_loop() if self.feed else None
+        self.clock.mark("translate loop")
         if self.translate_loop:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter,
@@ -167,7 +178,8 @@ class ReplicationFlow:
         feed = IndexFeed(
             spark=self.spark, index=self.index, destination=self.config.destination, runs_topic=self.runs_topic,
             source_cluster_id=self.source_cluster_id, header=self.config.provenance.header,
-            renamer=self.config.renamer, dest_bounds=dest_bounds, log=self.log,
+            renamer=self.config.renamer, dest_bounds=dest_bounds, log=self.log, prefetched=self.index_prefetch,
+            scan_timeout_s=self.config.streaming.resume_scan_timeout_s,
         )
         feed.load()
         return feed
@@ -205,7 +217,8 @@ class ReplicationFlow:
             sync=GroupSync(config.destination, config.name) if config.offsets.sync_to_destination else None,
             groups=config.group_filter, topics=config.topic_filter, log=self.log,
         )
-        loop.restore()
+        # No read-back of the translation log: the loop reads `__consumer_timestamps` from its first
+        # record, and that compacted topic holds every group's newest position.
         return loop
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
@@ -236,14 +249,27 @@ class ReplicationFlow:
         """Starts the replicate query, its topics on the destination first.
 
         Both modes run the same plan: Spark's Kafka source, the record path, the crash-resume
-        filter fixed at this start, Spark's Kafka sink. Only the trigger differs."""
+        filter fixed at this start, Spark's Kafka sink. Only the trigger differs. Says how long
+        the start took, phase by phase."""
+        if self._launches:
+            self.clock = PhaseClock()
+        self._launches += 1
         self.connect()
+        query = self._start_query()
+        self.clock.mark("query start")
+        what = "query restart" if self._launches > 1 else "start-up"
+        self.log(f"{what}: replicate query running after {self.clock.shown()}")
+        return query
+
+    def _start_query(self) -> StreamingQuery:
         replicated = self._sync_topics()
+        self.clock.mark("topics")
         self._subscribed, self._partitions = set(replicated), sum(replicated.values())
         config = self.config
         if config.streaming.realtime:
             self._require_slots(replicated)
         self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
+        self.clock.mark("resume marks")
         stream = (
             self.spark.readStream.format("kafka")
             .options(**spark_options.replicate_source(config, sorted(replicated)))
@@ -287,8 +313,13 @@ class ReplicationFlow:
     def _resume_marks(self, replicated: dict[str, int]) -> dict[tuple[str, int], int]:
         # The index, once level with the destination, knows the last origin offset copied to each
         # partition: no scan of the destination from its end, partition by partition.
-        self.feed.catch_up()
+        self.feed.catch_up(self.clock.mark)
         copied = {k: o for k, o in self.feed.last_copied().items() if k[0] in replicated}
+        if self.feed.unscanned:
+            unread = {k: first for k, (first, _) in self.feed.unscanned.items()}
+            self.log(f"(re)start: at-least-once for {len(unread)} destination partitions whose newest copies were "
+                     f"not read (from offsets {_shown(unread)}): records copied there before the stop may be "
+                     "written again")
         left_out = read_left_out(self.config.source, self.destination_cluster_id,
                                  ((t, p) for t, n in replicated.items() for p in range(n)))
         self._left_out = left_out

@@ -173,10 +173,12 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
                              running=lambda: spark_running(flow.spark))
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
                                 name=f"{name}-{flow.config.name}", daemon=True) for name, run in flow.workers()]
-    for worker in workers:
-        worker.start()
     try:
         supervisor.check()
+        # The driver threads start once the query runs: their first rounds (a poll of every
+        # group, the lag of every partition) would otherwise compete with the restart itself.
+        for worker in workers:
+            worker.start()
         flow.log(f"replicating {flow.config.source.alias} ({flow.source_cluster_id}) -> "
                  f"{flow.config.destination.alias} ({flow.destination_cluster_id}); queries "
                  f"{', '.join(p.name for p in supervisor.parts)}; "
@@ -198,7 +200,8 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
         # One deadline for all: each loop sees `stop` within its own wait, and they are daemons.
         joined_by = time.monotonic() + 15
         for worker in workers:
-            worker.join(timeout=max(0.0, joined_by - time.monotonic()))
+            if worker.ident is not None:  # started
+                worker.join(timeout=max(0.0, joined_by - time.monotonic()))
         if server is not None:
             server.close()
         flow.close()
