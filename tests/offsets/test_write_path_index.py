@@ -89,12 +89,21 @@ class GroupWatch:
         return list(self._seen)
 
     def stop(self) -> list[tuple[float, int]]:
-        self._stop.set()
-        try:
-            self._thread.join(timeout=30)
-        finally:
-            self._consumer.close()
+        """Ends the watch and closes its consumer (a second call only returns what was seen)."""
+        if not self._stop.is_set():
+            self._stop.set()
+            try:
+                self._thread.join(timeout=30)
+            finally:
+                self._consumer.close()
         return self.seen
+
+    def __enter__(self) -> GroupWatch:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        # A failed assertion must not leave the consumer polling a cluster the session later stops.
+        self.stop()
 
 
 def origins_resumed(bootstrap: str, topic: str, group: str, source_id: str) -> list[int]:
@@ -143,23 +152,23 @@ def test_the_first_offset_the_destination_group_shows_is_the_exact_one(flows, dc
     produce(dc1.bootstrap, topic, records(total))
     end = count(dc1.bootstrap, topic)
     committed_at = end - behind
-    watch = GroupWatch(dc2.bootstrap, group, topic)
-    t0 = time.monotonic()
-    commit_at(dc1.bootstrap, group, topic, committed_at)
+    with GroupWatch(dc2.bootstrap, group, topic) as watch:
+        t0 = time.monotonic()
+        commit_at(dc1.bootstrap, group, topic, committed_at)
 
-    source_id = flow.source_cluster_id
-    # dc2 ends up with its own records and a copy of each of dc1's own: counted from the log ends
-    # first, since looking a copy up reads the whole topic
-    assert wait_until(lambda: count(dc2.bootstrap, topic) >= LOCAL + total, 180)
-    assert wait_until(lambda: dest_offset_of(dc2.bootstrap, topic, end - 1, source_id) is not None, 30)
-    if behind:
-        expected = dest_offset_of(dc2.bootstrap, topic, committed_at, source_id)
-    else:  # just after the last copy (aa: dc1's first 500 are dc2's own records, not copied back)
-        expected = LOCAL + end if mode == "ap" else end
-    assert wait_until(lambda: watch.seen and (expected is None or watch.seen[-1][1] == expected), 60), (
-        f"dc2 group never reached {expected}: {watch.seen}")
-    time.sleep(3)  # anything synced after the exact offset would show up here
-    seen = watch.stop()
+        source_id = flow.source_cluster_id
+        # dc2 ends up with its own records and a copy of each of dc1's own: counted from the log ends
+        # first, since looking a copy up reads the whole topic
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= LOCAL + total, 180)
+        assert wait_until(lambda: dest_offset_of(dc2.bootstrap, topic, end - 1, source_id) is not None, 30)
+        if behind:
+            expected = dest_offset_of(dc2.bootstrap, topic, committed_at, source_id)
+        else:  # just after the last copy (aa: dc1's first 500 are dc2's own records, not copied back)
+            expected = LOCAL + end if mode == "ap" else end
+        assert wait_until(lambda: watch.seen and (expected is None or watch.seen[-1][1] == expected), 60), (
+            f"dc2 group never reached {expected}: {watch.seen}")
+        time.sleep(3)  # anything synced after the exact offset would show up here
+        seen = watch.stop()
     first_at, first = seen[0]
     print(f"{mode} {behind} behind: first synced offset {first} after {first_at - t0:.2f} s; all {seen}")
     if expected is not None:
