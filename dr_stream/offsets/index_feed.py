@@ -90,6 +90,7 @@ class IndexFeed:
     scan_timeout_s: float = 60.0
     # destination partition -> the [first, end) a timed-out start-up scan left unread
     unscanned: dict[Partition, tuple[int, int]] = field(default_factory=dict)
+    # told each time the store or the processed offsets moved: a feed round, or a restart's catch-up
     on_advanced: Callable[[], None] = lambda: None
     # told every run read from the runs topic, in publication order (not runs rebuilt at start)
     on_runs: Callable[[list[Run]], None] = lambda runs: None
@@ -147,20 +148,25 @@ class IndexFeed:
             got = self._reader.read_to_end()
             self._take(got.runs, got.malformed)
             mark("runs topic")
-            self._fill_gaps()
+            rebuilt = self._fill_gaps()
             mark("destination scan")
+        if got.runs or rebuilt:
+            # The feed thread will not read these runs again: a position waiting for them (a
+            # group committed just before this restart) is translated now, not at the next copy.
+            self.on_advanced()
         # The table is appended by the feed's next round, beside the query's start instead of
         # before it: until then the runs topic and the destination still hold what it will get.
         with self._lock:
             self._last_write = float("-inf")
 
-    def _fill_gaps(self) -> None:
+    def _fill_gaps(self) -> bool:
+        """True when it rebuilt runs from the destination."""
         bounds = self.dest_bounds()
         with self._lock:
             gaps = self.store.uncovered(bounds)
         self.unscanned = {}
         if not gaps:
-            return
+            return False
         try:
             found = self._scan(gaps)
         except JobTimedOut:
@@ -170,12 +176,13 @@ class IndexFeed:
             self.log(f"offset index: the destination's records past the last known run of {len(gaps)} partitions "
                      f"({sum(e - f for f, e in gaps.values())} records) were not read within "
                      f"{self.scan_timeout_s:g} s; those partitions resume from the index's marks")
-            return
+            return False
         self._take([(None, r) for r in found], 0)
         if found:
             records = sum(r.records for r in found)
             self.log(f"offset index: {records} copied records had no published run (the producer stopped "
                      f"before publishing); rebuilt {len(found)} runs from the destination")
+        return bool(found)
 
     def _scan(self, gaps: dict[Partition, tuple[int, int]]) -> list[Run]:
         """One Spark job over every gap at once, cancelled after `scan_timeout_s`."""

@@ -49,6 +49,8 @@ def test_a_scan_past_its_deadline_leaves_its_partitions_unscanned_and_says_so(sp
     topic, runs_topic = copied_without_runs
     said: list[str] = []
     late = feed(spark, dc2, tmp_path, topic, runs_topic, 0.05, said)
+    advanced: list[str] = []
+    late.on_advanced = lambda: advanced.append("late")
     late.catch_up()
     assert late.unscanned == {(topic, 0): (0, PER_PARTITION), (topic, 1): (0, PER_PARTITION)}
     assert late.last_copied() == {}
@@ -58,7 +60,10 @@ def test_a_scan_past_its_deadline_leaves_its_partitions_unscanned_and_says_so(sp
 
     said.clear()
     in_time = feed(spark, dc2, tmp_path, topic, runs_topic, 60, said)
+    in_time.on_advanced = lambda: advanced.append("in time")
     in_time.catch_up()
+    # a position waiting for these copies (a group that committed before the restart) is translated now
+    assert advanced == ["in time"]
     assert in_time.unscanned == {}
     assert in_time.last_copied() == {(topic, 0): PER_PARTITION - 1, (topic, 1): PER_PARTITION - 1}
     assert any("rebuilt" in line for line in said), said

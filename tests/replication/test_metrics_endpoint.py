@@ -126,6 +126,16 @@ def test_a_running_flows_metrics_count_its_copy_its_lag_and_its_groups(running, 
     assert status == 200 and "spark_streaming" in spark_metrics and "inputRate" in spark_metrics
 
 
+def _unhealthy(running: dict, mx) -> str:
+    """Why the flow did not turn healthy: its health, whether mx runs, both logs' ends."""
+    with open(running["log"].name, errors="replace") as log:  # not the flow's own handle: it writes there
+        flow_log = log.read().splitlines()
+    broker_log = mx.log_file.read_text(errors="replace").splitlines() if mx.log_file.exists() else []
+    health = get(f"http://127.0.0.1:{running['port']}/healthz")
+    return "\n".join([f"healthz: {health}", f"mx running: {mx.is_running()}", "flow log:", *flow_log[-40:],
+                      "mx log:", *broker_log[-40:]])
+
+
 @pytest.mark.parametrize("running", ["json"], indirect=True)
 def test_health_turns_503_when_the_destination_stops_and_200_when_it_returns(running, dc1, mx):
     port = running["port"]
@@ -139,7 +149,7 @@ def test_health_turns_503_when_the_destination_stops_and_200_when_it_returns(run
         assert "cluster mx does not answer" in reasons
     finally:
         mx.start()
-    assert wait_until(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 90)
+    assert wait_until(lambda: get(f"http://127.0.0.1:{port}/healthz")[0] == 200, 90), _unhealthy(running, mx)
     # the lag history the flow recorded while running draws as a plot
     plot = running["log"].name.replace("run.log", "lag.png")
     drawn = subprocess.run([sys.executable, "-m", "dr_stream.cli", "status", "--config", running["config"],
