@@ -57,6 +57,7 @@ from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_
 from dr_stream.replication.resume import drop_already_copied, resume_marks
 from dr_stream.replication.task_slots import shortfall, slots_needed, task_slots
 from dr_stream.replication.topic_sync import TopicSync
+from dr_stream.replication.unfinished_writes import drop_unfinished_writes
 
 Worker = tuple[str, Callable[[threading.Event], None]]
 
@@ -283,11 +284,17 @@ class ReplicationFlow:
             # on scheduling tasks (and on each task's run publication) than on writing. coalesce
             # keeps each partition's records in order. Real-time mode needs a task per partition.
             stream = stream.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
+        checkpoint = config.checkpoint("replicate")
+        dropped = drop_unfinished_writes(self.spark, checkpoint)
+        if dropped:
+            self.log(f"checkpoint {checkpoint}: removed {len(dropped)} files a stopped run left half-written "
+                     f"({', '.join(dropped)}); no batch had completed, so the query starts as new and the resume "
+                     "marks skip what was copied")
         writer = (
             stream.writeStream.queryName(config.query_name("replicate")).format("kafka")
             .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
                                           self.plan.header))
-            .option("checkpointLocation", config.checkpoint("replicate"))
+            .option("checkpointLocation", checkpoint)
         )
         if config.streaming.realtime:
             # Real-time mode emits each record as it arrives: Spark calls that the update mode.
