@@ -40,7 +40,7 @@ def require_shared(flow: FlowConfig) -> None:
                 f"runs on another node, so give a shared URI (e.g. hdfs://NAMENODE:8020/dr-stream/{flow.name}/{directory})")
 
 
-def _qualified(spark: SparkSession, uri: str):
+def qualified(spark: SparkSession, uri: str):
     """(Hadoop Path made absolute with its scheme, its FileSystem); a relative path is under the cwd."""
     jvm = spark.sparkContext._jvm
     path = jvm.org.apache.hadoop.fs.Path(uri.rstrip("/") or "/")
@@ -50,7 +50,7 @@ def _qualified(spark: SparkSession, uri: str):
 
 def move_aside(spark: SparkSession, uri: str, suffix: str) -> str | None:
     """Renames `uri` to `<uri>.<suffix>` beside it; the new URI, or None when there was nothing."""
-    path, fs = _qualified(spark, uri)
+    path, fs = qualified(spark, uri)
     if not fs.exists(path):
         return None
     target = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path.getParent(), f"{path.getName()}.{suffix}")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from dr_stream.state_paths import qualified
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -36,8 +38,7 @@ def unfinished(listing: dict[str, list[str]]) -> list[str]:
 def drop_unfinished_writes(spark: SparkSession, checkpoint: str) -> list[str]:
     """Removes the unfinished writes of the checkpoint at URI `checkpoint`; returns what it removed."""
     jvm = spark.sparkContext._jvm
-    root = jvm.org.apache.hadoop.fs.Path(checkpoint)
-    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    root, fs = qualified(spark, checkpoint)
     listing: dict[str, list[str]] = {}
     for log in LOGS:
         directory = jvm.org.apache.hadoop.fs.Path(root, log)
