@@ -62,29 +62,58 @@ def log_bounds(admin: AdminClient, partitions: list[tuple[str, int]],
 
 def copyable_configs(admin: AdminClient, topic: str, timeout: float = 15.0) -> dict[str, str]:
     """The topic-level overrides set on `topic`, less the cluster-local ones."""
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(timeout=timeout)
-    return {
-        name: entry.value
-        for name, entry in entries.items()
-        if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-        and name not in CLUSTER_LOCAL_CONFIGS
-        and entry.value is not None
-    }
+    found = copyable_configs_of(admin, [topic], timeout)[topic]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def copyable_configs_of(admin: AdminClient, topics: list[str],
+                        timeout: float = 15.0) -> dict[str, dict[str, str] | Exception]:
+    """`copyable_configs` of many topics in one describe request; a topic whose describe
+    failed (a refused ACL) maps to its error."""
+    if not topics:
+        return {}
+    resources = {topic: ConfigResource(ResourceType.TOPIC, topic) for topic in topics}
+    futures = admin.describe_configs(list(resources.values()), request_timeout=timeout)
+    out: dict[str, dict[str, str] | Exception] = {}
+    for topic, resource in resources.items():
+        try:
+            entries = futures[resource].result(timeout=timeout)
+        except KafkaException as exc:
+            out[topic] = exc
+            continue
+        out[topic] = {name: entry.value for name, entry in entries.items()
+                      if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+                      and name not in CLUSTER_LOCAL_CONFIGS and entry.value is not None}
+    return out
 
 
 def create_topic(admin: AdminClient, topic: str, partitions: int, configs: dict[str, str] | None = None,
                  timeout: float = 30.0) -> bool:
     """Creates the topic with the cluster's default replication factor (its broker count need not
     match the other cluster's); False when it already existed."""
-    new = NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=configs or {})
-    try:
-        admin.create_topics([new], request_timeout=timeout)[topic].result(timeout=timeout)
-    except KafkaException as exc:
-        if "TOPIC_ALREADY_EXISTS" not in str(exc):
-            raise
-        return False
-    return True
+    created = create_topics(admin, {topic: (partitions, configs or {})}, timeout)[topic]
+    if isinstance(created, Exception):
+        raise created
+    return created
+
+
+def create_topics(admin: AdminClient, topics: dict[str, tuple[int, dict[str, str]]],
+                  timeout: float = 30.0) -> dict[str, bool | Exception]:
+    """`create_topic` for many topics in one request: topic -> (partitions, configs) in; topic ->
+    True (created), False (it existed already) or its error out."""
+    if not topics:
+        return {}
+    new = [NewTopic(t, num_partitions=n, replication_factor=-1, config=configs) for t, (n, configs) in topics.items()]
+    out: dict[str, bool | Exception] = {}
+    for topic, future in admin.create_topics(new, request_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+            out[topic] = True
+        except KafkaException as exc:
+            out[topic] = False if "TOPIC_ALREADY_EXISTS" in str(exc) else exc
+    return out
 
 
 def delete_topics(admin: AdminClient, topics: list[str], timeout: float = 30.0) -> None:

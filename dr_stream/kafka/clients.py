@@ -1,9 +1,11 @@
-"""The one place that builds confluent-kafka clients for a cluster of the flow.
+"""The one place that builds Kafka clients for a cluster of the flow.
 
 Every admin client, consumer and producer the driver opens comes from here, built from the
 cluster's config by `client_properties`. That function is where librdkafka's settings are
 derived from the flow's client properties, so a change to how a cluster is reached (security,
-timeouts) is made once and reaches every client.
+timeouts) is made once and reaches every client. `group_offsets` builds the one Java client:
+an admin client in the Spark driver's JVM, from the same Java properties as the user wrote
+them, for the control loops' batched group offsets (`kafka/group_offsets`).
 
 Invariants: callers name what they need a client for (a consumer's group, extra settings);
 a consumer or producer opened with `consuming`/`producing` is closed when the block ends,
@@ -15,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -23,6 +26,9 @@ from dr_stream.config import ClusterConfig
 from dr_stream.kafka.client_log import client_log
 from dr_stream.kafka.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.kafka.truststores import read_truststore
+
+if TYPE_CHECKING:
+    from dr_stream.kafka.group_offsets import GroupOffsets
 
 Settings = Mapping[str, object]
 
@@ -67,6 +73,21 @@ def _refusals_reported(cluster: ClusterConfig) -> Iterator[None]:
         yield
     except KafkaException as exc:
         raise cluster.fail("kafka", f"dr-stream's client refused the derived settings: {exc.args[0].str()}") from None
+
+
+def group_offsets(cluster: ClusterConfig, timeout_s: float = 15.0) -> GroupOffsets:
+    """A Java admin client in this process's Spark driver, built from the cluster's Java client
+    properties exactly as the flow wrote them; the caller closes it."""
+    from pyspark import SparkContext
+
+    from dr_stream.kafka.group_offsets import GroupOffsets  # it imports `groups`, which imports this module
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        raise RuntimeError("batched group offsets run in a Spark driver; no SparkContext is active")
+    properties = {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}
+    java = context._jvm.io.drstream.kafka.GroupOffsets(properties, int(timeout_s * 1000))
+    return GroupOffsets(cluster, java, timeout_s)
 
 
 def admin(cluster: ClusterConfig, settings: Settings | None = None) -> AdminClient:

@@ -11,10 +11,10 @@ coordinator settles. The consumer never joins the group.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -23,10 +23,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
-
-# Offsets dr-stream commits carry this metadata, so the flow running the other way can tell a
-# translated position from a consumer's own progress and never echoes it back.
-SYNC_METADATA_PREFIX = "dr-stream:"
+from dr_stream.kafka.group_offsets import Committed
 
 T = TypeVar("T")
 _COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -36,16 +33,6 @@ _ANSWER_GRACE_S = 2.0
 
 # A group in one of these states has no members: offsets can be written without clobbering anyone.
 INACTIVE_STATES = frozenset({"EMPTY", "DEAD", "ABSENT"})
-
-
-@dataclass(frozen=True)
-class Committed:
-    offset: int
-    metadata: str = ""
-
-    @property
-    def written_by_dr_stream(self) -> bool:
-        return self.metadata.startswith(SYNC_METADATA_PREFIX)
 
 
 def list_groups(admin: AdminClient, timeout: float = 15.0) -> list[str]:
@@ -66,15 +53,56 @@ def read_committed(consumer: Consumer, cluster: ClusterConfig, group: str, parti
     wanted = [TopicPartition(t, p) for t, p in sorted(set(partitions))]
     if not wanted:
         return {}
+
+    def read() -> list[TopicPartition]:
+        try:
+            return _while_coordinator_moves(lambda left: consumer.committed(wanted, timeout=left), timeout)
+        except KafkaException as exc:
+            if denied(exc):
+                raise not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}",
+                                     "reading its committed offsets") from None
+            raise
+
+    found, unreadable = committed_readably(read)
+    if unreadable:
+        logging.getLogger(__name__).warning(
+            f"{cluster.alias}: group {group}: the metadata of the committed offsets of {_listed(unreadable)} did not "
+            f"decode in {METADATA_READS} reads; those offsets are taken as a consumer's own")
+    return found
+
+
+# librdkafka at times hands back a committed offset's metadata with bytes past its end that the
+# broker never sent, and decoding it fails. A second read gets the real metadata. After this many
+# reads the offset is kept with `UNREADABLE_METADATA`: it is then not taken for dr-stream's own
+# commit (the flow the other way would otherwise never report a consumer's real position).
+METADATA_READS = 3
+UNREADABLE_METADATA = "\ufffd"
+
+
+def committed_readably(read: Callable[[], Iterable]) -> tuple[dict[tuple[str, int], Committed], list[tuple[str, int]]]:
+    """The committed offsets `read` returns (a list of TopicPartition), read again while a
+    metadata does not decode, up to `METADATA_READS` reads; and the partitions whose metadata
+    never did."""
+    for _ in range(METADATA_READS):
+        got = {(tp.topic, tp.partition): (tp.offset, _metadata(tp)) for tp in read()
+               if tp.offset >= 0 and tp.error is None}
+        unreadable = sorted(key for key, (_, metadata) in got.items() if metadata is None)
+        if not unreadable:
+            break
+    return ({key: Committed(offset, UNREADABLE_METADATA if metadata is None else metadata)
+             for key, (offset, metadata) in got.items()}, unreadable)
+
+
+def _metadata(tp) -> str | None:
     try:
-        found = _while_coordinator_moves(lambda left: consumer.committed(wanted, timeout=left), timeout)
-    except KafkaException as exc:
-        if denied(exc):
-            raise not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}",
-                                 "reading its committed offsets") from None
-        raise
-    return {(tp.topic, tp.partition): Committed(tp.offset, tp.metadata or "")
-            for tp in found if tp.offset >= 0 and tp.error is None}
+        return tp.metadata or ""
+    except UnicodeDecodeError:
+        return None
+
+
+def _listed(partitions: list[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{t}[{p}]" for t, p in partitions[:5])
+    return shown + (f" and {len(partitions) - 5} more" if len(partitions) > 5 else "")
 
 
 def _while_coordinator_moves(call: Callable[[float], T], timeout: float) -> T:

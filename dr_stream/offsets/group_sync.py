@@ -8,7 +8,10 @@ that says what happened and why. These are the rules MirrorMaker 2's group offse
 so operators who know one know the other.
 
 `GroupSync` gathers a group's state and offsets, applies the rule and writes what it says;
-`sync_translations` does that for every group of a set of translations.
+`sync_translations` does that for every group of a set of translations. In a flow (`batched`),
+a round of many groups costs one describe, one offset fetch and one commit per coordinator
+(`kafka/group_offsets`, the Java admin client in the driver's JVM); the commands, without a
+JVM, go through a consumer per group, `PARALLEL` at a time.
 """
 
 from __future__ import annotations
@@ -23,13 +26,8 @@ from dr_stream.config import ClusterConfig
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.clients import consuming
-from dr_stream.kafka.groups import (
-    INACTIVE_STATES,
-    SYNC_METADATA_PREFIX,
-    group_states,
-    read_committed,
-    write_committed,
-)
+from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX, GroupOffsets
+from dr_stream.kafka.groups import INACTIVE_STATES, group_states, read_committed, write_committed
 from dr_stream.offsets.translation import Translation
 
 WRITES = frozenset({"committed", "rewound (--force)"})
@@ -79,12 +77,21 @@ class GroupSync:
     """Applies `decide` to destination groups; commits carry `dr-stream:<flow>` as metadata, so the
     flow running the other way can tell them from a consumer's own progress."""
 
-    def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0) -> None:
+    def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
+                 batched: bool = False) -> None:
         self.destination = destination
         self.metadata = f"{SYNC_METADATA_PREFIX}{flow_name}"
         # how long one group's state, read and write may wait out a moving coordinator
         self.timeout_s = timeout_s
+        self.batched = batched
         self._client: AdminClient | None = None
+        self._offsets: GroupOffsets | None = None
+
+    def close(self) -> None:
+        """Closes the Java client a batched sync opened (the admin client goes with the object)."""
+        if self._offsets is not None:
+            self._offsets.close()
+            self._offsets = None
 
     @property
     def admin(self) -> AdminClient:
@@ -124,9 +131,12 @@ class GroupSync:
 
     def apply_many(self, wanted: dict[str, dict[Partition, int]], force: bool = False,
                    dry_run: bool = False) -> dict[str, list[SyncAction] | Exception]:
-        """`apply` for many groups: their states in one request, their offsets read and written
-        `PARALLEL` groups at a time (each through a consumer of its own group)."""
+        """`apply` for many groups: their states in one request; their offsets read and written in
+        one batch per coordinator (`batched`), else `PARALLEL` groups at a time, each through a
+        consumer of its own group."""
         states = self.states(wanted)
+        if self.batched:
+            return self._apply_batched(states, wanted, force, dry_run)
 
         def one(group: str) -> list[SyncAction] | Exception:
             try:
@@ -141,6 +151,34 @@ class GroupSync:
             return {g: one(g) for g in wanted}
         with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="group-sync") as pool:
             return dict(zip(wanted, pool.map(one, wanted), strict=True))
+
+
+    def _apply_batched(self, states: dict[str, tuple[str, int] | Exception], wanted: dict[str, dict[Partition, int]],
+                       force: bool, dry_run: bool) -> dict[str, list[SyncAction] | Exception]:
+        if self._offsets is None:
+            self._offsets = clients.group_offsets(self.destination, self.timeout_s)
+        out: dict[str, list[SyncAction] | Exception] = {}
+        inactive = []
+        for group, offsets in wanted.items():
+            state = states.get(group, TimeoutError(f"group {group}: not described"))
+            if isinstance(state, Exception):
+                out[group] = state
+            elif state[0] not in INACTIVE_STATES:
+                out[group] = decide(group, *state, {}, offsets, force, dry_run)
+            else:
+                inactive.append(group)
+        writes: dict[str, dict[Partition, int]] = {}
+        for group, found in self._offsets.committed(inactive).items():
+            if isinstance(found, Exception):
+                out[group] = found
+                continue
+            current = {k: c.offset for k, c in found.items()}
+            out[group] = decide(group, *states[group], current, wanted[group], force, dry_run)
+            writes[group] = {(a.topic, a.partition): a.offset for a in out[group] if a.wrote}
+        # The broker refuses a commit to a group that gained members since its describe: the group
+        # then fails this round with that reason, and no consumer of it is overwritten.
+        out.update(self._offsets.commit({g: w for g, w in writes.items() if w}, self.metadata))
+        return out
 
 
 def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,

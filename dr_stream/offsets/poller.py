@@ -1,18 +1,27 @@
 """The second writer of `__consumer_timestamps`: dr-stream itself, from committed offsets.
 
 Unmodified consumers (any language, no helper) commit offsets to the source cluster as
-usual; this poller reads them every `interval_s`, looks up the timestamp of the last record
-each group consumed, and reports the positions that changed.
+usual; this poller reads them each round, looks up the timestamp of the last record each
+group consumed, and reports the positions that changed.
+
+A round costs a few requests however many groups there are: the group listing, then one
+batched offset fetch per coordinator for the selected groups only (`kafka/group_offsets`,
+the Java admin client in the driver's JVM), and a timestamp look-up only for positions that
+moved. Rounds never overlap and never come closer than the last one took (`LoopPace`); each
+round's duration, group count and period go to `on_round`. The commands (status, failover) run
+without a JVM and read the same offsets through librdkafka (`group_commits`).
 
 Invariants: only groups the flow translates and topics it replicates are reported; a
 position dr-stream itself committed (metadata `dr-stream:...`, written by the flow running
-the other way) is never reported, so two flows can not echo a translation back and forth.
+the other way) is never reported, so two flows can not echo a translation back and forth; a
+group whose offsets could not be read is reported, never taken as having none.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +33,9 @@ from dr_stream.config import ClusterConfig
 from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
+from dr_stream.kafka.group_offsets import Fetched
 from dr_stream.kafka.groups import committed_offsets, list_groups
+from dr_stream.loop_pace import LoopPace
 from dr_stream.offsets.consumer_timestamps import TOPIC, GroupCommit, RecordTimestamps, report
 from dr_stream.policy import GroupFilter, TopicFilter
 
@@ -78,33 +89,60 @@ def stamped(commits: list[GroupCommit], timestamps: RecordTimestamps) -> list[Gr
     return out
 
 
+def moved_commits(fetched: dict[str, Fetched], topics: TopicFilter,
+                  reported: dict[tuple[str, str, int], int]) -> tuple[list[GroupCommit], dict[str, Exception]]:
+    """One round's fetch -> the consumers' own positions on replicated topics that differ from
+    what was last reported, and the groups whose fetch failed."""
+    moved, failed = [], {}
+    for group, result in sorted(fetched.items()):
+        if isinstance(result, Exception):
+            failed[group] = result
+            continue
+        for (topic, partition), committed in sorted(result.items()):
+            if topics.matches(topic) and not committed.written_by_dr_stream \
+                    and reported.get((group, topic, partition)) != committed.offset:
+                moved.append(GroupCommit(group, topic, partition, committed.offset))
+    return moved, failed
+
+
 @dataclass
 class CommittedOffsetPoller:
     source: ClusterConfig
     groups: GroupFilter
     topics: TopicFilter
-    # Half a second: the poll is most of the delay from a commit on the source to the destination
-    # group (goal: 2 s), and a round for a few groups costs a handful of requests.
+    # Half a second between rounds: the poll is most of the delay from a commit on the source to
+    # the destination group (goal: 2 s), and a round costs a few requests at any group count.
     interval_s: float = 0.5
     log: Callable[[str], None] = print
+    # told each round's duration in seconds, the groups it read, and the period its pace set
+    on_round: Callable[[float, int, float], None] = lambda seconds, groups, period_s: None
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
     errors: int = 0
+    pace: LoopPace = field(init=False)
     _failures: FailureNotes = field(init=False)
+    # the next fetch reads every selected group in full, not only what changed: the first round,
+    # and any round after one whose positions were not all acknowledged
+    _resend: bool = True
 
     def __post_init__(self) -> None:
+        self.pace = LoopPace(self.interval_s)
         self._failures = FailureNotes(
             self.log, lambda group, cause: f"group poller: {group}: committed offsets not read: {cause}",
             lambda group: f"group poller: {group}: committed offsets read again")
 
     def poll_once(self) -> int:
-        """Reports the positions that moved since the last poll; returns how many were delivered.
-        A position is taken as reported only once the source acknowledged it: one whose write
-        failed is still `changed` next round."""
-        found = group_commits(self.source, self._admin, self.groups, self.topics)
-        self._failures.round({g: str(r) for g, r in found.items() if isinstance(r, Exception)}, found)
-        changed = [c for commits in found.values() if not isinstance(commits, Exception) for c in commits
-                   if self.reported.get(c.key) != c.offset]
-        commits = stamped(changed, self._timestamps)
+        """Reports the positions that moved since the last round; returns how many were delivered.
+        A position is taken as reported only once the source acknowledged it."""
+        began = time.monotonic()
+        selected = [g for g in self._offsets.list_groups() if self.groups.matches(g)]
+        # Only offsets that changed since the last fetch cross from the JVM, so an idle round at
+        # thousands of groups parses nothing. A round that did not end with every position
+        # acknowledged (or did not end) is followed by a full fetch, which returns what it lost.
+        full, self._resend = self._resend, True
+        fetched = self._offsets.committed(selected) if full else self._offsets.committed_changes(selected)
+        moved, unread = moved_commits(fetched, self.topics, self.reported)
+        self._failures.round({g: str(exc) for g, exc in unread.items()}, selected)
+        commits = stamped(moved, self._timestamps)
         delivered: list[GroupCommit] = []
         failed: list[str] = []
 
@@ -118,14 +156,17 @@ class CommittedOffsetPoller:
         self._producer.flush(10)
         for c in delivered:
             self.reported[c.key] = c.offset
-        if len(delivered) < len(commits):
+        self._resend = len(delivered) < len(commits)
+        self.pace.done(time.monotonic() - began)
+        self.on_round(self.pace.last_round_s, len(selected), self.pace.period_s)
+        if self._resend:
             raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to {TOPIC} "
                                f"({failed[0] if failed else 'not acknowledged within 10 s'}); written again next round")
         return len(delivered)
 
     def run(self, stop: threading.Event) -> None:
         """Polls until `stop` is set; its clients live exactly as long as this call."""
-        self._admin = clients.admin(self.source)
+        self._offsets = clients.group_offsets(self.source)
         self._producer = clients.producer(self.source, {"linger.ms": 0, "acks": "all"})
         self._timestamps = RecordTimestamps(self.source)
         try:
@@ -136,7 +177,8 @@ class CommittedOffsetPoller:
                     self.errors += 1
                     if self.errors == 1 or self.errors % 60 == 0:
                         self.log(f"group poller: {first_line(exc)} ({self.errors} failed polls so far)")
-                stop.wait(self.interval_s)
+                stop.wait(self.pace.wait_s())
         finally:
             self._timestamps.close()
             self._producer.close()
+            self._offsets.close()

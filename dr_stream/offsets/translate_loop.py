@@ -200,6 +200,8 @@ class TranslateLoop:
                         stop.wait(1.0)
         finally:
             recorder.join(timeout=30)
+            if self.sync is not None:
+                self.sync.close()
 
     def close(self) -> None:
         self.translator.close()

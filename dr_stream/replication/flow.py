@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -151,8 +152,9 @@ class ReplicationFlow:
         self.clock.mark("translate loop")
         if self.translate_loop:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
-        self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter,
-                                            log=self.log) if self.translate_loop else None
+        self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
+                                            on_round=partial(self.metrics.loop_round, "poller")) \
+            if self.translate_loop else None
         if self.feed is not None:
             self.feed.on_runs = self.metrics.runs_published
         if self.translate_loop is not None:
@@ -215,7 +217,8 @@ class ReplicationFlow:
         loop = TranslateLoop(
             source=config.source, translator=translator,
             record=TranslationLog(self.spark, config.streaming.translations),
-            sync=GroupSync(config.destination, config.name) if config.offsets.sync_to_destination else None,
+            sync=GroupSync(config.destination, config.name, batched=True) if config.offsets.sync_to_destination
+            else None,
             groups=config.group_filter, topics=config.topic_filter, log=self.log,
         )
         # No read-back of the translation log: the loop reads `__consumer_timestamps` from its first

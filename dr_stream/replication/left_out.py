@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import ClusterConfig
-from dr_stream.kafka.groups import SYNC_METADATA_PREFIX, commit_offsets, committed_offsets, delete_group
+from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX
+from dr_stream.kafka.groups import commit_offsets, committed_offsets, delete_group
 
 
 def left_out_group(destination_cluster_id: str) -> str:

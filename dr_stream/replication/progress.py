@@ -69,11 +69,12 @@ class ProgressPrinter(StreamingQueryListener):
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
                            ("skipped_cycle", skipped), ("malformed_provenance", malformed)):
             self.totals[key] += value
+        loops = self.metrics.loops_shown()
         self.log(
             f"batch {p.batchId}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
             f"{p.processedRowsPerSecond:.0f} rec/s, {self.metrics.lag_shown()}, "
-            f"{durations(p.durationMs)}"
+            f"{durations(p.durationMs)}" + (f"; loops: {loops}" if loops else "")
         )
 
     def onQueryIdle(self, event) -> None:

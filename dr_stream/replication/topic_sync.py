@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
 )
 
 from dr_stream.config import ClusterConfig
-from dr_stream.kafka.admin import copyable_configs, create_topic, partition_counts
+from dr_stream.kafka.admin import copyable_configs_of, create_topics, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized, denied, not_authorized
 from dr_stream.policy import TopicFilter, TopicRenamer
 
@@ -50,68 +50,109 @@ class TopicSync:
     _configs_denied: set[str] = field(default_factory=set, init=False)
 
     def sync(self) -> dict[str, int]:
-        """One pass; returns the replicated source topics with their partition counts."""
+        """One pass; returns the replicated source topics with their partition counts.
+
+        A pass costs the same few requests at any topic count: a listing of each cluster, then
+        one request each for the configs of the new topics, their creation, the partition
+        increases, and (every `config_interval_s`) the configs of both sides and their changes."""
         source = {t: n for t, n in partition_counts(self.source).items() if self.topic_filter.matches(t)}
         destination = partition_counts(self.destination)
         follow_configs = self.sync_configs and time.monotonic() - self._last_config_sync >= self.config_interval_s
+        new, grown, followed = {}, {}, {}
         for topic, partitions in sorted(source.items()):
             remote = self.renamer.format_remote_topic(topic)
             if remote not in destination:
-                self._create(topic, remote, partitions)
+                new[topic] = (remote, partitions)
             elif destination[remote] < partitions:
-                self._add_partitions(remote, destination[remote], partitions)
+                grown[remote] = (destination[remote], partitions)
             elif destination[remote] > partitions and remote not in self._warned_more_partitions:
                 self._warned_more_partitions.add(remote)
                 self.log(f"topic {remote}: destination has {destination[remote]} partitions, source "
                          f"{topic} has {partitions}; the extra ones receive nothing from this flow")
             elif follow_configs and topic not in self._configs_denied:
-                self._follow_configs(topic, remote)
+                followed[topic] = remote
+        self._create(new)
+        self._add_partitions(grown)
+        if followed:
+            self._follow_configs(followed)
         if follow_configs:
             self._last_config_sync = time.monotonic()
         return source
 
-    def _create(self, topic: str, remote: str, partitions: int) -> None:
-        configs = copyable_configs(self.source, topic) if self.sync_configs else {}
-        if create_topic(self.destination, remote, partitions, configs):
-            shown = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "broker defaults"
-            self.log(f"topic {remote}: created with {partitions} partitions ({shown})")
-
-    def _add_partitions(self, remote: str, current: int, partitions: int) -> None:
-        self.destination.create_partitions([NewPartitions(remote, partitions)])[remote].result(timeout=30)
-        self.log(f"topic {remote}: partitions {current} -> {partitions}, following the source")
-
-    def _follow_configs(self, topic: str, remote: str) -> None:
-        try:
-            self._copy_changed_configs(topic, remote)
-        except NotAuthorized as exc:
-            self._configs_denied.add(topic)
-            self.log(f"topic {remote}: configs not followed from now on: {exc}")
-
-    def _copy_changed_configs(self, topic: str, remote: str) -> None:
-        wanted = _allowed(self.source_cluster, "DESCRIBE_CONFIGS", topic, lambda: copyable_configs(self.source, topic))
-        have = _allowed(self.destination_cluster, "DESCRIBE_CONFIGS", remote,
-                        lambda: copyable_configs(self.destination, remote))
-        changed = {k: v for k, v in wanted.items() if have.get(k) != v}
-        if not changed:
+    def _create(self, new: dict[str, tuple[str, int]]) -> None:
+        if not new:
             return
-        resource = ConfigResource(
-            ResourceType.TOPIC, remote,
-            incremental_configs=[
-                ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in changed.items()
-            ],
-        )
-        _allowed(self.destination_cluster, "ALTER_CONFIGS", remote,
-                 lambda: self.destination.incremental_alter_configs([resource])[resource].result(timeout=30))
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
-        self.log(f"topic {remote}: configs updated from source ({shown})")
+        configs = copyable_configs_of(self.source, sorted(new)) if self.sync_configs else {}
+        unread = [found for found in configs.values() if isinstance(found, Exception)]
+        if unread:  # no topic is created without the source's configs: the next pass tries again
+            raise unread[0]
+        wanted = {remote: (partitions, configs.get(topic, {})) for topic, (remote, partitions) in new.items()}
+        failed = []
+        for remote, created in sorted(create_topics(self.destination, wanted).items()):
+            if isinstance(created, Exception):
+                failed.append(created)
+            elif created:
+                partitions, copied = wanted[remote]
+                shown = ", ".join(f"{k}={v}" for k, v in sorted(copied.items())) or "broker defaults"
+                self.log(f"topic {remote}: created with {partitions} partitions ({shown})")
+        if failed:  # the others are created: the next pass tries these again
+            raise failed[0]
+
+    def _add_partitions(self, grown: dict[str, tuple[int, int]]) -> None:
+        if not grown:
+            return
+        futures = self.destination.create_partitions([NewPartitions(r, n) for r, (_, n) in sorted(grown.items())])
+        failed = []
+        for remote, (current, partitions) in sorted(grown.items()):
+            try:
+                futures[remote].result(timeout=30)
+                self.log(f"topic {remote}: partitions {current} -> {partitions}, following the source")
+            except KafkaException as exc:
+                failed.append(exc)
+        if failed:
+            raise failed[0]
+
+    def _follow_configs(self, followed: dict[str, str]) -> None:
+        """Copies changed configs of `followed` (source topic -> remote); a topic whose configs
+        the authorizer keeps from this flow is said once and not followed from then on."""
+        wanted = copyable_configs_of(self.source, sorted(followed))
+        have = copyable_configs_of(self.destination, sorted(followed.values()))
+        changes: dict[str, dict[str, str]] = {}
+        for topic, remote in sorted(followed.items()):
+            try:
+                theirs = _allowed(self.source_cluster, "DESCRIBE_CONFIGS", topic, wanted[topic])
+                ours = _allowed(self.destination_cluster, "DESCRIBE_CONFIGS", remote, have[remote])
+            except NotAuthorized as exc:
+                self._deny(topic, remote, exc)
+                continue
+            changed = {k: v for k, v in theirs.items() if ours.get(k) != v}
+            if changed:
+                changes[remote] = changed
+        if not changes:
+            return
+        resources = {remote: ConfigResource(ResourceType.TOPIC, remote, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in changed.items()])
+            for remote, changed in changes.items()}
+        futures = self.destination.incremental_alter_configs(list(resources.values()))
+        by_remote = {remote: topic for topic, remote in followed.items()}
+        for remote, resource in resources.items():
+            try:
+                _allowed(self.destination_cluster, "ALTER_CONFIGS", remote, futures[resource].result(timeout=30))
+            except NotAuthorized as exc:
+                self._deny(by_remote[remote], remote, exc)
+                continue
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(changes[remote].items()))
+            self.log(f"topic {remote}: configs updated from source ({shown})")
+
+    def _deny(self, topic: str, remote: str, exc: NotAuthorized) -> None:
+        self._configs_denied.add(topic)
+        self.log(f"topic {remote}: configs not followed from now on: {exc}")
 
 
-def _allowed(cluster: ClusterConfig, operation: str, topic: str, call: Callable[[], T]) -> T:
-    """call(), with the authorizer's no turned into the one NotAuthorized line."""
-    try:
-        return call()
-    except KafkaException as exc:
-        if denied(exc):
-            raise not_authorized(cluster.alias, cluster.kafka, operation, f"TOPIC {topic}",
-                                 "following topic configs") from None
-        raise
+def _allowed(cluster: ClusterConfig, operation: str, topic: str, found: T | Exception) -> T:
+    """A per-topic answer, with the authorizer's no turned into the one NotAuthorized line."""
+    if isinstance(found, KafkaException) and denied(found):
+        raise not_authorized(cluster.alias, cluster.kafka, operation, f"TOPIC {topic}", "following topic configs")
+    if isinstance(found, Exception):
+        raise found
+    return found

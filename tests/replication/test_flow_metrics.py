@@ -82,3 +82,18 @@ def test_sync_actions_become_a_few_fixed_labels():
                                       "skipped: destination is ahead at 9; not rewound (--force rewinds)",
                                       "skipped: not translated (waiting)", "failed: timed out")] == [
         "committed", "rewound", "unchanged", "skipped_ahead", "not_translated", "failed"]
+
+
+def test_each_control_loops_last_round_its_items_and_period_appear_and_show_on_the_progress_line():
+    metrics = FlowMetrics("f", "replicate-f")
+    assert metrics.loops_shown() == ""  # no round yet: the progress line says nothing of loops
+    metrics.loop_round("poller", 0.25, 5000, 0.75)
+    metrics.loop_round("topics", 0.04, 100, 5.04)
+    metrics.loop_round("poller", 0.5, 5001, 1.0)  # the newest round replaces the last
+    samples = scrape(metrics)
+    poller, topics = (("flow", "f"), ("loop", "poller")), (("flow", "f"), ("loop", "topics"))
+    assert samples[("dr_stream_loop_round_seconds", poller)] == 0.5
+    assert samples[("dr_stream_loop_round_items", poller)] == 5001
+    assert samples[("dr_stream_loop_period_seconds", poller)] == 1.0
+    assert samples[("dr_stream_loop_round_items", topics)] == 100
+    assert metrics.loops_shown() == "poller 0.50 s/5001 every 1.00 s, topics 0.04 s/100 every 5.04 s"

@@ -1,0 +1,119 @@
+"""Many consumer groups' committed offsets, read and written a round at a time.
+
+A flow's control loops touch every selected group each round: the poller reads thousands of
+source groups' commits, the group sync writes translated positions to as many destination
+groups. One request per group (librdkafka's admin API takes a single group, and a consumer per
+group costs a connection and a coordinator look-up each) makes a round grow with the group
+count. `GroupOffsets` uses Apache Kafka's Java admin client in the driver's JVM instead: it
+finds every group's coordinator in one request and fetches all groups a coordinator holds in
+one more (OffsetFetch v8), and it rides out a coordinator that moves. Commits go out all at
+once, one request per group in flight together. Values cross the gateway as text, so a round
+is one call however many groups it covers.
+
+`parse_committed` and `commit_lines` are the text format's two sides (pure, unit-tested).
+
+Invariant: a group whose fetch or commit failed maps to its error, never to "no offsets"; an
+authorizer's refusal becomes the one `NotAuthorized` line naming cluster, group and grant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from dr_stream.config import ClusterConfig
+from dr_stream.kafka.authorization import not_authorized
+
+Partition = tuple[str, int]
+# Offsets dr-stream commits carry this metadata, so the flow running the other way can tell a
+# translated position from a consumer's own progress and never echoes it back.
+SYNC_METADATA_PREFIX = "dr-stream:"
+
+
+@dataclass(frozen=True)
+class Committed:
+    offset: int
+    metadata: str = ""
+
+    @property
+    def written_by_dr_stream(self) -> bool:
+        return self.metadata.startswith(SYNC_METADATA_PREFIX)
+
+
+# What one group's fetch gave: its offsets, or why there are none.
+Fetched = dict[Partition, Committed] | Exception
+
+
+class GroupOffsetsError(RuntimeError):
+    """A group's fetch or commit failed; the message is the Java client's."""
+
+
+def parse_committed(text: str, groups: list[str]) -> dict[str, Fetched]:
+    """`GroupOffsets.committed`'s lines -> per asked group, its offsets or its error (a group
+    with no committed offsets maps to an empty dict)."""
+    out: dict[str, Fetched] = {g: {} for g in groups}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        group = fields[0]
+        if len(fields) == 3 and fields[1] == "!":
+            out[group] = GroupOffsetsError(fields[2])
+        elif len(fields) == 5 and not isinstance(out.get(group), Exception):
+            out.setdefault(group, {})[(fields[1], int(fields[2]))] = Committed(int(fields[3]), fields[4])
+    return out
+
+
+def commit_lines(offsets: Mapping[str, Mapping[Partition, int]]) -> str:
+    """{group: {(topic, partition): offset}} -> the lines `GroupOffsets.commit` takes."""
+    return "".join(f"{group}\t{topic}\t{partition}\t{offset}\n" for group, wanted in sorted(offsets.items())
+                   for (topic, partition), offset in sorted(wanted.items()))
+
+
+def _denied(message: str) -> bool:
+    return "AuthorizationException" in message
+
+
+class GroupOffsets:
+    """A Java admin client for one cluster, built by `dr_stream.kafka.clients.group_offsets`."""
+
+    def __init__(self, cluster: ClusterConfig, java_client, timeout_s: float = 15.0) -> None:
+        self.cluster = cluster
+        self._client = java_client
+        self._timeout_ms = int(timeout_s * 1000)
+
+    def list_groups(self) -> list[str]:
+        return sorted(self._client.listGroups(self._timeout_ms).splitlines())
+
+    def committed(self, groups: list[str]) -> dict[str, Fetched]:
+        """Each group's committed offsets (all its partitions), in one round."""
+        return self._fetched(self._client.committed, groups)
+
+    def committed_changes(self, groups: list[str]) -> dict[str, Fetched]:
+        """`committed`, less each offset that is as this client's previous call of this method
+        returned it (a group whose fetch failed is always there, with its error)."""
+        return self._fetched(self._client.committedChanges, groups)
+
+    def _fetched(self, fetch: Callable[[str, int], str], groups: list[str]) -> dict[str, Fetched]:
+        if not groups:
+            return {}
+        found = parse_committed(fetch("\n".join(groups), self._timeout_ms), groups)
+        for group, result in found.items():
+            if isinstance(result, GroupOffsetsError) and _denied(str(result)):
+                found[group] = not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE", f"GROUP {group}",
+                                              "reading its committed offsets")
+        return found
+
+    def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:
+        """Commits every group's offsets with `metadata`; the groups that failed, with why. The
+        broker refuses a commit to a group with members, which is when dr-stream must not write."""
+        if not offsets:
+            return {}
+        failed: dict[str, Exception] = {}
+        for line in self._client.commit(commit_lines(offsets), metadata, self._timeout_ms).splitlines():
+            group, _, message = line.partition("\t")
+            failed[group] = (not_authorized(self.cluster.alias, self.cluster.kafka, "READ", f"GROUP {group}",
+                                            "committing offsets to it")
+                             if _denied(message) else GroupOffsetsError(message))
+        return failed
+
+    def close(self) -> None:
+        self._client.close()

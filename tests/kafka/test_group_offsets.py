@@ -1,0 +1,54 @@
+"""Many groups' committed offsets in a round: the text format both sides of the gateway speak (pure),
+and the Java admin client in the driver's JVM against a real broker."""
+
+from __future__ import annotations
+
+import pytest
+
+from dr_stream.kafka import clients
+from dr_stream.kafka.group_offsets import Committed, GroupOffsetsError, commit_lines, parse_committed
+from dr_stream.kafka.groups import delete_group
+from tests.kafka_tools import admin, create_topic, delete_topics, unique
+
+
+def test_committed_lines_become_each_group_s_offsets_with_their_metadata():
+    text = "g1\tt\t0\t5\t\ng1\tt\t1\t7\tdr-stream:flow\ng2\tu\t3\t9\tapp\n"
+    found = parse_committed(text, ["g1", "g2"])
+    assert found["g1"] == {("t", 0): Committed(5, ""), ("t", 1): Committed(7, "dr-stream:flow")}
+    assert found["g1"][("t", 1)].written_by_dr_stream
+    assert found["g2"] == {("u", 3): Committed(9, "app")}
+
+
+def test_a_group_with_no_committed_offsets_maps_to_an_empty_dict_not_to_nothing():
+    assert parse_committed("", ["idle"]) == {"idle": {}}
+
+
+def test_a_group_whose_fetch_failed_maps_to_its_error_never_to_no_offsets():
+    found = parse_committed("g1\t!\tGroupAuthorizationException: not allowed\ng1\tt\t0\t5\t\n", ["g1"])
+    assert isinstance(found["g1"], GroupOffsetsError)
+    assert "GroupAuthorizationException" in str(found["g1"])
+
+
+def test_commit_lines_are_one_per_group_and_partition_in_order():
+    assert commit_lines({"b": {("t", 1): 4}, "a": {("t", 2): 9, ("t", 0): 3}}) == \
+        "a\tt\t0\t3\na\tt\t2\t9\nb\tt\t1\t4\n"
+
+
+@pytest.mark.integration
+def test_a_changes_only_fetch_returns_each_offset_once_until_it_moves(spark, dc1):
+    """Against a real broker, through the Java admin client in the test session's JVM."""
+    group, topic = unique("changes-"), unique("changes.")
+    create_topic(dc1.bootstrap, topic, partitions=2)
+    offsets = clients.group_offsets(dc1.config)
+    try:
+        assert offsets.commit({group: {(topic, 0): 5, (topic, 1): 7}}, "app") == {}
+        first = offsets.committed_changes([group])
+        assert first == {group: {(topic, 0): Committed(5, "app"), (topic, 1): Committed(7, "app")}}
+        assert offsets.committed_changes([group]) == {group: {}}  # nothing moved: nothing to parse
+        assert offsets.commit({group: {(topic, 1): 9}}, "app") == {}
+        assert offsets.committed_changes([group]) == {group: {(topic, 1): Committed(9, "app")}}
+        assert offsets.committed([group])[group] == {(topic, 0): Committed(5, "app"), (topic, 1): Committed(9, "app")}
+    finally:
+        offsets.close()
+        delete_group(admin(dc1.bootstrap), group)
+        delete_topics(dc1.bootstrap, [topic])
