@@ -60,6 +60,9 @@ class TranslateLoop:
                                                               "synced": 0, "sync_failures": 0})
     # told each sync's actions (one per group and partition)
     on_synced: Callable[[list[str]], None] = lambda actions: None
+    # told each round's duration, the positions it translated, and the time since the last began
+    on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
+    _round_began: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
     _arrived: dict[Key, float] = field(default_factory=dict)
     _recorded: dict[Key, tuple] = field(default_factory=dict)
@@ -114,10 +117,14 @@ class TranslateLoop:
             return
         began = time.monotonic()
         self._translate(keys)
+        took = time.monotonic() - began
         if self._unsynced & keys:
             # At least as long as this round took: a destination that is down does not keep the
             # loop busy retrying thousands of positions back to back.
-            self._retry_at = time.monotonic() + max(self.retry_s, time.monotonic() - began)
+            self._retry_at = time.monotonic() + max(self.retry_s, took)
+        # Rounds follow the commits and the index; the period is the time from the last round's start.
+        self.on_round(took, len(keys), began - self._round_began if self._round_began is not None else took)
+        self._round_began = began
 
     def _translate(self, keys: set[Key]) -> None:
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))

@@ -39,6 +39,7 @@ from dr_stream.kafka.client_log import LogSummary
 from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.lag import spark_offsets
 from dr_stream.log_format import flow_logger
+from dr_stream.loop_pace import LoopPace
 from dr_stream.offsets import consumer_timestamps
 from dr_stream.offsets.group_sync import GroupSync
 from dr_stream.offsets.index import OffsetIndex
@@ -159,6 +160,7 @@ class ReplicationFlow:
             self.feed.on_runs = self.metrics.runs_published
         if self.translate_loop is not None:
             self.translate_loop.on_synced = self.metrics.groups_synced
+            self.translate_loop.on_round = partial(self.metrics.loop_round, "translate")
             self.metrics.translation_ages = self.translate_loop.untranslated_ages
         self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
                                       self.metrics, log=self.log)
@@ -360,9 +362,13 @@ class ReplicationFlow:
         topic recreated under the crash-resume marks (its log end fell below one) restarts the
         query too, so the marks taken at start never hide its new records."""
         last_recreation_check = time.monotonic()
-        while not stop.wait(self.topic_interval_s):
+        pace = LoopPace(self.topic_interval_s)
+        while not stop.wait(pace.wait_s()):
             try:
+                began = time.monotonic()
                 replicated = self._sync_topics()
+                pace.done(time.monotonic() - began)
+                self.metrics.loop_round("topics", pace.last_round_s, len(replicated), pace.period_s)
                 if self._subscribed is not None and set(replicated) - self._subscribed:
                     self.request_restart(f"new source topics {sorted(set(replicated) - self._subscribed)}")
                 elif self.config.streaming.realtime and sum(replicated.values()) > self._partitions:

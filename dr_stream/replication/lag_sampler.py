@@ -6,8 +6,8 @@ the age of the oldest waiting record from one read of all lagging partitions, re
 for partitions whose oldest waiting record changed. Spark's own progress is not used: it says
 nothing while a batch is stuck (a destination that is away) and, in real-time mode, reports
 once per batch, minutes apart. A sample is taken every `metrics.sample_interval` and soon after
-each committed batch (at most one a second). Each sample goes to the metrics and to the lag
-history topic.
+each committed batch (at most one a second, and never sooner after the last than that one
+took: `LoopPace`). Each sample goes to the metrics and to the lag history topic.
 
 Invariant: a cluster that does not answer is reported and sampling goes on; the thread closes
 every client it opened when it stops.
@@ -27,6 +27,7 @@ from dr_stream.config import FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import answers, log_bounds, matching_partitions
 from dr_stream.lag import Partition, PartitionLag, first_waiting, partition_lags
+from dr_stream.loop_pace import LoopPace
 from dr_stream.offsets.consumer_timestamps import RecordTimestamps
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_history import encode, ensure_lag_topic, lag_topic, sample_of
@@ -81,16 +82,20 @@ class LagSampler:
         stamps = RecordTimestamps(self.config.source)
         producer = clients.producer(self.config.destination, {"linger.ms": 100})
         created = False
+        pace = LoopPace(self.min_spacing_s)
         try:
-            due = last = 0.0
+            due = ended = 0.0
             while not stop.wait(0.2):
                 now = time.monotonic()
-                if now - last < self.min_spacing_s or (now < due and not self._wake.is_set()):
+                if now - ended < pace.wait_s() or (now < due and not self._wake.is_set()):
                     continue
                 self._wake.clear()
-                last, due = now, now + self.config.metrics.sample_interval_s
+                due = now + max(self.config.metrics.sample_interval_s, pace.wait_s())
                 try:
                     lags = self.sample(stamps)
+                    ended = time.monotonic()
+                    pace.done(ended - now)
+                    self.metrics.loop_round("lag", pace.last_round_s, len(lags), pace.period_s)
                     if self.config.destination.alias not in self._down:
                         if not created:
                             ensure_lag_topic(self.dest_admin, topic)
