@@ -121,6 +121,15 @@ def test_a_running_flows_metrics_count_its_copy_its_lag_and_its_groups(running, 
     assert value(s, "dr_stream_records_skipped_total", flow=flow, reason="came_from_destination") == 0
     assert value(s, "dr_stream_translation_age_seconds", flow=flow, group="mx-readers") is not None
     assert value(s, "dr_stream_cluster_up", flow=flow, cluster="mx") == 1
+    # each control loop's last round: what it covered, and a period at least twice its duration
+    assert value(s, "dr_stream_loop_round_items", flow=flow, loop="poller") >= 1  # mx-readers at least
+    assert value(s, "dr_stream_loop_round_items", flow=flow, loop="topics") >= 1
+    for loop in ("poller", "topics", "lag", "translate"):
+        took, period = (value(s, f"dr_stream_loop_{m}_seconds", flow=flow, loop=loop) for m in ("round", "period"))
+        assert took is not None and period is not None and period >= took, (loop, took, period)
+    for loop in ("poller", "topics", "lag"):  # paced loops: never closer than their round took
+        took, period = (value(s, f"dr_stream_loop_{m}_seconds", flow=flow, loop=loop) for m in ("round", "period"))
+        assert period >= 2 * took, (loop, took, period)
     # Spark's own streaming metrics, from its UI's Prometheus servlet
     status, spark_metrics = get(f"http://127.0.0.1:{running['ui']}/metrics/prometheus/")
     assert status == 200 and "spark_streaming" in spark_metrics and "inputRate" in spark_metrics
