@@ -26,6 +26,21 @@ from dr_stream.kafka.admin import create_topic, partition_counts
 
 TOPIC = "__consumer_timestamps"
 UNKNOWN_TIMESTAMP = -1
+# Records between two wanted ones that a look-up reads through rather than seek again: a seek
+# costs a fetch round trip, a record in the same fetch costs nothing.
+MAX_SPAN_GAP = 500
+
+
+def read_spans(offsets: list[int], max_gap: int) -> list[tuple[int, int]]:
+    """Sorted record offsets -> (first, last) spans to read, a new span wherever more than
+    `max_gap` records lie between two wanted ones."""
+    spans: list[tuple[int, int]] = []
+    for offset in offsets:
+        if spans and offset - spans[-1][1] <= max_gap + 1:
+            spans[-1] = (spans[-1][0], offset)
+        else:
+            spans.append((offset, offset))
+    return spans
 
 
 
@@ -152,19 +167,52 @@ class RecordTimestamps:
         self._consumer = clients.OnDemandConsumer(cluster, "dr-stream-timestamps",
                                                   {"enable.partition.eof": True, "fetch.wait.max.ms": 10})
 
-    def before(self, topic: str, partition: int, offset: int, timeout: float = 5.0) -> int:
-        """Timestamp of record `offset - 1`, or UNKNOWN_TIMESTAMP when it is not readable
-        (nothing consumed yet, deleted by retention or compaction, or a transaction marker)."""
-        if offset <= 0:
-            return UNKNOWN_TIMESTAMP
+    def before_each(self, offsets: Iterable[tuple[str, int, int]],
+                    timeout: float = 5.0) -> dict[tuple[str, int, int], int]:
+        """The timestamp of record `offset - 1` for each (topic, partition, offset), or
+        UNKNOWN_TIMESTAMP where it is not readable (nothing consumed yet, deleted by retention or
+        compaction, a transaction marker). All partitions are read side by side, each over the
+        spans `read_spans` makes of its offsets, so a round of thousands of groups is a few
+        passes, not a look-up per group."""
+        out = {at: UNKNOWN_TIMESTAMP for at in offsets}
+        records: dict[tuple[str, int], set[int]] = {}
+        for topic, partition, offset in out:
+            if offset > 0:
+                records.setdefault((topic, partition), set()).add(offset - 1)
+        if not records:
+            return out
+        spans = {tp: read_spans(sorted(wanted), MAX_SPAN_GAP) for tp, wanted in records.items()}
+        found: dict[tuple[str, int, int], int] = {}
+        deadline = time.monotonic() + timeout
+        for k in range(max(len(s) for s in spans.values())):
+            self._read_spans({tp: s[k] for tp, s in spans.items() if k < len(s)}, records, found, deadline)
+        for (topic, partition, record), timestamp in found.items():
+            out[(topic, partition, record + 1)] = timestamp
+        return out
+
+    def _read_spans(self, spans: dict[tuple[str, int], tuple[int, int]], records: dict[tuple[str, int], set[int]],
+                    found: dict[tuple[str, int, int], int], deadline: float) -> None:
         consumer = self._consumer.get()
-        consumer.assign([TopicPartition(topic, partition, offset - 1)])
+        assigned = [TopicPartition(t, p, first) for (t, p), (first, _) in spans.items()]
+        consumer.assign(assigned)
+        open_spans = set(spans)
         try:
-            for msg in consumer.consume(num_messages=1, timeout=timeout):
-                if msg.error() is None and msg.offset() == offset - 1:
-                    return msg.timestamp()[1]
-            return UNKNOWN_TIMESTAMP
+            while open_spans and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
+                    tp = (msg.topic(), msg.partition())
+                    if tp not in open_spans:
+                        continue
+                    error = msg.error()
+                    if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                        continue
+                    if error is None and msg.offset() in records[tp]:
+                        found[(*tp, msg.offset())] = msg.timestamp()[1]
+                    if error is not None or msg.offset() >= spans[tp][1]:
+                        open_spans.discard(tp)
+                        consumer.pause([TopicPartition(*tp)])
         finally:
+            # librdkafka keeps a partition paused across assignments: the next pass would read nothing
+            consumer.resume(assigned)
             consumer.unassign()
 
     def of_records(self, offsets: dict[tuple[str, int], int], timeout: float = 5.0) -> dict[tuple[str, int], int]:

@@ -11,6 +11,7 @@ from dr_stream.offsets.consumer_timestamps import (
     GroupCommit,
     RecordTimestamps,
     parse_commit,
+    read_spans,
 )
 from tests.kafka_tools import create_topic, delete_topics, produce, unique
 
@@ -40,6 +41,34 @@ def test_a_commit_is_written_in_the_topic_s_key_and_value_format():
     assert commit.record_key() == b'{"group":"g","topic":"t","partition":3}'
     assert commit.record_value() == b'{"offset":42,"timestamp":1700}'
     assert parse_commit(commit.record_key(), commit.record_value()) == commit
+
+
+def test_wanted_records_close_together_are_read_as_one_span_and_far_ones_apart():
+    assert read_spans([3, 5, 9, 510, 1100], max_gap=500) == [(3, 510), (1100, 1100)]
+    assert read_spans([7], max_gap=0) == [(7, 7)]
+    assert read_spans([1, 2, 4], max_gap=0) == [(1, 2), (4, 4)]
+    assert read_spans([], max_gap=10) == []
+
+
+@pytest.mark.integration
+def test_the_records_before_many_groups_positions_are_read_in_one_pass_each_unreadable_one_unknown(dc1):
+    topic = unique("before.")
+    create_topic(dc1.bootstrap, topic, partitions=2)
+    try:
+        produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2, "timestamp": 1_000_000 + i}
+                                       for i in range(2000)))
+        stamps = RecordTimestamps(ClusterConfig("dc1", dc1.bootstrap))
+        try:
+            # partition 0 holds even i at offset i // 2; offsets 1, 3 and 900 are read as spans
+            wanted = {(topic, 0, 2), (topic, 0, 4), (topic, 0, 901), (topic, 1, 1), (topic, 1, 0), (topic, 1, 5000)}
+            assert stamps.before_each(wanted) == {
+                (topic, 0, 2): 1_000_002, (topic, 0, 4): 1_000_006, (topic, 0, 901): 1_001_800,
+                (topic, 1, 1): 1_000_001, (topic, 1, 0): UNKNOWN_TIMESTAMP, (topic, 1, 5000): UNKNOWN_TIMESTAMP}
+            assert stamps.before_each({(topic, 0, 1)}) == {(topic, 0, 1): 1_000_000}  # nothing left paused
+        finally:
+            stamps.close()
+    finally:
+        delete_topics(dc1.bootstrap, [topic])
 
 
 @pytest.mark.integration
