@@ -84,11 +84,19 @@ class GroupsConfig:
     exclude: tuple[str, ...] = ()
 
 
+POSITIONS_FROM = ("__consumer_offsets", "admin")
+
+
 @dataclass(frozen=True)
 class OffsetsConfig:
     translate: bool = True
     groups: GroupsConfig = GroupsConfig()
     sync_to_destination: bool = True
+    # Where the poller reads the source groups' committed offsets: `__consumer_offsets` (follows
+    # the internal topic, so a round costs what was committed since the last one; needs READ on
+    # it) or `admin` (asks the coordinators for every selected group each round; needs DESCRIBE
+    # on the groups). A refused READ falls back to `admin`, and the flow says so.
+    positions_from: str = "__consumer_offsets"
 
 
 @dataclass(frozen=True)
@@ -254,13 +262,17 @@ def _provenance(r: YamlReader, raw: Any) -> ProvenanceConfig:
 
 
 def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
-    o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination"})
+    o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination", "positions_from"})
     g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
+    positions_from = r.string(o, "positions_from", "offsets", default=POSITIONS_FROM[0])
+    if positions_from not in POSITIONS_FROM:
+        raise r.fail("offsets.positions_from", f"expected {' or '.join(POSITIONS_FROM)}, got {positions_from!r}")
     return OffsetsConfig(
         translate=r.boolean(o, "translate", "offsets", True),
         groups=GroupsConfig(r.regexes(g, "include", "offsets.groups", (".*",)),
                             r.regexes(g, "exclude", "offsets.groups", ())),
         sync_to_destination=r.boolean(o, "sync_to_destination", "offsets", True),
+        positions_from=positions_from,
     )
 
 

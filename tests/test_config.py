@@ -30,6 +30,7 @@ def test_defaults_follow_the_design():
     assert config.streaming.checkpoint_dir == ".cache/flows/dc1-to-dc2/checkpoints"
     assert config.streaming.trigger_interval == "1 seconds"
     assert config.streaming.resume_scan_timeout_s == 60.0
+    assert config.offsets.positions_from == "__consumer_offsets"
 
 
 @pytest.mark.parametrize(
@@ -45,6 +46,8 @@ def test_defaults_follow_the_design():
         (with_(streaming={"max_records_per_batch": 0}), "f.yaml: streaming.max_records_per_batch: expected an integer"),
         (with_(streaming={"trigger": "soon"}), "f.yaml: streaming.trigger:"),
         (with_(streaming={"resume_scan_timeout": "forever"}), "f.yaml: streaming.resume_scan_timeout: 'forever'"),
+        (with_(offsets={"positions_from": "zookeeper"}),
+         "f.yaml: offsets.positions_from: expected __consumer_offsets or admin, got 'zookeeper'"),
         (with_(topics={"rename": "dc1.topic"}), "f.yaml: topics.rename:"),
         (with_(destination={"alias": "dc1"}), "f.yaml: destination.alias: is the same as source.alias"),
         (with_(source={"kafka": {"sasl.password": "${env:DR_STREAM_UNSET_FOR_TEST}"}}),

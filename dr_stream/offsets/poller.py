@@ -4,12 +4,15 @@ Unmodified consumers (any language, no helper) commit offsets to the source clus
 usual; this poller reads them each round, looks up the timestamp of the last record each
 group consumed, and reports the positions that changed.
 
-A round costs a few requests however many groups there are: the group listing, then one
-batched offset fetch per coordinator for the selected groups only (`kafka/group_offsets`,
-the Java admin client in the driver's JVM), and a timestamp look-up only for positions that
-moved. Rounds never overlap and never come closer than the last one took (`LoopPace`); each
-round's duration, group count and period go to `on_round`. The commands (status, failover) run
-without a JVM and read the same offsets through librdkafka (`group_commits`).
+Positions come from `__consumer_offsets` itself by default (a round reads the commits made
+since the last one, so its cost follows the commit rate, not the group count), or from the
+group coordinators through the admin API (`offsets.positions_from: admin`; see
+`committed_positions`). A principal refused READ on `__consumer_offsets` falls back to the
+admin path, said in one line. A timestamp is looked up only for positions that moved, all of a
+round's in one pass. Rounds never overlap and never come closer than the last one took
+(`LoopPace`); each round's duration, group count and period go to `on_round`. The commands
+(status, failover) run without a JVM and read the same offsets through librdkafka
+(`group_commits`).
 
 Invariants: only groups the flow translates and topics it replicates are reported; a
 position dr-stream itself committed (metadata `dr-stream:...`, written by the flow running
@@ -33,9 +36,11 @@ from dr_stream.config import ClusterConfig
 from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
+from dr_stream.kafka.authorization import NotAuthorized
 from dr_stream.kafka.group_offsets import Fetched
 from dr_stream.kafka.groups import committed_offsets, list_groups
 from dr_stream.loop_pace import LoopPace
+from dr_stream.offsets.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.offsets.consumer_timestamps import TOPIC, GroupCommit, RecordTimestamps, report
 from dr_stream.policy import GroupFilter, TopicFilter
 
@@ -78,15 +83,10 @@ def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFil
 
 
 def stamped(commits: list[GroupCommit], timestamps: RecordTimestamps) -> list[GroupCommit]:
-    """The commits with the timestamp of the last record each group consumed."""
-    looked_up: dict[tuple[str, int, int], int] = {}  # groups at the same offset share one look-up
-    out = []
-    for c in commits:
-        at = (c.topic, c.partition, c.offset)
-        if at not in looked_up:
-            looked_up[at] = timestamps.before(c.topic, c.partition, c.offset)
-        out.append(GroupCommit(c.group, c.topic, c.partition, c.offset, looked_up[at]))
-    return out
+    """The commits with the timestamp of the last record each group consumed, looked up together."""
+    looked_up = timestamps.before_each({(c.topic, c.partition, c.offset) for c in commits})
+    return [GroupCommit(c.group, c.topic, c.partition, c.offset, looked_up[(c.topic, c.partition, c.offset)])
+            for c in commits]
 
 
 def moved_commits(fetched: dict[str, Fetched], topics: TopicFilter,
@@ -114,6 +114,8 @@ class CommittedOffsetPoller:
     # the destination group (goal: 2 s), and a round costs a few requests at any group count.
     interval_s: float = 0.5
     log: Callable[[str], None] = print
+    # `__consumer_offsets` or `admin` (OffsetsConfig.positions_from)
+    positions_from: str = "__consumer_offsets"
     # told each round's duration in seconds, the groups it read, and the period its pace set
     on_round: Callable[[float, int, float], None] = lambda seconds, groups, period_s: None
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
@@ -134,14 +136,21 @@ class CommittedOffsetPoller:
         """Reports the positions that moved since the last round; returns how many were delivered.
         A position is taken as reported only once the source acknowledged it."""
         began = time.monotonic()
-        selected = [g for g in self._offsets.list_groups() if self.groups.matches(g)]
-        # Only offsets that changed since the last fetch cross from the JVM, so an idle round at
-        # thousands of groups parses nothing. A round that did not end with every position
-        # acknowledged (or did not end) is followed by a full fetch, which returns what it lost.
+        # A round that did not end with every position acknowledged (or did not end) is followed
+        # by a full read, which returns what it lost.
         full, self._resend = self._resend, True
-        fetched = self._offsets.committed(selected) if full else self._offsets.committed_changes(selected)
+        try:
+            selected, fetched = self._positions.read(full)
+        except NotAuthorized as refused:
+            if self._positions.name == "admin":
+                raise
+            self.log(f"group poller: {first_line(refused)}; reading committed offsets through the admin API "
+                     "instead (offsets.positions_from: admin)")
+            self._positions.close()
+            self._positions = AdminPositions(self.source, self.groups)
+            selected, fetched = self._positions.read(True)
         moved, unread = moved_commits(fetched, self.topics, self.reported)
-        self._failures.round({g: str(exc) for g, exc in unread.items()}, selected)
+        self._failures.round({g: str(exc) for g, exc in unread.items()}, fetched)
         commits = stamped(moved, self._timestamps)
         delivered: list[GroupCommit] = []
         failed: list[str] = []
@@ -158,17 +167,33 @@ class CommittedOffsetPoller:
             self.reported[c.key] = c.offset
         self._resend = len(delivered) < len(commits)
         self.pace.done(time.monotonic() - began)
-        self.on_round(self.pace.last_round_s, len(selected), self.pace.period_s)
+        self.on_round(self.pace.last_round_s, selected, self.pace.period_s)
         if self._resend:
             raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to {TOPIC} "
                                f"({failed[0] if failed else 'not acknowledged within 10 s'}); written again next round")
         return len(delivered)
 
-    def run(self, stop: threading.Event) -> None:
-        """Polls until `stop` is set; its clients live exactly as long as this call."""
-        self._offsets = clients.group_offsets(self.source)
+    def _open_positions(self) -> CommittedPositions:
+        if self.positions_from == "admin":
+            return AdminPositions(self.source, self.groups)
+        return TopicPositions(self.source, self.groups, lambda n, why: self.log(
+            f"group poller: {n} records of __consumer_offsets on {self.source.alias} not decoded, skipped "
+            f"(last: {why})"))
+
+    def open(self, positions: CommittedPositions | None = None) -> None:
+        """Opens the clients a round uses (`run` does; a bench hands in its own positions reader)."""
+        self._positions = positions or self._open_positions()
         self._producer = clients.producer(self.source, {"linger.ms": 0, "acks": "all"})
         self._timestamps = RecordTimestamps(self.source)
+
+    def close(self) -> None:
+        self._timestamps.close()
+        self._producer.close()
+        self._positions.close()
+
+    def run(self, stop: threading.Event) -> None:
+        """Polls until `stop` is set; its clients live exactly as long as this call."""
+        self.open()
         try:
             while not stop.is_set():
                 try:
@@ -179,6 +204,4 @@ class CommittedOffsetPoller:
                         self.log(f"group poller: {first_line(exc)} ({self.errors} failed polls so far)")
                 stop.wait(self.pace.wait_s())
         finally:
-            self._timestamps.close()
-            self._producer.close()
-            self._offsets.close()
+            self.close()

@@ -275,6 +275,30 @@ class TestLeastPrivilege:
             delete_topics(sec.bootstrap, [topic])
             delete_topics(dc2.bootstrap, [topic])
 
+    def test_without_read_on___consumer_offsets_the_poller_says_so_once_and_translates_through_the_admin_api(
+            self, spark, sec, dc2, pki, tmp_path, capsys):
+        topic, group = unique("sec.lpn."), unique("sec-lpn-")
+        # the source ACLs with the replicated topics granted by prefix, not TOPIC *: no READ on
+        # __consumer_offsets (TOPIC * would grant it)
+        acls = [("TOPIC", "sec.lpn.", "PREFIXED", op) for op in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")] + [
+            ("TOPIC", "__consumer_timestamps", "LITERAL", op) for op in ("READ", "DESCRIBE")] + [
+            rule for rule in SOURCE_ACLS if rule[:2] != ("TOPIC", "*")]
+        path = flow_yaml(tmp_path, "sec-lpn-to-dc2", {"alias": "sec", "bootstrap_servers": sec.sasl_ssl_bootstrap,
+                                                      "kafka": scram(pki, user="drs-lp")},
+                         {"alias": "dc2", "bootstrap_servers": dc2.bootstrap}, topic)
+        create_topic(sec.bootstrap, topic, partitions=2)
+        grant(sec.bootstrap, "User:drs-lp", acls)
+        try:
+            copy_and_sync(spark, path, sec, dc2, topic, group, 100, {0: 20, 1: 30}, "n")
+            said = [line for line in capsys.readouterr().out.splitlines() if "__consumer_offsets" in line]
+            assert len(said) == 1, said
+            assert ("group poller: sec: User:drs-lp may not READ TOPIC __consumer_offsets" in said[0]
+                    and "reading committed offsets through the admin API instead" in said[0]), said
+        finally:
+            revoke(sec.bootstrap, "User:drs-lp", acls)
+            delete_topics(sec.bootstrap, [topic])
+            delete_topics(dc2.bootstrap, [topic])
+
 
 def _files_holding(root: Path, secret: str) -> list[str]:
     """Every file under `root` (checkpoints, offset index, translations) whose bytes hold `secret`."""
