@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench down clean
+.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller down clean
 
 setup: $(STAMP) jars
 
@@ -51,6 +51,11 @@ demo-yarn: setup dist
 # dr-stream vs MirrorMaker 2 on its own two clusters (about 6 min); results in bench/results/.
 bench: setup
 	$(PY) -m bench.run
+
+# The group poller's two paths (__consumer_offsets, admin) at 5,000 groups (about 5 min);
+# results in bench/results/poller/.
+bench-poller: setup
+	$(PY) -m bench.poller_paths
 
 down:
 	-$(VENV)/bin/dr-stream dev down
