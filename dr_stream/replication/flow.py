@@ -277,19 +277,19 @@ class ReplicationFlow:
             self._require_slots(replicated)
         self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
         self.clock.mark("resume marks")
+        source = self.spark.readStream.format("kafka").options(
+            **spark_options.replicate_source(config, sorted(replicated))).load()
+        if not config.streaming.realtime:
+            # A task per core, not per source partition (tasks and run publications cost more than
+            # a small batch's writes), right after the source: the provenance steps cannot compile
+            # into a whole stage and rebuild their projections for each partition they run over.
+            # Order within a partition is kept. Real-time mode needs a task per partition.
+            source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         stream = (
-            self.spark.readStream.format("kafka")
-            .options(**spark_options.replicate_source(config, sorted(replicated)))
-            .load()
-            .transform(prepare(self.plan))
+            source.transform(prepare(self.plan))
             .transform(drop_already_copied(self._marks, self._left_out))
             .transform(to_sink_rows(self.plan.preserve_partitions))
         )
-        if not config.streaming.realtime:
-            # One write task per core instead of one per source partition: a small batch spends more
-            # on scheduling tasks (and on each task's run publication) than on writing. coalesce
-            # keeps each partition's records in order. Real-time mode needs a task per partition.
-            stream = stream.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         checkpoint = config.checkpoint("replicate")
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:
