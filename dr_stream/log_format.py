@@ -56,6 +56,24 @@ class _CurrentStdout(logging.StreamHandler):
         pass
 
 
+class JvmGone(logging.Filter):
+    """Drops py4j's own report of a call that failed because the JVM had gone away (it exits
+    first when a signal reaches the whole process group): py4j prints it as a traceback, on the
+    root logger or its own, and raises the same error to the caller, which says in one line
+    what it means for the flow, or nothing while the flow stops."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        while error is not None:
+            if isinstance(error, ConnectionError) or type(error).__name__ == "Py4JNetworkError":
+                return False
+            error = error.__cause__ or error.__context__
+        return True
+
+
+_PY4J_LOGGERS = ("", "py4j.java_gateway", "py4j.clientserver")
+
+
 def configure(fmt: str = "text") -> None:
     if fmt not in FORMATS:
         raise ValueError(f"log format {fmt!r}: expected {' or '.join(FORMATS)}")
@@ -67,6 +85,9 @@ def configure(fmt: str = "text") -> None:
     root.propagate = False
     # The Kafka clients' lines are summarised already; below WARNING they are librdkafka's chatter.
     logging.getLogger("dr_stream.kafka").setLevel(logging.WARNING)
+    for name in _PY4J_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.filters = [f for f in logger.filters if not isinstance(f, JvmGone)] + [JvmGone()]
 
 
 def flow_logger(flow: str) -> logging.Logger:

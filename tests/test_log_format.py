@@ -27,3 +27,25 @@ def test_a_flow_line_reads_as_before_in_text_and_as_one_object_in_json(capsys):
         assert line["time"].endswith("+00:00")
     finally:
         log_format.configure("text")
+
+
+def _record(error: BaseException | None) -> logging.LogRecord:
+    exc_info = (type(error), error, None) if error else None
+    return logging.LogRecord("root", logging.ERROR, "py4j/java_gateway.py", 1, "Exception while sending command.",
+                             None, exc_info)
+
+
+def test_py4j_reports_of_a_jvm_that_went_away_are_dropped_and_any_other_error_is_kept():
+    from py4j.protocol import Py4JError, Py4JNetworkError
+
+    gone = log_format.JvmGone()
+    assert not gone.filter(_record(Py4JNetworkError("Answer from Java side is empty")))
+    reset = Py4JNetworkError("Error while sending or receiving")
+    reset.__context__ = ConnectionResetError(104, "Connection reset by peer")
+    assert not gone.filter(_record(reset))
+    wrapped = RuntimeError("listener failed")
+    wrapped.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    assert not gone.filter(_record(wrapped))
+    assert gone.filter(_record(ValueError("a bug of ours")))
+    assert gone.filter(_record(Py4JError("An error occurred while calling o81.stop")))
+    assert gone.filter(_record(None))

@@ -26,6 +26,9 @@ from dr_stream.failure_notes import first_line
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.metrics_server import MetricsServer
 
+# How long a stop waits for a running micro-batch, which would otherwise be replayed.
+STOP_GRACE_S = 30.0
+
 
 class SparkStopped(RuntimeError):
     """The flow's SparkContext stopped while the flow ran: nothing can be restarted in it."""
@@ -60,6 +63,8 @@ def kept_running(name: str, run: Callable[[threading.Event], None], stop: thread
             run(stop)
             return
         except Exception as exc:
+            if stop.is_set():  # failed as the flow stopped (its JVM may be gone): not a fault
+                return
             failed(name)
             log(f"driver thread {name} stopped on {type(exc).__name__}: {first_line(exc)}; "
                 f"started again in {pause_s:g} s")
@@ -131,20 +136,46 @@ class _Supervisor:
         part.restart_at = now + part.backoff
         part.backoff = min(part.backoff * 2, self.max_backoff_s)
 
-    def stop(self, grace_s: float = 30.0) -> None:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stops each query between batches when it can: an interrupted batch would have to be
         replayed, and an interrupted translation-log write would lose the newest positions."""
         for part in self.parts:
             if part.query is not None and part.query.isActive:
                 self._stop_between_batches(part, grace_s)
 
-    def _stop_between_batches(self, part: _Supervised, grace_s: float = 30.0) -> None:
+    def _stop_between_batches(self, part: _Supervised, grace_s: float = STOP_GRACE_S) -> None:
         # A real-time batch is always active: it is stopped where it is, and the next start's
         # resume filter drops what it had already written.
-        deadline = time.monotonic() + (0 if self.flow.config.streaming.realtime else grace_s)
-        while part.query.status.get("isTriggerActive") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        part.query.stop()
+        grace_ms = 0 if self.flow.config.streaming.realtime else int(grace_s * 1000)
+        self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(part.query._jsq, grace_ms,
+                                                                     f"[{self.flow.config.name}] ")
+
+
+def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
+    """A SIGTERM that reaches the JVM itself (a scheduler's to `spark-submit`, a container
+    manager's, or one sent to the whole process group) waits for the running batch as well:
+    otherwise Spark's own shutdown hook stops the SparkContext under it and its refused tasks
+    print their stack traces (`io.drstream.spark.StopBetweenBatches`)."""
+    grace_ms = 0 if flow.config.streaming.realtime else int(STOP_GRACE_S * 1000)
+    flow.spark._jvm.io.drstream.spark.StopBetweenBatches.install(flow.spark._jsparkSession.streams(), grace_ms,
+                                                               f"[{flow.config.name}] ")
+
+
+def jvm_stopping(spark) -> bool:
+    """Whether the driver's JVM is shutting down (a signal reached it, not this process): the
+    flow then stops as on its own signal, while Spark still runs (`StopBetweenBatches`)."""
+    try:
+        return bool(spark._jvm.io.drstream.spark.StopBetweenBatches.stopping())
+    except Exception:  # the JVM is gone: `spark_running` says so
+        return False
+
+
+def release_jvm(spark) -> None:
+    """The flow's stop is done: a JVM shutting down may stop Spark now."""
+    try:
+        spark._jvm.io.drstream.spark.StopBetweenBatches.released()
+    except Exception:  # gone already
+        pass
 
 
 def _serve_metrics(flow: ReplicationFlow, port: int | None) -> MetricsServer | None:
@@ -167,6 +198,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+    stop_between_batches_at_exit(flow)
     listener = flow.progress
     flow.spark.streams.addListener(listener)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
@@ -185,6 +217,9 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
                  f"checkpoints under {flow.config.streaming.checkpoint_dir}")
         while not stop.is_set():
             stop.wait(1)
+            if jvm_stopping(flow.spark):
+                flow.log("the Spark JVM was told to stop: the flow stops")
+                break
             if not stop.is_set():
                 supervisor.check()
     except SparkStopped as exc:
@@ -205,5 +240,6 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
         if server is not None:
             server.close()
         flow.close()
+        release_jvm(flow.spark)
         flow.log("stopped")
         sys.stdout.flush()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -105,3 +106,54 @@ def test_kill_9_during_a_large_copy_then_restart_copies_every_record_exactly_onc
     assert len(records) == TOTAL, f"{len(records) - TOTAL:+d} records after {kills} kills"
     assert set(origins.values()) == {1}
     assert all(r.partition == p for r in records for p in [provenance(r)[-1]["partition"]])
+
+
+def test_sigterm_to_the_whole_process_group_during_a_batch_lets_it_finish_and_prints_no_stack_trace(
+        dc1, dc2, topics, tmp_path):
+    # `dr-stream run` started the Spark JVM as its child: a SIGTERM to the process group (systemd's
+    # default, a terminal's kill of the job) reaches the JVM too, whose shutdown would stop Spark
+    # under the running batch.
+    topic = unique("sigterm.")
+    topics.append(topic)
+    total = 45_000
+    create_topic(dc1.bootstrap, topic, 3)
+    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 32, "partition": i % 3} for i in range(total)))
+    config = one_topic_flow_file(tmp_path, "sigterm-test", dc1.bootstrap, dc2.bootstrap, topic,
+                                 trigger="200ms", max_records_per_batch=15_000)
+    log = tmp_path / "flow.log"
+
+    def run() -> subprocess.Popen:
+        out = open(log, "ab")  # kept open for the child's lifetime
+        return subprocess.Popen([sys.executable, "-m", "dr_stream.cli", "run", "--config", str(config)],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=project_root())
+
+    proc = run()
+    try:
+        # Batches follow each other while the backlog lasts: the signal lands inside one.
+        assert wait_until(lambda: "] batch 0:" in log.read_text(), 180, interval=0.05), log.read_text()[-3000:]
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0, log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            _kill9(proc)
+    assert "finishes its running batch first" in log.read_text(), log.read_text()[-3000:]
+    assert wait_until(lambda: not _group_alive(proc.pid), 30), "the flow left a process running"
+    stopped_with = count(dc2.bootstrap, topic)
+    assert 0 < stopped_with < total, f"{stopped_with} records copied: the stop did not land mid-copy"
+
+    proc = run()
+    try:
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 240), log.read_text()[-3000:]
+        time.sleep(2)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            _kill9(proc)
+    origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in consume_all(dc2.bootstrap, topic))
+    assert sum(origins.values()) == total and set(origins.values()) == {1}
+    # Neither stop, mid-batch or idle, printed a stack trace.
+    traces = [line for line in log.read_text().splitlines()
+              if "Exception" in line or "Traceback" in line or line.startswith("\tat ")]
+    assert traces == [], "\n".join(traces[:20])

@@ -36,7 +36,7 @@ def test_a_loop_that_ends_normally_is_not_started_again_and_a_stopped_flow_start
     assert calls == [1]
 
 
-def test_a_loop_failing_every_time_goes_on_being_retried_until_the_flow_stops():
+def test_a_loop_failing_every_time_goes_on_being_retried_until_the_flow_stops_and_its_failure_at_the_stop_is_not_said():
     lines: list[str] = []
     stop = threading.Event()
 
@@ -46,4 +46,5 @@ def test_a_loop_failing_every_time_goes_on_being_retried_until_the_flow_stops():
         raise ValueError("bad sample\n  at ...")
 
     kept_running("lag", loop, stop, lines.append, pause_s=0)
-    assert lines == ["driver thread lag stopped on ValueError: bad sample; started again in 0 s"] * 4
+    # The fourth failure came as the flow stopped (its JVM may already be gone): not a fault.
+    assert lines == ["driver thread lag stopped on ValueError: bad sample; started again in 0 s"] * 3

@@ -1,0 +1,165 @@
+package io.drstream.spark;
+
+import java.lang.reflect.Method;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.hadoop.util.ShutdownHookManager;
+
+/**
+ * When the driver's JVM is told to stop (SIGTERM from a scheduler, a container manager or a
+ * signal to the whole process group), lets each running micro-batch end before Spark stops.
+ *
+ * <p>Spark's own shutdown hook stops the SparkContext at once: a batch still running then fails
+ * with its tasks refused by a stopped executor, and so does the Python driver's own Spark work
+ * (the offset index's appends), each printing its stack traces. This hook runs before Spark's
+ * (Hadoop's hook manager runs hooks by priority, highest first, and Spark registers its own at
+ * {@value #SPARK_PRIORITY}). It says {@link #stopping}, which the driver polls; waits for the
+ * batch each query is running and stops the query before its next; then waits until the driver
+ * calls {@link #released} once its own stop is done. Invariants: the queries get at most the
+ * grace given at install, the driver at most {@value #DRIVER_GRACE_MS} ms more; a query still
+ * inside a batch after that (or a real-time query, whose batch never ends) is stopped where it
+ * is, which the next start's resume filter makes safe; it is installed once per JVM, and a later
+ * install only replaces the queries it watches and the grace.
+ *
+ * <p>Spark is reached by reflection, as in {@code TaskEnd}, so the jar builds without Spark's.
+ */
+public final class StopBetweenBatches {
+  /** Spark's hooks run at Hadoop priority 40 (FileSystem's 10 + 30); ours goes first. */
+  static final int SPARK_PRIORITY = 40;
+
+  /** What the driver gets to end its threads and write its last state once the queries stopped. */
+  static final long DRIVER_GRACE_MS = 20_000;
+
+  private static final int PRIORITY = SPARK_PRIORITY + 10;
+  private static final CountDownLatch RELEASED = new CountDownLatch(1);
+  private static final Set<String> ANNOUNCED = ConcurrentHashMap.newKeySet();
+  private static volatile boolean stopping;
+  private static volatile Object streams;
+  private static volatile long graceMs;
+  private static volatile String prefix = "";
+  private static boolean installed;
+
+  private StopBetweenBatches() {}
+
+  /**
+   * Watches the queries of {@code streamingQueryManager} (a session's {@code streams()}); waits
+   * up to {@code grace} milliseconds for their running batches at shutdown. {@code linePrefix}
+   * starts the one line it prints.
+   */
+  public static synchronized void install(Object streamingQueryManager, long grace, String linePrefix) {
+    streams = streamingQueryManager;
+    graceMs = grace;
+    prefix = linePrefix;
+    if (!installed) {
+      ShutdownHookManager.get()
+          .addShutdownHook(StopBetweenBatches::stopAll, PRIORITY, grace + DRIVER_GRACE_MS + 5_000,
+              TimeUnit.MILLISECONDS);
+      installed = true;
+    }
+  }
+
+  /** Whether the JVM is shutting down: the driver then stops as it would on its own signal. */
+  public static boolean stopping() {
+    return stopping;
+  }
+
+  /** The driver's stop is done: Spark may stop now. */
+  public static void released() {
+    RELEASED.countDown();
+  }
+
+  static void stopAll() {
+    stopping = true;
+    stopQueries();
+    try {
+      RELEASED.await(DRIVER_GRACE_MS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void stopQueries() {
+    Object manager = streams;
+    if (manager == null) {
+      return;
+    }
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMs);
+    try {
+      for (Object query : (Object[]) manager.getClass().getMethod("active").invoke(manager)) {
+        stop(query, Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), prefix);
+      }
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      // Nothing left to stop gracefully: Spark's own hook stops what is still running.
+      System.err.println(prefix + "stopping: could not wait for the running batch: " + e);
+    }
+  }
+
+  /**
+   * Stops {@code query} (a {@code StreamingQuery}) once the batch it is running has ended, waiting
+   * at most {@code graceMs}; at once when it is between batches or the grace is 0.
+   *
+   * <p>Polling for the end of a batch and then calling {@code stop()} is not enough: while a
+   * backlog lasts, the next batch starts as the last one ends, and the stop cancels its tasks
+   * (each prints its stack trace). So the query is marked terminated first, the way its own
+   * {@code stop()} begins: its batch loop checks that mark before planning a batch and after
+   * running one, so the running batch ends and no other starts (a batch still being planned is
+   * interrupted before any task runs). Then it waits for the query's thread to end, and stops it.
+   */
+  public static void stop(Object query, long graceMs, String linePrefix) throws ReflectiveOperationException {
+    Class<?> type = query.getClass();
+    if (graceMs > 0 && isTriggerActive(type.getMethod("status").invoke(query))) {
+      // The driver and this JVM's shutdown may both stop a query: it is said once.
+      if (ANNOUNCED.add(String.valueOf(type.getMethod("runId").invoke(query)))) {
+        System.err.println(linePrefix + "stopping: query " + type.getMethod("name").invoke(query)
+            + " finishes its running batch first (up to " + TimeUnit.MILLISECONDS.toSeconds(graceMs) + " s)");
+      }
+      if (markTerminated(query)) {
+        type.getMethod("awaitTermination", long.class).invoke(query, graceMs);
+      } else {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMs);
+        long running = lastBatch(query);
+        while (isTriggerActive(type.getMethod("status").invoke(query)) && lastBatch(query) == running
+            && System.nanoTime() < deadline) {
+          sleep(20);
+        }
+      }
+    }
+    type.getMethod("stop").invoke(query);
+  }
+
+  /** Sets the query's own state to TERMINATED; false where this Spark keeps it elsewhere. */
+  private static boolean markTerminated(Object query) {
+    try {
+      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
+      Method state = execution.getClass().getMethod("state");
+      String states = state.getGenericReturnType().getTypeName().replaceAll(".*<(.*)\\.State>$", "$1");
+      Object terminated = Class.forName(states + ".TERMINATED$").getField("MODULE$").get(null);
+      @SuppressWarnings("unchecked")
+      AtomicReference<Object> ref = (AtomicReference<Object>) state.invoke(execution);
+      ref.set(terminated);
+      return true;
+    } catch (ReflectiveOperationException | ClassCastException e) {
+      return false;
+    }
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static long lastBatch(Object query) throws ReflectiveOperationException {
+    Object progress = query.getClass().getMethod("lastProgress").invoke(query);
+    return progress == null ? -1 : (Long) progress.getClass().getMethod("batchId").invoke(progress);
+  }
+
+  private static boolean isTriggerActive(Object status) throws ReflectiveOperationException {
+    return (Boolean) status.getClass().getMethod("isTriggerActive").invoke(status);
+  }
+}
