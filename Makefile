@@ -57,6 +57,11 @@ bench: setup
 bench-poller: setup
 	$(PY) -m bench.poller_paths
 
+# One micro-batch's cost per source partition at 10 to 1,000 partitions (about 12 min);
+# results in bench/results/batch/. `BATCH_ARGS=--jfr` also keeps a flight recording of each flow.
+bench-batch: setup
+	$(PY) -m bench.batch_cost $(BATCH_ARGS)
+
 down:
 	-$(VENV)/bin/dr-stream dev down
 	-$(VENV)/bin/dr-stream dev yarn down
