@@ -33,10 +33,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.replicators import Replicator, dr_stream
+from bench.workloads import create_topics
+from dr_stream.config import ClusterConfig
 from dr_stream.dev.clusters import LocalCluster
+from dr_stream.kafka import admin, clients
 from dr_stream.paths import cache_dir, project_root
 
 HERE = Path(__file__).resolve().parent
@@ -82,21 +84,6 @@ def _topics(partitions: int, repeat: int) -> list[str]:
 
 def _per_topic(partitions: int) -> int:
     return min(partitions, PER_TOPIC)
-
-
-def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(t, partitions, 1) for t in topics]).values():
-        future.result(timeout=60)
-
-
-def delete_topics(bootstrap: str, topics: list[str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_topics(topics).values():
-        try:
-            future.result(timeout=60)
-        except Exception:  # the flow never created it there
-            pass
 
 
 def one_record_each(producer: Producer, topics: list[str], partitions: int, seq: int) -> None:
@@ -161,9 +148,9 @@ def _env(work: Path, source: LocalCluster, target: LocalCluster, pattern: str, j
 def measure(partitions: int, repeat: int, source: LocalCluster, target: LocalCluster, work: Path, logs: Path,
             log: Log, jfr: bool = False) -> Run:
     topics, per_topic = _topics(partitions, repeat), _per_topic(partitions)
-    create_topics(source.bootstrap, topics, per_topic)
-    producer = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 5,
-                         "transactional.id": f"bench-batch-{partitions}-{repeat}"})
+    create_topics(source.bootstrap, {t: per_topic for t in topics})
+    producer = clients.producer(ClusterConfig(source.alias, source.bootstrap),
+                                {"linger.ms": 5, "transactional.id": f"bench-batch-{partitions}-{repeat}"})
     producer.init_transactions(30)
     one_record_each(producer, topics, per_topic, 0)
     run = Run(partitions, repeat)
@@ -198,8 +185,8 @@ def measure(partitions: int, repeat: int, source: LocalCluster, target: LocalClu
     finally:
         replicator.stop()
         producer.flush(10)
-        delete_topics(source.bootstrap, topics)
-        delete_topics(target.bootstrap, topics)
+        for cluster in (source, target):
+            admin.delete_topics(clients.admin(ClusterConfig(cluster.alias, cluster.bootstrap)), topics)
         shutil.rmtree(work, ignore_errors=True)
     return run
 
