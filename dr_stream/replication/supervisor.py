@@ -144,11 +144,8 @@ class _Supervisor:
                 self._stop_between_batches(part, grace_s)
 
     def _stop_between_batches(self, part: _Supervised, grace_s: float = STOP_GRACE_S) -> None:
-        # A real-time batch is always active: it is stopped where it is, and the next start's
-        # resume filter drops what it had already written.
-        grace_ms = 0 if self.flow.config.streaming.realtime else int(grace_s * 1000)
-        self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(part.query._jsq, grace_ms,
-                                                                     f"[{self.flow.config.name}] ")
+        self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(part.query._jsq, _grace_ms(self.flow, grace_s),
+                                                                     _line_prefix(self.flow))
 
 
 def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
@@ -156,9 +153,19 @@ def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
     manager's, or one sent to the whole process group) waits for the running batch as well:
     otherwise Spark's own shutdown hook stops the SparkContext under it and its refused tasks
     print their stack traces (`io.drstream.spark.StopBetweenBatches`)."""
-    grace_ms = 0 if flow.config.streaming.realtime else int(STOP_GRACE_S * 1000)
-    flow.spark._jvm.io.drstream.spark.StopBetweenBatches.install(flow.spark._jsparkSession.streams(), grace_ms,
-                                                               f"[{flow.config.name}] ")
+    flow.spark._jvm.io.drstream.spark.StopBetweenBatches.install(flow.spark._jsparkSession.streams(),
+                                                               _grace_ms(flow), _line_prefix(flow))
+
+
+def _grace_ms(flow: ReplicationFlow, grace_s: float = STOP_GRACE_S) -> int:
+    # A real-time batch never ends: it is stopped where it is, and the next start's resume filter
+    # drops what it had already written.
+    return 0 if flow.config.streaming.realtime else int(grace_s * 1000)
+
+
+def _line_prefix(flow: ReplicationFlow) -> str:
+    """How the JVM's one line about a stop starts: as the flow's own lines do in text."""
+    return f"[{flow.config.name}] "
 
 
 def jvm_stopping(spark) -> bool:
