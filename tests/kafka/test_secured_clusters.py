@@ -232,6 +232,13 @@ class TestSecuredFlows:
             delete_topics(dc2.bootstrap, [topic])
 
 
+def _out_of_sec_as_drs_lp(tmp_path, name: str, sec, dc2, pki, topic: str):
+    """A flow file from the secured cluster, as the least-privilege user drs-lp, to dc2."""
+    return flow_yaml(tmp_path, name, {"alias": "sec", "bootstrap_servers": sec.sasl_ssl_bootstrap,
+                                      "kafka": scram(pki, user="drs-lp")},
+                     {"alias": "dc2", "bootstrap_servers": dc2.bootstrap}, topic)
+
+
 class TestLeastPrivilege:
     """User drs-lp holds exactly the ACLs the README lists for its side, and nothing else."""
 
@@ -263,9 +270,7 @@ class TestLeastPrivilege:
 
     def test_out_of_a_cluster_with_the_source_acls_copies_and_translates(self, spark, sec, dc2, pki, tmp_path):
         topic, group = unique("sec.lps."), unique("sec-lps-")
-        path = flow_yaml(tmp_path, "sec-lp-to-dc2", {"alias": "sec", "bootstrap_servers": sec.sasl_ssl_bootstrap,
-                                                     "kafka": scram(pki, user="drs-lp")},
-                         {"alias": "dc2", "bootstrap_servers": dc2.bootstrap}, topic)
+        path = _out_of_sec_as_drs_lp(tmp_path, "sec-lp-to-dc2", sec, dc2, pki, topic)
         create_topic(sec.bootstrap, topic, partitions=2)
         grant(sec.bootstrap, "User:drs-lp", SOURCE_ACLS)
         try:
@@ -283,9 +288,7 @@ class TestLeastPrivilege:
         acls = [("TOPIC", "sec.lpn.", "PREFIXED", op) for op in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")] + [
             ("TOPIC", "__consumer_timestamps", "LITERAL", op) for op in ("READ", "DESCRIBE")] + [
             rule for rule in SOURCE_ACLS if rule[:2] != ("TOPIC", "*")]
-        path = flow_yaml(tmp_path, "sec-lpn-to-dc2", {"alias": "sec", "bootstrap_servers": sec.sasl_ssl_bootstrap,
-                                                      "kafka": scram(pki, user="drs-lp")},
-                         {"alias": "dc2", "bootstrap_servers": dc2.bootstrap}, topic)
+        path = _out_of_sec_as_drs_lp(tmp_path, "sec-lpn-to-dc2", sec, dc2, pki, topic)
         create_topic(sec.bootstrap, topic, partitions=2)
         grant(sec.bootstrap, "User:drs-lp", acls)
         try:

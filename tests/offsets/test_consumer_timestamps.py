@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from dr_stream.config import ClusterConfig
@@ -50,41 +53,39 @@ def test_wanted_records_close_together_are_read_as_one_span_and_far_ones_apart()
     assert read_spans([], max_gap=10) == []
 
 
-@pytest.mark.integration
-def test_the_records_before_many_groups_positions_are_read_in_one_pass_each_unreadable_one_unknown(dc1):
-    topic = unique("before.")
+@contextmanager
+def _stamped_topic(dc1, prefix: str, records: int) -> Iterator[tuple[str, RecordTimestamps]]:
+    """A topic of 2 partitions holding `records` records (record i on partition i % 2, stamped
+    1_000_000 + i), and a reader of its timestamps; both gone afterwards."""
+    topic = unique(prefix)
     create_topic(dc1.bootstrap, topic, partitions=2)
     try:
         produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2, "timestamp": 1_000_000 + i}
-                                       for i in range(2000)))
+                                       for i in range(records)))
         stamps = RecordTimestamps(ClusterConfig("dc1", dc1.bootstrap))
         try:
-            # partition 0 holds even i at offset i // 2; offsets 1, 3 and 900 are read as spans
-            wanted = {(topic, 0, 2), (topic, 0, 4), (topic, 0, 901), (topic, 1, 1), (topic, 1, 0), (topic, 1, 5000)}
-            assert stamps.before_each(wanted) == {
-                (topic, 0, 2): 1_000_002, (topic, 0, 4): 1_000_006, (topic, 0, 901): 1_001_800,
-                (topic, 1, 1): 1_000_001, (topic, 1, 0): UNKNOWN_TIMESTAMP, (topic, 1, 5000): UNKNOWN_TIMESTAMP}
-            assert stamps.before_each({(topic, 0, 1)}) == {(topic, 0, 1): 1_000_000}  # nothing left paused
+            yield topic, stamps
         finally:
             stamps.close()
     finally:
         delete_topics(dc1.bootstrap, [topic])
+
+
+@pytest.mark.integration
+def test_the_records_before_many_groups_positions_are_read_in_one_pass_each_unreadable_one_unknown(dc1):
+    with _stamped_topic(dc1, "before.", 2000) as (topic, stamps):
+        # partition 0 holds even i at offset i // 2; offsets 1, 3 and 900 are read as spans
+        wanted = {(topic, 0, 2), (topic, 0, 4), (topic, 0, 901), (topic, 1, 1), (topic, 1, 0), (topic, 1, 5000)}
+        assert stamps.before_each(wanted) == {
+            (topic, 0, 2): 1_000_002, (topic, 0, 4): 1_000_006, (topic, 0, 901): 1_001_800,
+            (topic, 1, 1): 1_000_001, (topic, 1, 0): UNKNOWN_TIMESTAMP, (topic, 1, 5000): UNKNOWN_TIMESTAMP}
+        assert stamps.before_each({(topic, 0, 1)}) == {(topic, 0, 1): 1_000_000}  # nothing left paused
 
 
 @pytest.mark.integration
 def test_record_timestamps_are_read_for_many_partitions_at_once_and_again_at_later_offsets(dc1):
-    topic = unique("stamps.")
-    create_topic(dc1.bootstrap, topic, partitions=2)
-    try:
-        produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2, "timestamp": 1_000_000 + i}
-                                       for i in range(20)))
-        stamps = RecordTimestamps(ClusterConfig("dc1", dc1.bootstrap))
-        try:
-            assert stamps.of_records({(topic, 0): 2, (topic, 1): 0}) == {(topic, 0): 1_000_004, (topic, 1): 1_000_001}
-            # the partitions read last time are read again (a look-up must not leave them paused)
-            assert stamps.of_records({(topic, 0): 5, (topic, 1): 9}) == {(topic, 0): 1_000_010, (topic, 1): 1_000_019}
-            assert stamps.of_records({(topic, 0): 10}, timeout=1.0) == {}  # past the log end: left out
-        finally:
-            stamps.close()
-    finally:
-        delete_topics(dc1.bootstrap, [topic])
+    with _stamped_topic(dc1, "stamps.", 20) as (topic, stamps):
+        assert stamps.of_records({(topic, 0): 2, (topic, 1): 0}) == {(topic, 0): 1_000_004, (topic, 1): 1_000_001}
+        # the partitions read last time are read again (a look-up must not leave them paused)
+        assert stamps.of_records({(topic, 0): 5, (topic, 1): 9}) == {(topic, 0): 1_000_010, (topic, 1): 1_000_019}
+        assert stamps.of_records({(topic, 0): 10}, timeout=1.0) == {}  # past the log end: left out
