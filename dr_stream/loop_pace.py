@@ -19,12 +19,10 @@ from dataclasses import dataclass
 class LoopPace:
     interval_s: float
     last_round_s: float = 0.0
-    rounds: int = 0
 
     def done(self, round_s: float) -> float:
         """Records a round's duration; returns the wait before the next."""
         self.last_round_s = max(0.0, round_s)
-        self.rounds += 1
         return self.wait_s()
 
     def wait_s(self) -> float:
@@ -33,7 +31,3 @@ class LoopPace:
     @property
     def period_s(self) -> float:
         return self.last_round_s + self.wait_s()
-
-    def shown(self) -> str:
-        """'0.21 s every 0.71 s': the last round and the period it set."""
-        return f"{self.last_round_s:.2f} s every {self.period_s:.2f} s"

@@ -48,6 +48,11 @@ def test_a_changes_only_fetch_returns_each_offset_once_until_it_moves(spark, dc1
         assert offsets.commit({group: {(topic, 1): 9}}, "app") == {}
         assert offsets.committed_changes([group]) == {group: {(topic, 1): Committed(9, "app")}}
         assert offsets.committed([group])[group] == {(topic, 0): Committed(5, "app"), (topic, 1): Committed(9, "app")}
+        # A round that no longer asks for the group forgets what it returned: asked again, all of it
+        other = unique("changes-other-")
+        assert offsets.committed_changes([other]) == {other: {}}
+        assert offsets.committed_changes([group]) == {group: {(topic, 0): Committed(5, "app"),
+                                                              (topic, 1): Committed(9, "app")}}
     finally:
         offsets.close()
         delete_group(admin(dc1.bootstrap), group)

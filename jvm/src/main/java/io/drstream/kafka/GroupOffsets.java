@@ -42,8 +42,9 @@ import org.apache.kafka.common.TopicPartition;
  */
 public final class GroupOffsets implements AutoCloseable {
   private final Admin admin;
-  // group TAB topic TAB partition -> offset TAB metadata, as committedChanges last returned it
-  private final Map<String, String> lastReturned = new HashMap<>();
+  // group -> (topic TAB partition -> offset TAB metadata), as committedChanges last returned it;
+  // only for the groups the last call asked for, so groups that come and go leave nothing behind
+  private final Map<String, Map<String, String>> lastReturned = new HashMap<>();
 
   public GroupOffsets(Map<String, String> properties, int timeoutMs) {
     Properties props = new Properties();
@@ -79,6 +80,9 @@ public final class GroupOffsets implements AutoCloseable {
       specs.put(group, new ListConsumerGroupOffsetsSpec());
     }
     StringBuilder out = new StringBuilder();
+    if (changesOnly) {
+      lastReturned.keySet().retainAll(specs.keySet());
+    }
     if (specs.isEmpty()) {
       return "";
     }
@@ -92,16 +96,22 @@ public final class GroupOffsets implements AutoCloseable {
       String group = entry.getKey();
       try {
         Map<TopicPartition, OffsetAndMetadata> offsets = entry.getValue().get(left(deadline), TimeUnit.NANOSECONDS);
+        Map<String, String> before = lastReturned.getOrDefault(group, Map.of());
+        Map<String, String> now = new HashMap<>();
         for (Map.Entry<TopicPartition, OffsetAndMetadata> o : offsets.entrySet()) {
           if (o.getValue() == null) {
             continue;
           }
-          String where = group + '\t' + o.getKey().topic() + '\t' + o.getKey().partition();
+          String partition = o.getKey().topic() + '\t' + o.getKey().partition();
           String what = o.getValue().offset() + "\t" + clean(o.getValue().metadata());
-          if (changesOnly && what.equals(lastReturned.put(where, what))) {
+          now.put(partition, what);
+          if (changesOnly && what.equals(before.get(partition))) {
             continue;
           }
-          out.append(where).append('\t').append(what).append('\n');
+          out.append(group).append('\t').append(partition).append('\t').append(what).append('\n');
+        }
+        if (changesOnly) {
+          lastReturned.put(group, now);
         }
       } catch (ExecutionException e) {
         out.append(group).append("\t!\t").append(describe(e.getCause())).append('\n');
