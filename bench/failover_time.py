@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
-from bench.workloads import Log, create_topics, load, wait_copied
+from bench.workloads import Log, bench_cluster, create_topics, load, wait_copied
+from dr_stream.kafka import clients
 from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.offsets.run_store import RunStore
 from dr_stream.paths import project_root
@@ -36,7 +37,7 @@ class FailoverTimes:
 
 def _commit_all(bootstrap: str, groups: list[str], topic: str, partitions: int, offset: int) -> None:
     for group in groups:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        consumer = clients.consumer(bench_cluster(bootstrap), group)
         try:
             consumer.commit(offsets=[TopicPartition(topic, p, offset) for p in range(partitions)], asynchronous=False)
         finally:

@@ -29,11 +29,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from bench.bench_jvm import BenchJvm
+from bench.workloads import bench_cluster
 from dr_stream.dev.clusters import LocalCluster
+from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import GroupOffsets
 from dr_stream.offsets.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.offsets.consumer_timestamps import ensure_topic
@@ -76,10 +77,10 @@ class Cpu:
 
 
 def _load(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = clients.admin(bench_cluster(bootstrap))
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(timeout=60)
     ensure_topic(admin)  # __consumer_timestamps, as the flow creates it
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    producer = clients.producer(bench_cluster(bootstrap), {"linger.ms": 20})
     for p in range(PARTITIONS):
         for _ in range(RECORDS):
             producer.produce(TOPIC, value=b"x" * 100, partition=p)

@@ -13,14 +13,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from dr_stream.background import Background
 from dr_stream.config import ClusterConfig
+from dr_stream.kafka import clients
 from dr_stream.kafka.groups import committed_offsets
 
 Log = Callable[[str], None]
+
+
+def bench_cluster(bootstrap: str) -> ClusterConfig:
+    """A bench cluster for dr-stream's client builder, which routes librdkafka's lines through logging."""
+    return ClusterConfig("bench", bootstrap)
 
 
 @dataclass(frozen=True)
@@ -45,14 +51,14 @@ SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 100, 1_000), 60, 5, settle_s=5)
 
 
 def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = clients.admin(bench_cluster(bootstrap))
     for future in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
         future.result(timeout=30)
 
 
 def recreate_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60) -> None:
     """An empty topic again: a run's steady records must not reach the next run's latency consumer."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = clients.admin(bench_cluster(bootstrap))
     if topic in admin.list_topics(timeout=10).topics:
         admin.delete_topics([topic])[topic].result(timeout=30)
     deadline = time.monotonic() + timeout_s
@@ -73,7 +79,7 @@ def _value(seq: int, size: int) -> bytes:
 
 def load(bootstrap: str, topic: str, records: int, size: int, partitions: int, log: Log) -> float:
     """Writes `records` keyed records with two headers; returns MB written."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+    producer = clients.producer(bench_cluster(bootstrap), {"linger.ms": 50, "batch.size": 1_000_000,
                          "queue.buffering.max.messages": 200_000, "acks": "all"})
     headers = [("trace-id", b"bench-trace-0123456789"), ("source", b"bench")]
     for seq in range(records):
@@ -120,7 +126,7 @@ class CatchUp:
 
 def wait_copied(bootstrap: str, topic: str, records: int, partitions: int, started_at: float, megabytes: float,
                 alive: Callable[[], None], log: Log, timeout_s: float = 900) -> CatchUp:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-peek"})
+    consumer = clients.consumer(bench_cluster(bootstrap), "bench-peek")
     first = None
     last_print = 0.0
     try:
@@ -143,7 +149,7 @@ def wait_copied(bootstrap: str, topic: str, records: int, partitions: int, start
 
 
 def wait_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 120) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = clients.admin(bench_cluster(bootstrap))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         found = admin.list_topics(timeout=10).topics.get(topic)
@@ -161,8 +167,7 @@ def steady(source: str, source_topic: str, destination: str, dest_topic: str, si
     done = threading.Event()
 
     def consume() -> None:
-        consumer = Consumer({"bootstrap.servers": destination, "group.id": "bench-latency",
-                             "enable.auto.commit": False, "fetch.wait.max.ms": 5})
+        consumer = clients.consumer(bench_cluster(destination), "bench-latency", {"fetch.wait.max.ms": 5})
         consumer.assign([TopicPartition(dest_topic, p, 0) for p in range(size.partitions)])
         deadline = None
         try:
@@ -181,7 +186,7 @@ def steady(source: str, source_topic: str, destination: str, dest_topic: str, si
             consumer.close()
 
     reader = Background("latency reader", consume).start()
-    producer = Producer({"bootstrap.servers": source, "linger.ms": 0, "acks": "all"})
+    producer = clients.producer(bench_cluster(source), {"linger.ms": 0, "acks": "all"})
     began = time.monotonic()
     per_tick, tick = size.steady_rate // 100, 0.01
     sent = 0
@@ -226,7 +231,7 @@ class GroupOutcome:
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer = clients.consumer(bench_cluster(bootstrap), group)
     try:
         consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
     finally:
@@ -234,8 +239,7 @@ def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
 
 
 def _sequences_from(bootstrap: str, topic: str, offset: int) -> list[int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-resume", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
+    consumer = clients.consumer(bench_cluster(bootstrap), "bench-resume", {"enable.partition.eof": True})
     out = []
     try:
         consumer.assign([TopicPartition(topic, 0, offset)])
