@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller down clean
+.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle down clean
 
 setup: $(STAMP) jars
 
@@ -61,6 +61,11 @@ bench-poller: setup
 # results in bench/results/batch/. `BATCH_ARGS=--jfr` also keeps a flight recording of each flow.
 bench-batch: setup
 	$(PY) -m bench.batch_cost $(BATCH_ARGS)
+
+# A trickle over 300 partitions with the micro-batch trigger fixed and allowed to widen (about
+# 25 min); results in bench/results/trickle/.
+bench-trickle: setup
+	$(PY) -m bench.trickle $(TRICKLE_ARGS)
 
 down:
 	-$(VENV)/bin/dr-stream dev down

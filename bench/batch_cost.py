@@ -22,7 +22,6 @@ how many batches it took). Runs `--repeat` times; writes `<UTC time>.md`, `.json
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import statistics
@@ -30,16 +29,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import Producer
 
 from bench.replicators import Replicator, dr_stream
+from bench.result_files import bench_clusters, figure, stamp, write_results
 from bench.workloads import create_topics
 from dr_stream.config import ClusterConfig
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import admin, clients
-from dr_stream.paths import cache_dir, project_root
+from dr_stream.paths import project_root
 
 HERE = Path(__file__).resolve().parent
 PORTS = (19592, 29592)
@@ -136,12 +137,12 @@ def wait_batches(flow_log: FlowLog, records: int, replicator: Replicator, timeou
     return wall_ms / 1000, count, parts, replicator.cost.cpu_seconds
 
 
-def _env(work: Path, source: LocalCluster, target: LocalCluster, pattern: str, jfr: bool = False
+def flow_env(work: Path, source: LocalCluster, target: LocalCluster, pattern: str, jfr: bool = False
          ) -> dict[str, str]:
     # With `jfr`, the Spark JVM keeps a Java Flight Recording, written out by `dump_recording`.
     recording = {"JAVA_TOOL_OPTIONS": "-XX:StartFlightRecording=name=bench,settings=profile"} if jfr else {}
     return {**recording, "BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
-            "BENCH_TOPICS": pattern, "BENCH_TRIGGER": "1s", "BENCH_MODE": "microbatch",
+            "BENCH_TOPICS": pattern, "BENCH_TRIGGER": "1s", "BENCH_MAX_TRIGGER": "30s", "BENCH_MODE": "microbatch",
             "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": "2g"}
 
 
@@ -156,7 +157,7 @@ def measure(partitions: int, repeat: int, source: LocalCluster, target: LocalClu
     run = Run(partitions, repeat)
     log_file = logs / f"batch-{partitions}-{repeat}.log"
     flow_log = FlowLog(log_file)
-    replicator = dr_stream(HERE / "flow.yaml", _env(work, source, target, rf"bc\.{partitions}\.{repeat}\..*", jfr),
+    replicator = dr_stream(HERE / "flow.yaml", flow_env(work, source, target, rf"bc\.{partitions}\.{repeat}\..*", jfr),
                            log_file)
     replicator.start()
     try:
@@ -265,55 +266,28 @@ def markdown(rows: list[dict], runs: list[Run], when: str, png: str) -> str:
 
 
 def plot(rows: list[dict], png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    n = [r["partitions"] for r in rows]
-    ax.plot(n, [r["cold_s"] for r in rows], "o-", label="cold batch (new process)")
-    ax.plot(n, [r["warm_s"] for r in rows], "s-", label="warm batch")
-    ax.plot(n, [r["warm_cpu_s"] for r in rows], "^--", label="warm batch, CPU-seconds")
-    ax.set_xscale("log")
-    ax.set_xlabel("source partitions with a new record")
-    ax.set_ylabel("seconds per batch")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    with figure(png) as ax:
+        n = [r["partitions"] for r in rows]
+        ax.plot(n, [r["cold_s"] for r in rows], "o-", label="cold batch (new process)")
+        ax.plot(n, [r["warm_s"] for r in rows], "s-", label="warm batch")
+        ax.plot(n, [r["warm_cpu_s"] for r in rows], "^--", label="warm batch, CPU-seconds")
+        ax.set_xscale("log")
+        ax.set_xlabel("source partitions with a new record")
+        ax.set_ylabel("seconds per batch")
 
 
 def run(counts: list[int], repeat: int, out: Path, log: Log = print, jfr: bool = False) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    work = cache_dir() / "bench" / f"batch-{stamp}"
-    logs = cache_dir() / "bench" / "logs" / f"batch-{stamp}"
-    logs.mkdir(parents=True, exist_ok=True)
-    source = LocalCluster("bench-src", PORTS[0], work / "src")
-    target = LocalCluster("bench-dst", PORTS[1], work / "dst")
+    when = stamp()
     runs: list[Run] = []
-    try:
-        source.start()
-        target.start()
+    with bench_clusters("batch", when, PORTS) as (source, target, work, logs):
         for r in range(repeat):
             # Alternating order: no partition count always runs on a machine fresh from the last.
             for n in counts if r % 2 == 0 else list(reversed(counts)):
                 log(f"-- run {r + 1} of {repeat}: {n} partitions")
                 runs.append(measure(n, r, source, target, work / f"flow-{n}-{r}", logs, log, jfr))
-    finally:
-        target.stop()
-        source.stop()
-        shutil.rmtree(work, ignore_errors=True)
     rows = summary(runs)
-    out.mkdir(parents=True, exist_ok=True)
-    png = out / f"{stamp}.png"
-    plot(rows, png)
-    report = out / f"{stamp}.md"
-    report.write_text(markdown(rows, runs, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), png.name))
-    (out / f"{stamp}.json").write_text(json.dumps({"rows": rows, "runs": [asdict(r) for r in runs]}, indent=1))
-    shutil.copyfile(png, out / "latest.png")
-    (out / "latest.md").write_text(report.read_text().replace(png.name, "latest.png"))
+    report = write_results(out, when, partial(markdown, rows, runs, time.strftime("%Y-%m-%d %H:%M UTC")),
+                           {"rows": rows, "runs": [asdict(r) for r in runs]}, partial(plot, rows))
     log(f"results: {report}")
     return report
 

@@ -91,7 +91,7 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
 
 def _dr_env(work: Path, source: LocalCluster, target: LocalCluster, tool: str, slots: int) -> dict[str, str]:
     return {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
-            "BENCH_TOPICS": DR_TOPICS, "BENCH_TRIGGER": DR_TRIGGER[tool],
+            "BENCH_TOPICS": DR_TOPICS, "BENCH_TRIGGER": DR_TRIGGER[tool], "BENCH_MAX_TRIGGER": "30s",
             "BENCH_MODE": "realtime" if tool == DR_RT else "microbatch",
             "DR_STREAM_MASTER": f"local[{slots}]", "DR_STREAM_DRIVER_MEMORY": DR_DRIVER_MEMORY}
 

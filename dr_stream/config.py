@@ -111,6 +111,9 @@ class StreamingConfig:
     # per source partition, records copied as they arrive; `trigger` is how long each of its
     # batches runs, i.e. how often progress is checkpointed.
     mode: str = "microbatch"
+    # micro-batch: how wide the trigger may grow when batches take longer than it for a few
+    # records per partition (`replication.trigger_width`); at `trigger`, it never widens.
+    max_trigger: str = "30s"
     # The longest a (re)start reads the destination past the offset index for copies no run
     # reported; past it those partitions resume at-least-once, and the flow says so.
     resume_scan_timeout: str = "60s"
@@ -126,6 +129,10 @@ class StreamingConfig:
     @property
     def trigger_ms(self) -> int:
         return milliseconds(self.trigger)
+
+    @property
+    def max_trigger_ms(self) -> int:
+        return milliseconds(self.max_trigger)
 
     @property
     def trigger_interval(self) -> str:
@@ -278,7 +285,8 @@ def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
 
 def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "trigger",
-                                     "max_records_per_batch", "starting_offsets", "mode", "resume_scan_timeout"})
+                                     "max_records_per_batch", "starting_offsets", "mode", "resume_scan_timeout",
+                                     "max_trigger"})
     mode = r.string(s, "mode", "streaming", default="microbatch")
     if mode not in MODES:
         raise r.fail("streaming.mode", f"expected {' or '.join(MODES)}, got {mode!r}")
@@ -290,6 +298,11 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     if mode == "realtime" and milliseconds(trigger) < REALTIME_MIN_BATCH_MS:
         raise r.fail("streaming.trigger", f"{trigger!r}: in realtime mode the trigger is the length of a "
                                           f"batch, at least {REALTIME_MIN_BATCH_MS // 1000}s (Spark's minimum)")
+    max_trigger = r.string(s, "max_trigger", "streaming", default=max(("30s", trigger), key=milliseconds))
+    # Real-time mode's trigger is a batch length, which never widens: there the key is not used.
+    if not DURATION.match(max_trigger) or (mode != "realtime" and milliseconds(max_trigger) < milliseconds(trigger)):
+        raise r.fail("streaming.max_trigger", f"{max_trigger!r} is not a duration at least as long as the trigger "
+                                              f"({trigger}): the trigger widens up to it, never narrows")
     starting = r.string(s, "starting_offsets", "streaming", default="earliest")
     if starting not in ("earliest", "latest"):
         raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
@@ -308,6 +321,7 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
         starting_offsets=starting,
         mode=mode,
         resume_scan_timeout=scan_timeout,
+        max_trigger=max_trigger,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -169,12 +169,13 @@ def one_topic_flow_file(directory: Path, name: str, source: str, destination: st
 
 
 @contextmanager
-def running_flow(spark, config: FlowConfig):
-    """Runs a flow's replication query in this process until the block ends."""
+def running_flow(spark, config: FlowConfig, log: Callable[[str], None] | None = None):
+    """Runs a flow's replication query in this process until the block ends (its lines to `log`
+    when given)."""
     from dr_stream.replication.flow import ReplicationFlow
     from dr_stream.replication.supervisor import run_until_stopped
 
-    flow = ReplicationFlow(config, spark)
+    flow = ReplicationFlow(config, spark, log=log)
     flow.connect()
     stop = threading.Event()
     runner = Background(f"flow {config.name}", lambda: run_until_stopped(flow, stop)).start()

@@ -30,6 +30,7 @@ def test_defaults_follow_the_design():
     assert config.streaming.checkpoint_dir == ".cache/flows/dc1-to-dc2/checkpoints"
     assert config.streaming.trigger_interval == "1 seconds"
     assert config.streaming.resume_scan_timeout_s == 60.0
+    assert config.streaming.max_trigger_ms == 30_000
     assert config.offsets.positions_from == "__consumer_offsets"
 
 
@@ -46,6 +47,8 @@ def test_defaults_follow_the_design():
         (with_(streaming={"max_records_per_batch": 0}), "f.yaml: streaming.max_records_per_batch: expected an integer"),
         (with_(streaming={"trigger": "soon"}), "f.yaml: streaming.trigger:"),
         (with_(streaming={"resume_scan_timeout": "forever"}), "f.yaml: streaming.resume_scan_timeout: 'forever'"),
+        (with_(streaming={"trigger": "2s", "max_trigger": "1s"}),
+         "f.yaml: streaming.max_trigger: '1s' is not a duration at least as long as the trigger (2s)"),
         (with_(offsets={"positions_from": "zookeeper"}),
          "f.yaml: offsets.positions_from: expected __consumer_offsets or admin, got 'zookeeper'"),
         (with_(topics={"rename": "dc1.topic"}), "f.yaml: topics.rename:"),
@@ -176,6 +179,13 @@ def test_filters_and_query_names_are_built_once_per_config():
     assert (config.query_name("replicate"), config.checkpoint("translate")) == (
         "replicate-a-to-b", ".cache/flows/a-to-b/checkpoints/translate")
 
+
+
+def test_the_trigger_widens_up_to_30s_unless_set_and_never_below_a_longer_trigger():
+    base = {"source": {"alias": "a", "bootstrap_servers": "a:9092"},
+            "destination": {"alias": "b", "bootstrap_servers": "b:9092"}}
+    assert parse_flow({**base, "streaming": {"trigger": "1m"}}).streaming.max_trigger_ms == 60_000
+    assert parse_flow({**base, "streaming": {"max_trigger": "1s"}}).streaming.max_trigger_ms == 1000  # never widens
 
 
 def test_realtime_mode_defaults_its_batch_to_5_minutes_and_refuses_one_below_spark_s_minimum():

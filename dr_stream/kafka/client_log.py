@@ -73,3 +73,16 @@ def client_log(alias: str) -> ClientLog:
     if alias not in _LOGS:
         _LOGS[alias] = ClientLog(alias, _SUMMARY)
     return _LOGS[alias]
+
+
+def summarised(log: Callable[[str], None], every_s: float = 60.0) -> Callable[[str], None]:
+    """`log`, with a line identical to one logged less than `every_s` ago held back and counted: a
+    driver thread retrying against a cluster that is away repeats the same error every second."""
+    summary = LogSummary(every_s)
+
+    def emit(message: str) -> None:
+        shown, held = summary.admit(message)
+        if shown:
+            log(message + (f" ({held} identical lines held back)" if held else ""))
+
+    return emit

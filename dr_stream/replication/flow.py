@@ -4,7 +4,8 @@
    expressions) -> the crash-resume filter (`resume`, marks fixed when the query starts) ->
    Spark's Kafka sink, whose producer reports each run it wrote to the flow's runs topic
    (`CopyRunInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
-   real-time mode (`streaming.mode`).
+   real-time mode (`streaming.mode`). In micro-batch mode its trigger widens once batches run
+   back to back on a few records per partition (`trigger_width`).
 2. topics (thread): creates and grows destination topics and follows their configs
    (`topic_sync`); restarts the query when it must subscribe to a new topic. Beside it, the
    lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics.
@@ -35,7 +36,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.config import ConfigError, FlowConfig
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
-from dr_stream.kafka.client_log import LogSummary
+from dr_stream.kafka.client_log import summarised
 from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.lag import spark_offsets
 from dr_stream.log_format import flow_logger
@@ -59,26 +60,10 @@ from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_
 from dr_stream.replication.resume import drop_already_copied, resume_marks
 from dr_stream.replication.task_slots import shortfall, slots_needed, task_slots
 from dr_stream.replication.topic_sync import TopicSync
+from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
 from dr_stream.replication.unfinished_writes import drop_unfinished_writes
 
 Worker = tuple[str, Callable[[threading.Event], None]]
-
-
-def _log_to(name: str) -> Callable[[str], None]:
-    return flow_logger(name).info
-
-
-def summarised(log: Callable[[str], None], every_s: float = 60.0) -> Callable[[str], None]:
-    """`log`, with a line identical to one logged less than `every_s` ago held back and counted: a
-    driver thread retrying against a cluster that is away repeats the same error every second."""
-    summary = LogSummary(every_s)
-
-    def emit(message: str) -> None:
-        shown, held = summary.admit(message)
-        if shown:
-            log(message + (f" ({held} identical lines held back)" if held else ""))
-
-    return emit
 
 
 def _shown(marks: dict[tuple[str, int], int], most: int = 6) -> str:
@@ -99,12 +84,15 @@ class ReplicationFlow:
     def __post_init__(self) -> None:
         self.clock = self.clock or PhaseClock()
         self._launches = 0
-        self.log = summarised(self.log or _log_to(self.config.name))
+        self.log = summarised(self.log or flow_logger(self.config.name).info)
         config = self.config
         self.metrics = FlowMetrics(config.name, config.query_name("replicate"),
                                    (config.source.alias, config.destination.alias))
         self.progress = ProgressPrinter(config.name, config.query_name("replicate"), self.metrics, log=self.log,
-                                        on_batch=self._on_replicated, runs_published=config.provenance.enabled)
+                                        on_batch=self._on_replicated, runs_published=config.provenance.enabled,
+                                        on_cost=self._on_cost)
+        self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
+                                    config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
@@ -204,6 +192,13 @@ class ReplicationFlow:
         if self.feed is not None:
             self.feed.replicated(end_offsets)
 
+    def _on_cost(self, batch: BatchCost) -> None:
+        widening = None if self.config.streaming.realtime else self.trigger.batch_done(batch)
+        if widening:
+            self.log(widening.shown())
+            if widening.widened:
+                self.request_restart(f"trigger {seconds(widening.from_ms)} -> {seconds(widening.to_ms)}")
+
     def _translate_loop(self) -> TranslateLoop | None:
         config = self.config
         if not config.offsets.translate or not config.provenance.enabled:
@@ -262,6 +257,7 @@ class ReplicationFlow:
             self.clock = PhaseClock()
         self._launches += 1
         self.connect()
+        self.trigger.restarted()
         query = self._start_query()
         self.clock.mark("query start")
         what = "query restart" if self._launches > 1 else "start-up"
@@ -305,8 +301,9 @@ class ReplicationFlow:
         if config.streaming.realtime:
             # Real-time mode emits each record as it arrives: Spark calls that the update mode.
             return writer.outputMode("update").trigger(realTime=config.streaming.trigger_interval).start()
+        self.metrics.trigger_set(self.trigger.trigger_ms)
         return (
-            writer.trigger(processingTime=config.streaming.trigger_interval)
+            writer.trigger(processingTime=self.trigger.interval)
             # Offsets and commits are logged beside the batches instead of before and after each:
             # two file writes less per batch. A crash then replays more, which the resume filter
             # drops (the sink is at-least-once either way).

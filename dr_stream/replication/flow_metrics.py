@@ -60,6 +60,7 @@ class FlowMetrics:
         self._thread_failures: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
+        self._trigger_s: dict[str, float] = {}
 
     # -- what the flow's parts report -----------------------------------------------------------
 
@@ -124,6 +125,11 @@ class FlowMetrics:
         with self._lock:
             self._rounds[loop] = (seconds, items, period_s)
 
+    def trigger_set(self, ms: int) -> None:
+        """The replicate query starts with this micro-batch trigger."""
+        with self._lock:
+            self._trigger_s[self.replicate_query] = ms / 1000
+
     # -- what is asked of it --------------------------------------------------------------------
 
     def lag_records(self) -> int | None:
@@ -176,8 +182,8 @@ class FlowMetrics:
                          "(malformed_provenance: copied, but their provenance did not parse)", "reason", self._skipped),
             self._family(CounterMetricFamily, "dr_stream_groups_synced", "Group positions written to (or judged for) "
                          "the destination, by outcome", "action", self._synced),
-            self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure or a "
-                         "topology change", "query", self._restarts),
+            self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure, a "
+                         "topology change or a wider trigger", "query", self._restarts),
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "
                          "error and was started again", "thread", self._thread_failures),
         ]
@@ -206,10 +212,14 @@ class FlowMetrics:
             self._family(GaugeMetricFamily, "dr_stream_loop_round_items", "Groups, topics or partitions a control "
                          "loop's last round covered", "loop", {k: float(r[1]) for k, r in rounds.items()}),
             self._family(GaugeMetricFamily, "dr_stream_loop_period_seconds", "Time from the start of a control "
-                         "loop's last round to the start of its next (never less than twice the round)", "loop",
+                         "loop's last round to the start of its next (at least twice the round for the paced loops: "
+                         "poller, topics, lag)", "loop",
                          {k: r[2] for k, r in rounds.items()}),
         ]
-        return [records, seconds, active, up, *loops]
+        trigger = self._family(GaugeMetricFamily, "dr_stream_trigger_seconds", "The micro-batch trigger the query "
+                               "runs with (wider than configured once batches' cost per partition set the pace)",
+                               "query", self._trigger_s)
+        return [records, seconds, active, up, trigger, *loops]
 
     def _histogram(self) -> Metric:
         family = HistogramMetricFamily("dr_stream_replication_latency_seconds",

@@ -8,6 +8,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from dr_stream.lag import spark_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.trigger_width import BatchCost
 
 
 def durations(parts: dict[str, int] | None) -> str:
@@ -16,6 +17,15 @@ def durations(parts: dict[str, int] | None) -> str:
     total = parts.pop("triggerExecution", None)
     shown = ", ".join(f"{k} {v}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])[:3] if v)
     return f"{total} ms ({shown})" if total is not None else shown
+
+
+def partitions_read(sources) -> int:
+    """Source partitions from which a batch read at least one record."""
+    read = 0
+    for s in sources:
+        start = spark_offsets(s.startOffset)
+        read += sum(1 for key, end in spark_offsets(s.endOffset).items() if end > start.get(key, end))
+    return read
 
 
 def _count(row, name: str) -> int:
@@ -40,10 +50,12 @@ class ProgressPrinter(StreamingQueryListener):
     def __init__(self, flow_name: str, query_name: str, metrics: FlowMetrics,
                  log: Callable[[str], None] = print,
                  on_batch: Callable[[str | None], None] = lambda end_offsets: None,
-                 runs_published: bool = True) -> None:
+                 runs_published: bool = True, on_cost: Callable[[BatchCost], None] = lambda cost: None) -> None:
         self.flow_name, self.query_name, self.metrics, self.log = flow_name, query_name, metrics, log
         # Told each committed batch's source end offsets (the Kafka source's JSON).
         self.on_batch = on_batch
+        # Told what each batch cost (`trigger_width`).
+        self.on_cost = on_cost
         # Without provenance no runs are published, so copies are counted from the batches here.
         self.runs_published = runs_published
         self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
@@ -76,10 +88,13 @@ class ProgressPrinter(StreamingQueryListener):
             f"{p.processedRowsPerSecond:.0f} rec/s, {self.metrics.lag_shown()}, "
             f"{durations(p.durationMs)}" + (f"; loops: {loops}" if loops else "")
         )
+        wall_ms = int((p.durationMs or {}).get("triggerExecution", 0))
+        self.on_cost(BatchCost(wall_ms, records, partitions_read(p.sources)))
 
     def onQueryIdle(self, event) -> None:
         if str(event.id) in self._ids:  # the trigger found nothing new: progress, not a stall
             self.metrics.batch_done(self.query_name, {})
+            self.on_cost(BatchCost(0, 0, 0))
 
     def onQueryTerminated(self, event) -> None:
         pass

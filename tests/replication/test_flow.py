@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
+from dr_stream.background import Background
 from tests.conftest import flow_config, running_flow
 from tests.kafka_tools import (
     add_partitions,
@@ -130,3 +134,40 @@ def test_malformed_provenance_header_is_copied_counted_and_flow_keeps_running(sp
     copied = {r.value: r for r in consume_all(dc2.bootstrap, topic)}
     assert copied[b"garbage"].headers[0] == ("__replicator_id", b"{not json")
     assert provenance(copied[b"garbage"])[-1]["cluster"] == dc1.cluster_id()
+
+
+def test_a_trickle_over_many_partitions_widens_the_trigger_says_so_and_copies_each_record_once(
+    spark, dc1, dc2, topics, tmp_path
+):
+    """30 partitions, a record on each every 50 ms and a 100 ms trigger: every batch costs more
+    than the trigger for a few records per partition, so the trigger widens and the query restarts
+    between batches to take it."""
+    topic = unique("trickle.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 30)
+    stop, sent = threading.Event(), []
+
+    def trickle() -> None:
+        while not stop.wait(0.05):
+            sent.append(produce(dc1.bootstrap, topic, ({"value": b"t", "partition": p} for p in range(30))))
+
+    lines: list[str] = []
+    config = flow_config(dc1, dc2, tmp_path, topics={"include": [topic.replace(".", "\\.")]},
+                         streaming={"trigger": "100ms", "max_trigger": "5s"})
+    with running_flow(spark, config, log=lines.append) as flow:
+        producer = Background("trickle", trickle).start()
+        try:
+            assert wait_until(lambda: flow.trigger.trigger_ms > 100, 90), lines
+            widened_at = len(lines)
+            assert wait_until(lambda: any(line.startswith("query restart: ") for line in lines[widened_at:]), 60)
+            time.sleep(2)  # records on both sides of the restart
+        finally:
+            stop.set()
+            producer.join(10)
+        assert wait_until(lambda: count(dc2.bootstrap, topic) >= sum(sent), 60)
+    widened = [line for line in lines if line.startswith("trigger 100ms -> ")]
+    assert len(widened) == 1 and "records per partition read" in widened[0], lines
+    assert any(line.startswith("replicate query restarts: trigger 100ms -> ") for line in lines), lines
+    copied = consume_all(dc2.bootstrap, topic)
+    origins = {(r.partition, provenance(r)[-1]["offset"]) for r in copied}
+    assert len(copied) == len(origins) == sum(sent)  # each record once, across the restart

@@ -49,6 +49,8 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     metrics.lag_sampled([PartitionLag("orders", 0, 50, 39, 10, 2.5), PartitionLag("orders", 1, 9, 8, 0, 0.0)], ["dc2"])
     metrics.groups_synced(["committed", "skipped: group is Stable on the destination (1 members)", "committed"])
     metrics.translation_ages = lambda: {"g1": 0.0, "g2": 4.5}
+    metrics.trigger_set(1000)
+    metrics.trigger_set(5000)  # widened, the query restarted with it
     s = scrape(metrics)
     assert s[("dr_stream_records_skipped_total", (("flow", "f"), ("reason", "came_from_destination")))] == 7
     assert s[("dr_stream_records_skipped_total", (("flow", "f"), ("reason", "already_copied")))] == 0
@@ -56,6 +58,7 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     assert s[("dr_stream_lag_seconds", (("flow", "f"), ("partition", "0"), ("topic", "orders")))] == 2.5
     assert s[("dr_stream_query_active", (("flow", "f"), ("query", "replicate-f")))] == 1
     assert s[("dr_stream_query_restarts_total", (("flow", "f"), ("query", "replicate-f")))] == 1
+    assert s[("dr_stream_trigger_seconds", (("flow", "f"), ("query", "replicate-f")))] == 5.0
     assert s[("dr_stream_groups_synced_total", (("action", "committed"), ("flow", "f")))] == 2
     assert s[("dr_stream_groups_synced_total", (("action", "skipped_active"), ("flow", "f")))] == 1
     assert s[("dr_stream_translation_age_seconds", (("flow", "f"), ("group", "g2")))] == 4.5
