@@ -62,6 +62,12 @@ def replicate_source(config: FlowConfig, topics: list[str] | None = None) -> dic
         "startingOffsets": config.streaming.starting_offsets,
         # New partitions of the subscribed topics show up at the next metadata refresh.
         "kafka.metadata.max.age.ms": "5000",
+        # Spark pools its executors' consumers by group id and partition, and gives each query
+        # start a new group id unless one is set. One per flow lets a restarted query (a wider
+        # trigger, a new topic, a failure) take the consumers the last one left warm, where a
+        # new id built a consumer per partition again and left the old ones pooled beside them.
+        # The consumers only assign partitions and never commit, so the group holds nothing.
+        "kafka.group.id": f"dr-stream-{config.name}-replicate",
     }
     if topics:
         options["subscribe"] = ",".join(sorted(topics))

@@ -28,6 +28,8 @@ def test_the_replicate_source_reads_the_flow_s_topics_committed_only_with_header
     assert (options["kafka.isolation.level"], options["includeHeaders"], options["failOnDataLoss"]) == (
         "read_committed", "true", "false")
     assert options["kafka.bootstrap.servers"] == "a:1"
+    # one group id per flow: a restarted query takes the consumers Spark pooled for the last one
+    assert options["kafka.group.id"] == f"dr-stream-{FLOW.name}-replicate"
 
 
 def test_the_sink_is_idempotent_user_settings_win_and_the_timestamp_interceptor_comes_last():
