@@ -286,7 +286,7 @@ class IndexFeed:
                 if self.step():
                     self.on_advanced()
             except Exception as exc:  # the destination may be briefly unreachable: report, keep going
-                self.log(f"offset index feed: {str(exc).splitlines()[0]}")
+                self.log(f"offset index feed: {first_line(exc)}")
                 stop.wait(1.0)
         self.write()
 

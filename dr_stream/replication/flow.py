@@ -153,6 +153,7 @@ class ReplicationFlow:
             self.metrics.translation_ages = self.translate_loop.untranslated_ages
         self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
                                       self.metrics, log=self.log)
+        self.lag_sampler.prepare()
         self.connected = True
 
     def close(self) -> None:

@@ -24,6 +24,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import FlowConfig
+from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import answers, log_bounds, matching_partitions
 from dr_stream.lag import Partition, PartitionLag, first_waiting, partition_lags
@@ -47,6 +48,12 @@ class LagSampler:
     _stamps: dict[Partition, tuple[int, int]] = field(default_factory=dict)  # partition -> (offset, timestamp)
     _down: list[str] = field(default_factory=list)
     _wake: threading.Event = field(default_factory=threading.Event)
+    _undelivered: str = ""
+
+    def prepare(self) -> None:
+        """Creates the lag history topic at start-up, where the destination has to answer anyway:
+        on the sampling thread a slow creation would hold back the clusters' next probe."""
+        ensure_lag_topic(self.dest_admin, lag_topic(self.config.name))
 
     def nudge(self) -> None:
         """Samples soon (a batch just committed), not only at the next interval."""
@@ -70,6 +77,12 @@ class LagSampler:
         self.metrics.lag_sampled(lags, down)
         return lags
 
+    def _delivered(self, error, _message) -> None:
+        """A sample the destination did not take is said, once per distinct error."""
+        if error is not None and str(error) != self._undelivered:
+            self._undelivered = str(error)
+            self.log(f"lag history: a sample was not written to {lag_topic(self.config.name)}: {error}")
+
     def _timestamps(self, stamps: RecordTimestamps, waiting: dict[Partition, int]) -> dict[Partition, int]:
         wanted = {k: o for k, o in waiting.items() if self._stamps.get(k, (None,))[0] != o}
         for key, ts in stamps.of_records(wanted, timeout=1.0).items():
@@ -81,7 +94,6 @@ class LagSampler:
         topic = lag_topic(self.config.name)
         stamps = RecordTimestamps(self.config.source)
         producer = clients.producer(self.config.destination, {"linger.ms": 100})
-        created = False
         pace = LoopPace(self.min_spacing_s)
         try:
             due = ended = 0.0
@@ -97,13 +109,11 @@ class LagSampler:
                     pace.done(ended - now)
                     self.metrics.loop_round("lag", pace.last_round_s, len(lags), pace.period_s)
                     if self.config.destination.alias not in self._down:
-                        if not created:
-                            ensure_lag_topic(self.dest_admin, topic)
-                            created = True
-                        producer.produce(topic, encode(sample_of(lags, int(time.time() * 1000))))
+                        producer.produce(topic, encode(sample_of(lags, int(time.time() * 1000))),
+                                         on_delivery=self._delivered)
                         producer.poll(0)
                 except Exception as exc:  # a cluster briefly away: the next sample tries again
-                    self.log(f"lag sample: {str(exc).splitlines()[0]}")
+                    self.log(f"lag sample: {first_line(exc)}")
         finally:
             producer.flush(5)
             producer.close()
