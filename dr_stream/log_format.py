@@ -90,6 +90,11 @@ def configure(fmt: str = "text") -> None:
         logger.filters = [f for f in logger.filters if not isinstance(f, JvmGone)] + [JvmGone()]
 
 
+def writes_json() -> bool:
+    """Whether dr-stream's lines are JSON now (a line the JVM writes for a flow follows suit)."""
+    return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger(_ROOT).handlers)
+
+
 def flow_logger(flow: str) -> logging.Logger:
     """The logger of one flow's lines, configured as text on first use if nothing configured it."""
     if not logging.getLogger(_ROOT).handlers:

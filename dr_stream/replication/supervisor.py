@@ -23,6 +23,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.config import ConfigError
 from dr_stream.failure_notes import first_line
+from dr_stream.log_format import writes_json
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.metrics_server import MetricsServer
 
@@ -145,7 +146,7 @@ class _Supervisor:
 
     def _stop_between_batches(self, part: _Supervised, grace_s: float = STOP_GRACE_S) -> None:
         self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(part.query._jsq, _grace_ms(self.flow, grace_s),
-                                                                     _line_prefix(self.flow))
+                                                                     *_line_style(self.flow))
 
 
 def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
@@ -154,7 +155,7 @@ def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
     otherwise Spark's own shutdown hook stops the SparkContext under it and its refused tasks
     print their stack traces (`io.drstream.spark.StopBetweenBatches`)."""
     flow.spark._jvm.io.drstream.spark.StopBetweenBatches.install(flow.spark._jsparkSession.streams(),
-                                                               _grace_ms(flow), _line_prefix(flow))
+                                                               _grace_ms(flow), *_line_style(flow))
 
 
 def _grace_ms(flow: ReplicationFlow, grace_s: float = STOP_GRACE_S) -> int:
@@ -163,9 +164,9 @@ def _grace_ms(flow: ReplicationFlow, grace_s: float = STOP_GRACE_S) -> int:
     return 0 if flow.config.streaming.realtime else int(grace_s * 1000)
 
 
-def _line_prefix(flow: ReplicationFlow) -> str:
-    """How the JVM's one line about a stop starts: as the flow's own lines do in text."""
-    return f"[{flow.config.name}] "
+def _line_style(flow: ReplicationFlow) -> tuple[str, bool]:
+    """The JVM's one line about a stop is the flow's: its name, and whether lines are JSON now."""
+    return flow.config.name, writes_json()
 
 
 def jvm_stopping(spark) -> bool:

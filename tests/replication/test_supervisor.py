@@ -4,13 +4,17 @@ is stopped from the JVM's side)."""
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 
+from dr_stream.log_format import JsonFormatter
 from dr_stream.paths import project_root
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, spark_running
@@ -92,3 +96,18 @@ def test_a_flow_whose_spark_context_is_stopped_under_it_ends_with_one_line_and_r
     assert code == 3, text[-3000:]
     assert text.count("Spark stopped under the flow") == 1, text[-3000:]
     assert "restarting from its checkpoint" not in text and "could not start" not in text, text[-3000:]
+
+
+@pytest.mark.integration
+def test_the_jvm_says_its_stop_line_as_the_flows_own_in_text_and_in_json(spark):
+    jvm = spark._jvm.io.drstream.spark.StopBetweenBatches
+    assert jvm.line("f-1", False, "stopping: query q finishes") == "[f-1] stopping: query q finishes"
+    message = 'a "quoted" \\ path\nand a tab\t'
+    said = json.loads(jvm.line("f-1", True, message))
+    own = json.loads(JsonFormatter().format(logging.LogRecord("dr_stream.flow.f-1", logging.INFO, "", 0, message,
+                                                              None, None)))
+    assert said.keys() == own.keys()
+    assert {k: said[k] for k in ("level", "logger", "flow", "message")} == \
+        {k: own[k] for k in ("level", "logger", "flow", "message")}
+    at = datetime.fromisoformat(said["time"])
+    assert at.utcoffset() == timedelta(0) and abs(at - datetime.fromisoformat(own["time"])) < timedelta(minutes=1)

@@ -1,6 +1,9 @@
 package io.drstream.spark;
 
 import java.lang.reflect.Method;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -34,25 +37,31 @@ public final class StopBetweenBatches {
   static final long DRIVER_GRACE_MS = 20_000;
 
   private static final int PRIORITY = SPARK_PRIORITY + 10;
+  private static final DateTimeFormatter TIME =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSxxx").withZone(ZoneOffset.UTC);
+
   private static final CountDownLatch RELEASED = new CountDownLatch(1);
   private static final Set<String> ANNOUNCED = ConcurrentHashMap.newKeySet();
   private static volatile boolean stopping;
   private static volatile Object streams;
   private static volatile long graceMs;
-  private static volatile String prefix = "";
+  private static volatile String flow = "";
+  private static volatile boolean json;
   private static boolean installed;
 
   private StopBetweenBatches() {}
 
   /**
    * Watches the queries of {@code streamingQueryManager} (a session's {@code streams()}); waits
-   * up to {@code grace} milliseconds for their running batches at shutdown. {@code linePrefix}
-   * starts the one line it prints.
+   * up to {@code grace} milliseconds for their running batches at shutdown. The one line it
+   * prints is {@code flowName}'s, as text or as a JSON object ({@link #line}).
    */
-  public static synchronized void install(Object streamingQueryManager, long grace, String linePrefix) {
+  public static synchronized void install(Object streamingQueryManager, long grace, String flowName,
+      boolean jsonLines) {
     streams = streamingQueryManager;
     graceMs = grace;
-    prefix = linePrefix;
+    flow = flowName;
+    json = jsonLines;
     if (!installed) {
       ShutdownHookManager.get()
           .addShutdownHook(StopBetweenBatches::stopAll, PRIORITY, grace + DRIVER_GRACE_MS + 5_000,
@@ -89,12 +98,41 @@ public final class StopBetweenBatches {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMs);
     try {
       for (Object query : (Object[]) manager.getClass().getMethod("active").invoke(manager)) {
-        stop(query, Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), prefix);
+        stop(query, Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), flow, json);
       }
     } catch (ReflectiveOperationException | RuntimeException e) {
       // Nothing left to stop gracefully: Spark's own hook stops what is still running.
-      System.err.println(prefix + "stopping: could not wait for the running batch: " + e);
+      System.err.println(line(flow, json, "stopping: could not wait for the running batch: " + e));
     }
+  }
+
+  /**
+   * A line of the flow's as the driver writes its own: {@code [flow] message} in text; in JSON
+   * an object with {@code time} (UTC, ISO 8601, milliseconds), {@code level}, {@code logger},
+   * {@code flow} and {@code message}, so a log shipper reads it as any other line of the flow.
+   */
+  public static String line(String flowName, boolean jsonLine, String message) {
+    if (!jsonLine) {
+      return "[" + flowName + "] " + message;
+    }
+    return "{\"time\": \"" + TIME.format(Instant.now()) + "\", \"level\": \"INFO\", \"logger\": \""
+        + escaped("dr_stream.flow." + flowName) + "\", \"flow\": \"" + escaped(flowName) + "\", \"message\": \""
+        + escaped(message) + "\"}";
+  }
+
+  /** The text as a JSON string's content: quotes, backslashes and control characters escaped. */
+  private static String escaped(String text) {
+    StringBuilder out = new StringBuilder(text.length());
+    for (char c : text.toCharArray()) {
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.toString();
   }
 
   /**
@@ -108,13 +146,14 @@ public final class StopBetweenBatches {
    * running one, so the running batch ends and no other starts (a batch still being planned is
    * interrupted before any task runs). Then it waits for the query's thread to end, and stops it.
    */
-  public static void stop(Object query, long graceMs, String linePrefix) throws ReflectiveOperationException {
+  public static void stop(Object query, long graceMs, String flowName, boolean jsonLine)
+      throws ReflectiveOperationException {
     Class<?> type = query.getClass();
     if (graceMs > 0 && isTriggerActive(type.getMethod("status").invoke(query))) {
       // The driver and this JVM's shutdown may both stop a query: it is said once.
       if (ANNOUNCED.add(String.valueOf(type.getMethod("runId").invoke(query)))) {
-        System.err.println(linePrefix + "stopping: query " + type.getMethod("name").invoke(query)
-            + " finishes its running batch first (up to " + TimeUnit.MILLISECONDS.toSeconds(graceMs) + " s)");
+        System.err.println(line(flowName, jsonLine, "stopping: query " + type.getMethod("name").invoke(query)
+            + " finishes its running batch first (up to " + TimeUnit.MILLISECONDS.toSeconds(graceMs) + " s)"));
       }
       if (markTerminated(query)) {
         type.getMethod("awaitTermination", long.class).invoke(query, graceMs);
