@@ -17,7 +17,9 @@ reported (once per cause, and once when it heals) and does not stop the others o
 position whose sync failed is translated and synced again every `retry_s` (or as long as the
 failed round took, if longer) until a sync of it succeeds or a newer position replaces it: the
 consumer that committed it may never commit again (a group that stopped before a disaster), and a
-destination whose group coordinator is moving or still loading refuses writes for a while.
+destination whose group coordinator is moving or still loading refuses writes for a while. For
+the same reason a round that fails as a whole (a partition without its leader for a moment)
+leaves its positions due for the next round: the records that brought them are not read again.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class TranslateLoop:
     # positions whose last sync failed, and when they are tried again
     _unsynced: set[Key] = field(default_factory=set)
     _retry_at: float = 0.0
+    # positions taken from the topic whose round has not completed yet
+    _due: set[Key] = field(default_factory=set)
     _failures: FailureNotes = field(init=False)
 
     def __post_init__(self) -> None:
@@ -104,13 +108,19 @@ class TranslateLoop:
 
     def step(self, consumer: Consumer, timeout: float = 0.1) -> None:
         messages = consumer.consume(num_messages=10000, timeout=timeout)
-        keys = self.take([(m.key(), m.value()) for m in messages if m.error() is None])
+        self._due |= self.take([(m.key(), m.value()) for m in messages if m.error() is None])
         if self._advanced.is_set():
             self._advanced.clear()
-            keys |= self.pending
+            self._due |= self.pending
         if self._unsynced and time.monotonic() >= self._retry_at:
-            keys |= self._unsynced
-        self.translate(keys)
+            self._due |= self._unsynced
+        keys, self._due = self._due, set()
+        try:
+            self.translate(keys)
+        except Exception:
+            # the consumer has moved past these records: they are translated next round, not lost
+            self._due |= keys
+            raise
 
     def translate(self, keys: set[Key]) -> None:
         if not keys:
@@ -199,8 +209,9 @@ class TranslateLoop:
                 assigned = False
                 while not stop.is_set():
                     try:
-                        if not assigned:
-                            assigned = _assign_all(consumer)
+                        if not assigned and not (assigned := _assign_all(consumer)):
+                            stop.wait(0.5)
+                            continue
                         self.step(consumer)
                     except Exception as exc:  # a cluster briefly unreachable: report, keep translating
                         self.log(f"translate loop: {first_line(exc)}")
@@ -216,8 +227,12 @@ class TranslateLoop:
 
 def _assign_all(consumer: Consumer) -> bool:
     """Reads every partition of the topic from its first record (it is compacted: the newest
-    position per key is all there is)."""
-    partitions = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in sorted(partitions)])
+    position per key is all there is). False while its metadata is incomplete: a topic created a
+    moment ago can be listed with an error and no partitions, and assigning those would read
+    nothing, ever."""
+    topic = consumer.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+    if topic is None or topic.error is not None or not topic.partitions:
+        return False
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in sorted(topic.partitions)])
     return True
 

@@ -104,6 +104,31 @@ def test_a_newer_position_replaces_the_one_whose_sync_failed():
     assert destination.rounds == 2
 
 
+class _FailsOnce(_Translator):
+    """Fails its first round as a whole (a destination partition without its leader for a moment)."""
+
+    def __init__(self):
+        self.failed = False
+
+    def translate(self, commits):
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("NOT_LEADER_FOR_PARTITION")
+        return super().translate(commits)
+
+
+def test_a_round_that_fails_as_a_whole_translates_its_positions_next_round_though_their_records_are_read():
+    destination = _Destination(refusals=0)
+    translate = TranslateLoop(ClusterConfig("src", "localhost:1"), _FailsOnce(), None, destination, GroupFilter(),
+                              TopicFilter((".*",)), retry_s=0.0)
+    topic = _Topic([commit(40)])
+    with pytest.raises(RuntimeError, match="NOT_LEADER"):
+        translate.step(topic)
+    assert topic.records == [] and destination.offsets == {}
+    translate.step(topic)
+    assert destination.offsets == {("app", "orders", 0): 45}
+
+
 @pytest.fixture
 def fresh(cluster_home):
     """A cluster started a moment ago whose group coordinator cannot come up: its offsets topic
