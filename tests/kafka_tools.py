@@ -204,11 +204,25 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, upto: dict[int, i
         consumer.close()
 
 
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                       KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int, timeout_s: float = 15) -> dict[int, int]:
+    """The group's committed offsets. A coordinator that is still coming up (a broker started a
+    moment ago) answers NOT_COORDINATOR or loading for a while: asked again until `timeout_s`."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout_s
     try:
-        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
-        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+        while True:
+            try:
+                found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                           timeout=max(1.0, deadline - time.monotonic()))
+                return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+            except KafkaException as error:
+                if error.args[0].code() not in _COORDINATOR_MOVING or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 

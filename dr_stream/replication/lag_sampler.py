@@ -10,7 +10,8 @@ each committed batch (at most one a second, and never sooner after the last than
 took: `LoopPace`). Each sample goes to the metrics and to the lag history topic.
 
 Invariant: a cluster that does not answer is reported and sampling goes on; the thread closes
-every client it opened when it stops.
+every client it opened when it stops. A producer whose samples stay queued while the
+destination answers is replaced, and that is said (`StuckQueue`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.config import FlowConfig
@@ -32,6 +33,28 @@ from dr_stream.loop_pace import LoopPace
 from dr_stream.offsets.consumer_timestamps import RecordTimestamps
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_history import encode, ensure_lag_topic, lag_topic, sample_of
+
+
+@dataclass
+class StuckQueue:
+    """Decides when a producer no longer delivers: samples still queued at every round for
+    `limit_s` while the destination answered all along. The clock starts again whenever the
+    queue empties or the destination is away (a producer reconnecting after an outage waits out
+    a back-off of up to 10 s before it sends)."""
+
+    limit_s: float = 20.0
+    _since: float | None = None
+
+    def stuck(self, queued: int, answering: bool, now: float) -> bool:
+        if not queued or not answering:
+            self._since = None
+            return False
+        if self._since is None:
+            self._since = now
+        if now - self._since < self.limit_s:
+            return False
+        self._since = None
+        return True
 
 
 @dataclass
@@ -90,11 +113,22 @@ class LagSampler:
         self._stamps = {k: v for k, v in self._stamps.items() if k in waiting}
         return {k: ts for k, (o, ts) in self._stamps.items() if waiting.get(k) == o}
 
+    def _producer(self) -> Producer:
+        return clients.producer(self.config.destination, {"linger.ms": 100})
+
+    def _reopened(self, producer: Producer, topic: str, waited_s: float) -> Producer:
+        dropped = len(producer)
+        producer.purge()
+        producer.close()
+        self.log(f"lag history: {dropped} samples waited {waited_s:.0f} s for {topic} although "
+                 f"{self.config.destination.alias} answers; they are dropped and a new producer is opened")
+        return self._producer()
+
     def run(self, stop: threading.Event) -> None:
         topic = lag_topic(self.config.name)
         stamps = RecordTimestamps(self.config.source)
-        producer = clients.producer(self.config.destination, {"linger.ms": 100})
-        pace = LoopPace(self.min_spacing_s)
+        producer = self._producer()
+        pace, queue = LoopPace(self.min_spacing_s), StuckQueue()
         try:
             due = ended = 0.0
             while not stop.wait(0.2):
@@ -108,7 +142,10 @@ class LagSampler:
                     ended = time.monotonic()
                     pace.done(ended - now)
                     self.metrics.loop_round("lag", pace.last_round_s, len(lags), pace.period_s)
-                    if self.config.destination.alias not in self._down:
+                    answering = self.config.destination.alias not in self._down
+                    if queue.stuck(len(producer), answering, ended):
+                        producer = self._reopened(producer, topic, queue.limit_s)
+                    if answering:
                         producer.produce(topic, encode(sample_of(lags, int(time.time() * 1000))),
                                          on_delivery=self._delivered)
                         producer.poll(0)

@@ -182,8 +182,9 @@ def test_health_turns_503_when_the_destination_stops_and_200_when_it_returns(run
                                "--plot", plot], capture_output=True, text=True, timeout=120, cwd=project_root())
 
     # samples the flow produced while mx was away reach it once its producer reconnects (a back-off
-    # of up to 10 s), a little after the flow's admin client finds it again
-    assert wait_until(lambda: drawn().returncode == 0, 30, interval=2), \
+    # of up to 10 s), a little after the flow's admin client finds it again; a producer that still
+    # holds them 20 s after is replaced (StuckQueue)
+    assert wait_until(lambda: drawn().returncode == 0, 45, interval=2), \
         drawn().stderr + _lag_history_on(mx, running["name"])
     with open(plot, "rb") as png:
         assert png.read(8) == b"\x89PNG\r\n\x1a\n"
