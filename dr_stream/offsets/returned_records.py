@@ -12,11 +12,16 @@ the destination topic and partition; anything else (local records, malformed hea
 
 from __future__ import annotations
 
-from confluent_kafka import TopicPartition
+import time
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import Message, TopicPartition
 
 from dr_stream.config import ClusterConfig, FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.provenance import entries, origin_offset
+
+LookUp = tuple[str, int, int, str]  # source topic, partition, offset; destination topic
 
 
 def maps_back(config: FlowConfig) -> bool:
@@ -40,34 +45,60 @@ class ReturnedRecords:
             "fetch.wait.max.ms": 10,
         })
         # A record never changes once written: what it says is kept (not the end of a log, which moves).
-        self._known: dict[tuple[str, int, int, str], int | None] = {}
+        self._known: dict[LookUp, int | None] = {}
 
-    def original_at(self, topic: str, partition: int, offset: int, dest_topic: str,
-                    timeout: float = 5.0) -> int | None:
-        """Destination offset of the original of the first source record at or after `offset`,
-        when that record is a returned copy; None for a local record or the end of the log."""
-        if offset < 0:
-            return None
-        key = (topic, partition, offset, dest_topic)
-        if key in self._known:
-            return self._known[key]
+    def originals(self, looks: Iterable[LookUp], ends: Mapping[tuple[str, int], int] | None = None,
+                  timeout: float = 5.0) -> dict[LookUp, int | None]:
+        """Per look-up, the destination offset of the original of the first source record at or
+        after its offset, when that record is a returned copy; None for a local record or the end
+        of the log. A round of thousands of positions costs a few fetches, not one each: a
+        look-up at or past its partition's log end (`ends`,
+        when known) is None without a read, since no record is there yet; the others are read in
+        waves, each wave one offset of every partition that still has one, all at once."""
+        out: dict[LookUp, int | None] = {}
+        todo: dict[tuple[str, int], list[LookUp]] = {}
+        for look in set(looks):
+            topic, partition, offset, _ = look
+            end = (ends or {}).get((topic, partition))
+            if offset < 0 or (end is not None and offset >= end):
+                out[look] = None
+            elif look in self._known:
+                out[look] = self._known[look]
+            else:
+                todo.setdefault((topic, partition), []).append(look)
+        while todo:
+            out.update(self._read({tp: looks.pop() for tp, looks in todo.items()}, timeout))
+            todo = {tp: looks for tp, looks in todo.items() if looks}
+        return out
+
+    def _read(self, wave: dict[tuple[str, int], LookUp], timeout: float) -> dict[LookUp, int | None]:
+        """The first record at or after each partition's offset, every partition of the wave at once;
+        None at the end of a partition or when it did not answer within `timeout`."""
         consumer = self._consumer.get()
-        consumer.assign([TopicPartition(topic, partition, offset)])
+        consumer.assign([TopicPartition(t, p, look[2]) for (t, p), look in wave.items()])
+        out: dict[LookUp, int | None] = {}
+        deadline = time.monotonic() + timeout
         try:
-            for msg in consumer.consume(num_messages=1, timeout=timeout):
-                if msg.error() is not None:
-                    return None  # end of the partition
-                found = (origin_offset(e, self.destination_cluster_id, dest_topic, partition)
-                         for e in entries(msg.headers(), self.header))
-                original = next((o for o in found if o is not None), None)
-                if msg.offset() == offset:
-                    if len(self._known) > 100_000:
-                        self._known.clear()
-                    self._known[key] = original
-                return original
-            return None
+            while len(out) < len(wave) and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=max(100, len(wave)), timeout=clients.CONSUME_WAIT_S):
+                    look = wave.get((msg.topic(), msg.partition()))
+                    if look is None or look in out:
+                        continue  # a later record of a partition already answered
+                    out[look] = None if msg.error() is not None else self._original(msg, look)
         finally:
             consumer.unassign()
+        return {look: out.get(look) for look in wave.values()}
+
+    def _original(self, msg: Message, look: LookUp) -> int | None:
+        _, partition, offset, dest_topic = look
+        found = (origin_offset(e, self.destination_cluster_id, dest_topic, partition)
+                 for e in entries(msg.headers(), self.header))
+        original = next((o for o in found if o is not None), None)
+        if msg.offset() == offset:
+            if len(self._known) > 100_000:
+                self._known.clear()
+            self._known[look] = original
+        return original
 
     def close(self) -> None:
         self._consumer.close()

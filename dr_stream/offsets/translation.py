@@ -72,6 +72,11 @@ def clamp(offset: int, log_start: int, log_end: int) -> tuple[int, str]:
     return offset, ""
 
 
+def returned_look_ups(t: Translation) -> tuple[int, ...]:
+    """The source offsets `through_returned` asks `original_at` about for `t`."""
+    return (t.source_offset,) if t.method in ("exact", "waiting") else (t.source_offset, t.source_offset - 1)
+
+
 def through_returned(t: Translation, original_at: Callable[[int], int | None]) -> Translation:
     """Applies `returned`. `original_at(o)` is the destination offset of the original of the first
     source record at or after o, when that record is a returned copy, else None."""

@@ -23,9 +23,9 @@ from dr_stream.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds
 from dr_stream.offsets.consumer_timestamps import GroupCommit
-from dr_stream.offsets.returned_records import ReturnedRecords
+from dr_stream.offsets.returned_records import LookUp, ReturnedRecords
 from dr_stream.offsets.run_store import Located, RunKey
-from dr_stream.offsets.translation import Translation, needs_timestamp, settle, through_returned
+from dr_stream.offsets.translation import Translation, needs_timestamp, returned_look_ups, settle, through_returned
 from dr_stream.policy import TopicRenamer
 
 
@@ -66,15 +66,24 @@ class OffsetTranslator:
             return []
         bounds = log_bounds(self._admin(self.destination), sorted({(t.dest_topic, t.dest_partition) for t in placed}))
         source_ends = self._source_ends(sorted({(t.topic, t.partition) for t in placed}))
+        originals = self._originals(placed, source_ends)
         out = []
         for t in placed:
             t = replace(t, source_log_end=source_ends.get((t.topic, t.partition)))
             if self.returned is not None:
-                t = through_returned(t, lambda o, t=t: self.returned.original_at(t.topic, t.partition, o, t.dest_topic))
+                t = through_returned(t, lambda o, t=t: originals[(t.topic, t.partition, o, t.dest_topic)])
             found = bounds.get((t.dest_topic, t.dest_partition))
             by_timestamp = self._offset_for_time(t) if needs_timestamp(t, found) else None
             out.append(settle(t, found, by_timestamp))
         return sorted(out, key=lambda t: t.key)
+
+    def _originals(self, placed: list[Translation], source_ends: dict[tuple[str, int], int]
+                   ) -> dict[LookUp, int | None]:
+        """Every returned-record look-up the round's translations need, in one batch."""
+        if self.returned is None:
+            return {}
+        return self.returned.originals({(t.topic, t.partition, o, t.dest_topic) for t in placed
+                                        for o in returned_look_ups(t)}, source_ends)
 
     def _offset_for_time(self, t: Translation) -> int | None:
         wanted = TopicPartition(t.dest_topic, t.dest_partition, t.source_timestamp)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from dr_stream.offsets.translation import Translation, clamp, needs_timestamp, settle, through_returned
+from dr_stream.offsets.translation import (
+    Translation,
+    clamp,
+    needs_timestamp,
+    returned_look_ups,
+    settle,
+    through_returned,
+)
 
 
 class TestClamp:
@@ -45,6 +52,19 @@ class TestReturnedRecords:
 
     def test_an_index_position_further_on_wins_over_the_last_original(self):
         assert self.through(110, 900, "next") == (900, "next")
+
+    def test_the_look_ups_fetched_ahead_of_a_round_are_all_the_rule_asks_for(self):
+        for method in ("exact", "waiting", "next", "timestamp"):
+            for offset in (40, 100, 105):
+                asked: list[int] = []
+
+                def original_at(at_or_after, asked=asked):
+                    asked.append(at_or_after)
+                    return next((original for at, original in self.LOG if at >= at_or_after), None)
+
+                t = translation(offset, 7, method)
+                through_returned(t, original_at)
+                assert set(asked) <= set(returned_look_ups(t)), (method, offset, asked)
 
 
 class TestSettle:
