@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle down clean
+.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -66,6 +66,12 @@ bench-batch: setup
 # 25 min); results in bench/results/trickle/.
 bench-trickle: setup
 	$(PY) -m bench.trickle $(TRICKLE_ARGS)
+
+# dr-stream vs MirrorMaker 2 at 1,000, 300 and 10 partitions with 5 groups a partition, twice
+# (about 90 min; `SCALE_ARGS=--smoke` runs one small size in about 5 min); results in
+# bench/results/scale/.
+bench-scale: setup
+	$(PY) -m bench.scale $(SCALE_ARGS)
 
 down:
 	-$(VENV)/bin/dr-stream dev down

@@ -121,17 +121,23 @@ class Replicator:
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            for pid in tree:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _kill(tree)
             self.proc.wait(10)
-        for pid in tree[1:]:  # a child the parent left behind (a JVM) must not outlive the bench
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill(tree[1:])  # a child the parent left behind (a JVM) must not outlive the bench
+
+    def kill9(self) -> None:
+        """SIGKILL to the whole tree at once, as a crash would end it."""
+        self.cost.stop()
+        _kill(process_tree(self.proc.pid))
+        self.proc.wait(30)
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def dr_stream(config: Path, env: dict[str, str], log_file: Path) -> Replicator:

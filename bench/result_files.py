@@ -54,19 +54,21 @@ def write_results(out: Path, when: str, report: Callable[[str], str], data: obje
 
 
 @contextmanager
-def figure(png: Path, size: tuple[float, float] = (7, 4), grid: bool = True) -> Iterator:
-    """An Agg figure's axes; on leaving, its legend, a tight layout, and the file written."""
+def figure(png: Path, size: tuple[float, float] = (7, 4), grid: bool = True, columns: int = 1) -> Iterator:
+    """An Agg figure's axes (a tuple of them with `columns` > 1); on leaving, each one's legend,
+    a tight layout, and the file written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=size)
+    fig, axes = plt.subplots(1, columns, figsize=size)
     try:
-        yield ax
-        if grid:
-            ax.grid(True, alpha=0.3)
-        ax.legend()
+        yield axes
+        for ax in (axes if columns > 1 else [axes]):
+            if grid:
+                ax.grid(True, alpha=0.3)
+            ax.legend()
         fig.tight_layout()
         fig.savefig(png, dpi=100)
     finally:
