@@ -68,6 +68,8 @@ class LagSampler:
     log: Callable[[str], None] = print
     # a sample at most this often, however often it is nudged
     min_spacing_s: float = 1.0
+    # a producer holding samples this long while the destination answers is replaced
+    stuck_after_s: float = 20.0
     _stamps: dict[Partition, tuple[int, int]] = field(default_factory=dict)  # partition -> (offset, timestamp)
     _down: list[str] = field(default_factory=list)
     _wake: threading.Event = field(default_factory=threading.Event)
@@ -128,7 +130,7 @@ class LagSampler:
         topic = lag_topic(self.config.name)
         stamps = RecordTimestamps(self.config.source)
         producer = self._producer()
-        pace, queue = LoopPace(self.min_spacing_s), StuckQueue()
+        pace, queue = LoopPace(self.min_spacing_s), StuckQueue(self.stuck_after_s)
         try:
             due = ended = 0.0
             while not stop.wait(0.2):
@@ -143,6 +145,7 @@ class LagSampler:
                     pace.done(ended - now)
                     self.metrics.loop_round("lag", pace.last_round_s, len(lags), pace.period_s)
                     answering = self.config.destination.alias not in self._down
+                    producer.poll(0)  # serves delivered samples' reports, which `len` counts until then
                     if queue.stuck(len(producer), answering, ended):
                         producer = self._reopened(producer, topic, queue.limit_s)
                     if answering:

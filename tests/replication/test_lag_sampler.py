@@ -1,6 +1,16 @@
-"""When the lag sampler gives up on its producer: the rule alone."""
+"""When the lag sampler gives up on its producer: the rule alone, then a healthy sampler on real
+clusters that must never give up."""
 
-from dr_stream.replication.lag_sampler import StuckQueue
+import threading
+import time
+
+import pytest
+
+from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.lag_history import lag_topic, read_samples
+from dr_stream.replication.lag_sampler import LagSampler, StuckQueue
+from tests.conftest import flow_config
+from tests.kafka_tools import admin, unique
 
 
 def test_a_queue_that_never_empties_while_the_destination_answers_is_stuck_after_the_limit():
@@ -22,3 +32,25 @@ def test_the_time_the_destination_is_away_does_not_count():
     assert not queue.stuck(5, True, 30)  # back: the reconnect gets its own 20 s
     assert not queue.stuck(5, True, 49)
     assert queue.stuck(5, True, 50)
+
+
+@pytest.mark.integration
+def test_a_healthy_producer_is_never_taken_for_a_stuck_one_and_every_sample_lands(dc1, dc2, tmp_path, topics):
+    """Delivered samples' reports are counted by the producer until served: the sampler serves them
+    before it asks whether anything is still queued, or a working producer would be replaced."""
+    config = flow_config(dc1, dc2, tmp_path, name=unique("sampler-"), topics={"include": ["none-such"]},
+                         metrics={"sample_interval": "1s"})
+    topics.append(lag_topic(config.name))
+    lines: list[str] = []
+    source, destination = admin(dc1.bootstrap), admin(dc2.bootstrap)
+    sampler = LagSampler(config, source, destination, dict, FlowMetrics(config.name, "replicate"), log=lines.append,
+                         stuck_after_s=2.0)
+    sampler.prepare()
+    stop = threading.Event()
+    thread = threading.Thread(target=sampler.run, args=(stop,))
+    thread.start()
+    time.sleep(7)
+    stop.set()
+    thread.join(30)
+    assert lines == [], lines
+    assert len(read_samples(config.destination, config.name, 0)) >= 4
