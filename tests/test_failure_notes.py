@@ -38,3 +38,15 @@ def test_a_failure_without_a_message_is_named_by_its_type():
     assert first_line(TimeoutError()) == "TimeoutError"
     assert first_line(RuntimeError("\n  \nbroker down\n\tat ...")) == "broker down"
     assert first_line("") == "unknown cause"
+
+
+def test_thousands_of_subjects_failing_alike_in_one_round_are_one_line_and_so_is_their_recovery():
+    failures, lines = notes()
+    groups = [f"g{i:04d}" for i in range(600)]
+    failures.round({**dict.fromkeys(groups, "TimeoutException: waiting to send"), "solo": "not authorized"},
+                   [*groups, "solo"])
+    assert lines == ["g0000 and 599 more: failing: TimeoutException: waiting to send", "solo: failing: not authorized"]
+    failures.round({}, [*groups[:2], "solo"])  # a few recover: each said
+    failures.round({}, groups)
+    assert lines[2:] == ["g0000: ok again", "g0001: ok again", "solo: ok again", "g0002 and 597 more: ok again"]
+    assert failures.subjects == set()

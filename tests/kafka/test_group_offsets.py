@@ -57,3 +57,21 @@ def test_a_changes_only_fetch_returns_each_offset_once_until_it_moves(spark, dc1
         offsets.close()
         delete_group(admin(dc1.bootstrap), group)
         delete_topics(dc1.bootstrap, [topic])
+
+
+@pytest.mark.integration
+def test_a_round_of_many_groups_spread_over_several_writing_clients_commits_every_group(spark, dc1):
+    groups, topic = [unique(f"spread-{i}-") for i in range(20)], unique("spread.")
+    create_topic(dc1.bootstrap, topic, partitions=2)
+    offsets = clients.group_offsets(dc1.config)
+    try:
+        wanted = {g: {(topic, 0): i, (topic, 1): 100 + i} for i, g in enumerate(groups)}
+        assert offsets.commit(wanted, "dr-stream:spread") == {}
+        found = offsets.committed(groups)
+        assert {g: {k: c.offset for k, c in found[g].items()} for g in groups} == wanted
+        assert all(c.metadata == "dr-stream:spread" for g in groups for c in found[g].values())
+    finally:
+        offsets.close()
+        for group in groups:
+            delete_group(admin(dc1.bootstrap), group)
+        delete_topics(dc1.bootstrap, [topic])
