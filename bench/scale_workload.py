@@ -84,19 +84,32 @@ def log_ends_total(bootstrap: str, scale: Scale, rename: Rename = str) -> int:
         return 0
 
 
-def commit(bootstrap: str, positions: Positions) -> dict[str, float]:
+def commit(bootstrap: str, positions: Positions, timeout_s: float = 120) -> dict[str, float]:
     """Commits every group's positions, all requests in flight at once, as applications would;
-    returns when each group's commit was acknowledged (monotonic seconds)."""
+    returns when each group's commit was acknowledged (monotonic seconds). A commit refused
+    for a partition (a coordinator still loading on a new cluster: the request succeeds, the
+    partition carries the error) is made again until `timeout_s`."""
     admin = clients.admin(bench_cluster(bootstrap))
     done: dict[str, float] = {}
-    futures = []
-    for group, at in positions.items():
-        request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])
-        for future in admin.alter_consumer_group_offsets([request], request_timeout=60).values():
-            future.add_done_callback(lambda _f, g=group: done.setdefault(g, time.monotonic()))
-            futures.append(future)
-    for future in futures:
-        future.result(timeout=120)
+    deadline = time.monotonic() + timeout_s
+    todo = dict(positions)
+    while todo:
+        futures = {}
+        for group, at in todo.items():
+            request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])
+            futures[group] = next(iter(admin.alter_consumer_group_offsets([request], request_timeout=60).values()))
+            futures[group].add_done_callback(lambda _f, g=group: done.setdefault(g, time.monotonic()))
+        refused = {}
+        for group, future in futures.items():
+            result = future.result(timeout=120)
+            errors = [tp.error for tp in result.topic_partitions if tp.error is not None]
+            if errors:
+                refused[group] = errors[0]
+                done.pop(group, None)
+        if refused and time.monotonic() > deadline:
+            raise RuntimeError(f"{len(refused)} groups' commits refused, e.g. {next(iter(refused.items()))}")
+        todo = {g: todo[g] for g in refused}
+        time.sleep(0.5 if todo else 0)
     return done
 
 

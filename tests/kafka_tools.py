@@ -284,12 +284,17 @@ def commit_groups(bootstrap: str, positions: dict[str, dict[tuple[str, int], int
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     client = admin(bootstrap)
-    futures = [future for group, at in positions.items()
-               for future in client.alter_consumer_group_offsets(
-                   [ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])],
-                   request_timeout=60).values()]
-    for future in futures:
-        future.result(timeout=60)
+    deadline = time.monotonic() + 60
+    while positions:
+        futures = {group: future for group, at in positions.items()
+                   for future in client.alter_consumer_group_offsets(
+                       [ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])],
+                       request_timeout=60).values()}
+        # a partition refused (its coordinator still loading) fails only that partition, not the future
+        refused = {group for group, future in futures.items()
+                   if any(tp.error is not None for tp in future.result(timeout=60).topic_partitions)}
+        assert not refused or time.monotonic() < deadline, f"commits refused for {sorted(refused)[:3]}"
+        positions = {group: positions[group] for group in refused}
 
 
 def group_positions(bootstrap: str, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
