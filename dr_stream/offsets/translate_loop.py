@@ -64,7 +64,7 @@ class TranslateLoop:
     on_synced: Callable[[list[str]], None] = lambda actions: None
     # told each round's duration, the positions it translated, and the time since the last began
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
-    _round_began: float | None = None
+    _round_ended: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
     _arrived: dict[Key, float] = field(default_factory=dict)
     _recorded: dict[Key, tuple] = field(default_factory=dict)
@@ -132,9 +132,12 @@ class TranslateLoop:
             # At least as long as this round took: a destination that is down does not keep the
             # loop busy retrying thousands of positions back to back.
             self._retry_at = time.monotonic() + max(self.retry_s, took)
-        # Rounds follow the commits and the index; the period is the time from the last round's start.
-        self.on_round(took, len(keys), began - self._round_began if self._round_began is not None else took)
-        self._round_began = began
+        # Rounds follow the commits and the index, one after the other. The period reported with a
+        # round ends with it: from the end of the round before, so it always covers the round it
+        # is reported with (start to start would cover the previous one, shorter or longer).
+        ended = time.monotonic()
+        self.on_round(took, len(keys), ended - self._round_ended if self._round_ended is not None else took)
+        self._round_ended = ended
 
     def _translate(self, keys: set[Key]) -> None:
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))

@@ -173,3 +173,26 @@ def test_a_sync_refused_by_a_fresh_clusters_coordinator_lands_once_it_comes_up_w
     assert lines[-1] == "group app: offsets synced again", lines
     assert all(line.startswith("group app: offsets not synced: ") for line in lines[:-1]), lines
     assert len(lines) == len(set(lines)) <= 3, lines
+
+
+class _Slower(_Translator):
+    """Each round takes longer than the one before (a burst of commits arriving)."""
+
+    def __init__(self):
+        self.rounds = 0
+
+    def translate(self, commits):
+        self.rounds += 1
+        time.sleep(0.05 * self.rounds)
+        return super().translate(commits)
+
+
+def test_each_rounds_reported_period_covers_that_round_even_when_rounds_grow_back_to_back():
+    reported: list[tuple[float, float]] = []
+    translate = TranslateLoop(ClusterConfig("src", "localhost:1"), _Slower(), None, _Destination(refusals=0),
+                              GroupFilter(), TopicFilter((".*",)), retry_s=0.0,
+                              on_round=lambda took, n, period: reported.append((took, period)))
+    for offset in (40, 50, 60, 70):
+        translate.step(_Topic([commit(offset)]))
+    assert len(reported) == 4
+    assert all(period >= took for took, period in reported), reported
