@@ -52,9 +52,9 @@ class ReturnedRecords:
         """Per look-up, the destination offset of the original of the first source record at or
         after its offset, when that record is a returned copy; None for a local record or the end
         of the log. A round of thousands of positions costs a few fetches, not one each: a
-        look-up at or past its partition's log end (`ends`,
-        when known) is None without a read, since no record is there yet; the others are read in
-        waves, each wave one offset of every partition that still has one, all at once."""
+        look-up at or past its partition's log end (`ends`, when known) is None without a read,
+        since no record is there yet; the others are read in waves, each wave one offset of every
+        partition that still has one, all at once."""
         out: dict[LookUp, int | None] = {}
         todo: dict[tuple[str, int], list[LookUp]] = {}
         for look in set(looks):

@@ -62,7 +62,7 @@ class TranslateLoop:
                                                               "synced": 0, "sync_failures": 0})
     # told each sync's actions (one per group and partition)
     on_synced: Callable[[list[str]], None] = lambda actions: None
-    # told each round's duration, the positions it translated, and the time since the last began
+    # told each round's duration, the positions it translated, and the time since the last ended
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
     _round_ended: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
