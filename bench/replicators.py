@@ -1,8 +1,9 @@
 """The two replicators as processes the bench starts, measures and stops by PID.
 
 Cost is measured on the whole process tree (dr-stream: the Python driver and its Spark JVM;
-MirrorMaker 2: one JVM): peak resident memory, sampled every 0.5 s, and CPU-seconds, the sum
-of user and system time of every process in the tree at its last sample.
+MirrorMaker 2: one JVM): peak resident memory, sampled every 0.5 s (a child that has not yet
+replaced its parent's program shares its memory and is not counted again), and CPU-seconds,
+the sum of user and system time of every process in the tree at its last sample.
 """
 
 from __future__ import annotations
@@ -31,12 +32,39 @@ def _children(pid: int) -> list[int]:
 
 
 def process_tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
+    return [p for p, _ in _parented_tree(pid)]
+
+
+def _parented_tree(pid: int) -> list[tuple[int, int | None]]:
+    """(pid, its parent in the tree) for the process and all its descendants."""
+    out: list[tuple[int, int | None]] = []
+    todo: list[tuple[int, int | None]] = [(pid, None)]
     while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(_children(p))
+        p, parent = todo.pop()
+        out.append((p, parent))
+        todo.extend((c, p) for c in _children(p))
     return out
+
+
+Image = tuple[str, bytes]
+
+
+def _image(pid: int) -> Image | None:
+    """The program a process runs: its executable and command line (None once it is gone)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe"), Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+
+
+def resident_counted(tree: list[tuple[int, int | None]], images: dict[int, Image | None]) -> list[int]:
+    """The processes whose resident memory is their own. A child still running its parent's
+    program is a fork that has not executed its own yet: a JVM starts every child process
+    (Hadoop's `chmod` for a local checkpoint file, among others) by cloning itself first, and
+    until the clone replaces its program it shares the parent's pages, so its resident size is
+    the parent's counted a second time (a 2.5 GB JVM read as 5 GB in one sample)."""
+    return [p for p, parent in tree
+            if parent is None or images.get(p) is None or images.get(p) != images.get(parent)]
 
 
 def _usage(pid: int) -> tuple[int, float] | None:
@@ -65,10 +93,12 @@ class CostSampler:
 
     def sample(self) -> None:
         rss = 0
-        for p in process_tree(self.pid):
+        tree = _parented_tree(self.pid)
+        own = set(resident_counted(tree, {p: _image(p) for p, _ in tree}))
+        for p, _ in tree:
             usage = _usage(p)
             if usage:
-                rss += usage[0]
+                rss += usage[0] if p in own else 0
                 self.cpu[p] = max(self.cpu.get(p, 0.0), usage[1])
         self.peak_rss = max(self.peak_rss, rss)
 
