@@ -118,6 +118,9 @@ class CommittedOffsetPoller:
     positions_from: str = "__consumer_offsets"
     # told each round's duration in seconds, the groups it read, and the period its pace set
     on_round: Callable[[float, int, float], None] = lambda seconds, groups, period_s: None
+    # told each round's moved positions before they are written to the topic (the flow's translate
+    # loop takes them from here rather than after the write and its read back)
+    on_stamped: Callable[[list[GroupCommit]], None] = lambda commits: None
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
     errors: int = 0
     pace: LoopPace = field(init=False)
@@ -152,6 +155,8 @@ class CommittedOffsetPoller:
         moved, unread = moved_commits(fetched, self.topics, self.reported)
         self._failures.round({g: str(exc) for g, exc in unread.items()}, fetched)
         commits = stamped(moved, self._timestamps)
+        if commits:
+            self.on_stamped(commits)
         delivered: list[GroupCommit] = []
         failed: list[str] = []
 

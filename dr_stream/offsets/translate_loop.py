@@ -3,7 +3,9 @@
 A driver thread, not a Spark query: the positions are a few bytes per group and partition, and
 what matters is the delay from a commit on the source to the same position on the
 destination. The loop reads the topic as records arrive (the poller writes unmodified
-consumers' commits there, the client helper writes the others), translates the newest
+consumers' commits there, and hands the same positions over in process as it writes them, so
+they are translated without waiting for the write and its read back; the client helper writes
+the others), translates the newest
 position per group and partition through the flow's live offset index, and (with
 `offsets.sync_to_destination`) writes it to the destination group under the rules of
 `group_sync`. A position that is not final yet (`next`, or `waiting` for the copy to pass it)
@@ -70,6 +72,8 @@ class TranslateLoop:
     _recorded: dict[Key, tuple] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _advanced: threading.Event = field(default_factory=threading.Event)
+    # positions handed over by `offer`, taken at the next step
+    _offered: list[GroupCommit] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     # positions whose last sync failed, and when they are tried again
     _unsynced: set[Key] = field(default_factory=set)
@@ -87,27 +91,46 @@ class TranslateLoop:
     def on_index_advanced(self) -> None:
         self._advanced.set()
 
+    def offer(self, commits: list[GroupCommit]) -> None:
+        """Positions the flow's own poller is about to write to the topic, handed over at once
+        (any thread): the loop translates them without waiting for the write and the read back.
+        When their records arrive they change nothing, being the same positions; a record
+        written after them for the same key (a client helper's) still replaces them, as the
+        topic's order says."""
+        with self._lock:
+            self._offered.extend(commits)
+
     def take(self, records: list[tuple[bytes | None, bytes | None]]) -> set[Key]:
         """Records of the topic -> the keys whose newest position changed."""
-        changed, malformed = set(), 0
+        commits, malformed = [], 0
         for key, value in records:
             commit = parse_commit(key, value)
             if commit is None:
                 malformed += 1
-            elif commit != TOMBSTONE and self.groups.matches(commit.group) and self.topics.matches(commit.topic):
-                if self.latest.get(commit.key) != commit:
-                    self.latest[commit.key] = commit
-                    changed.add(commit.key)
-                    with self._lock:
-                        self._arrived.setdefault(commit.key, time.monotonic())
+            elif commit != TOMBSTONE:
+                commits.append(commit)
         if malformed:
             self.totals["malformed"] += malformed
             self.log(f"{TOPIC}: skipped {malformed} malformed records ({self.totals['malformed']} so far)")
+        return self._take_commits(commits)
+
+    def _take_commits(self, commits: list[GroupCommit]) -> set[Key]:
+        changed = set()
+        for commit in commits:
+            if self.latest.get(commit.key) != commit and self.groups.matches(commit.group) \
+                    and self.topics.matches(commit.topic):
+                self.latest[commit.key] = commit
+                changed.add(commit.key)
+                with self._lock:
+                    self._arrived.setdefault(commit.key, time.monotonic())
         self.totals["commits"] += len(changed)
         return changed
 
     def step(self, consumer: Consumer, timeout: float = 0.1) -> None:
-        messages = consumer.consume(num_messages=10000, timeout=timeout)
+        with self._lock:
+            offered, self._offered = self._offered, []
+        self._due |= self._take_commits(offered)
+        messages = consumer.consume(num_messages=10000, timeout=0 if offered else timeout)
         self._due |= self.take([(m.key(), m.value()) for m in messages if m.error() is None])
         if self._advanced.is_set():
             self._advanced.clear()

@@ -143,7 +143,8 @@ class ReplicationFlow:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
                                             positions_from=config.offsets.positions_from,
-                                            on_round=partial(self.metrics.loop_round, "poller")) \
+                                            on_round=partial(self.metrics.loop_round, "poller"),
+                                            on_stamped=self.translate_loop.offer) \
             if self.translate_loop else None
         if self.feed is not None:
             self.feed.on_runs = self.metrics.runs_published
