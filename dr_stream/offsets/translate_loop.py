@@ -72,6 +72,8 @@ class TranslateLoop:
     _recorded: dict[Key, tuple] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _advanced: threading.Event = field(default_factory=threading.Event)
+    _groups_selected: dict[str, bool] = field(default_factory=dict)
+    _topics_selected: dict[str, bool] = field(default_factory=dict)
     # positions handed over by `offer`, taken at the next step
     _offered: list[GroupCommit] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -117,14 +119,27 @@ class TranslateLoop:
     def _take_commits(self, commits: list[GroupCommit]) -> set[Key]:
         changed = set()
         for commit in commits:
-            if self.latest.get(commit.key) != commit and self.groups.matches(commit.group) \
-                    and self.topics.matches(commit.topic):
+            if self.latest.get(commit.key) != commit and self._selected(commit):
                 self.latest[commit.key] = commit
                 changed.add(commit.key)
-                with self._lock:
-                    self._arrived.setdefault(commit.key, time.monotonic())
+        if changed:
+            now = time.monotonic()
+            with self._lock:
+                for key in changed:
+                    self._arrived.setdefault(key, now)
         self.totals["commits"] += len(changed)
         return changed
+
+    def _selected(self, commit: GroupCommit) -> bool:
+        """The filters' answer per group and topic name, matched once: each name comes with many
+        positions (a group's partitions, a topic's groups), round after round."""
+        group = self._groups_selected.get(commit.group)
+        if group is None:
+            group = self._groups_selected[commit.group] = self.groups.matches(commit.group)
+        topic = self._topics_selected.get(commit.topic)
+        if topic is None:
+            topic = self._topics_selected[commit.topic] = self.topics.matches(commit.topic)
+        return group and topic
 
     def step(self, consumer: Consumer, timeout: float = 0.1) -> None:
         with self._lock:
