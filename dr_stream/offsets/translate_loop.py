@@ -9,9 +9,7 @@ the others), translates the newest
 position per group and partition through the flow's live offset index, and (with
 `offsets.sync_to_destination`) writes it to the destination group under the rules of
 `group_sync`. A position that is not final yet (`next`, or `waiting` for the copy to pass it)
-stays pending and is translated again each time the index advances. A round takes at most
-`round_positions` positions, whole groups (`round_of`), so a commit of thousands of groups at
-once reaches the destination in parts, the first within a round's time.
+stays pending and is translated again each time the index advances.
 
 Every translation whose outcome changed is recorded in the translation log by a second thread,
 so a Delta commit never delays a sync.
@@ -59,8 +57,6 @@ class TranslateLoop:
     topics: TopicFilter
     log: Callable[[str], None] = print
     record_every_s: float = 1.0
-    # positions a round takes at most (whole groups): see `round_of`
-    round_positions: int = 5000
     retry_s: float = 2.0
     latest: dict[Key, GroupCommit] = field(default_factory=dict)
     pending: set[Key] = field(default_factory=set)
@@ -149,14 +145,14 @@ class TranslateLoop:
         with self._lock:
             offered, self._offered = self._offered, []
         self._due |= self._take_commits(offered)
-        messages = consumer.consume(num_messages=10000, timeout=0 if offered or self._due else timeout)
+        messages = consumer.consume(num_messages=10000, timeout=0 if offered else timeout)
         self._due |= self.take([(m.key(), m.value()) for m in messages if m.error() is None])
         if self._advanced.is_set():
             self._advanced.clear()
             self._due |= self.pending
         if self._unsynced and time.monotonic() >= self._retry_at:
             self._due |= self._unsynced
-        keys, self._due = round_of(self._due, self.round_positions)
+        keys, self._due = self._due, set()
         try:
             self.translate(keys)
         except Exception:
@@ -268,24 +264,6 @@ class TranslateLoop:
 
     def close(self) -> None:
         self.translator.close()
-
-
-def round_of(due: set[Key], most: int) -> tuple[set[Key], set[Key]]:
-    """Due positions -> (this round's, the rest). A round takes whole groups in name order, at
-    least one, up to `most` positions: thousands of groups committing at once are translated and
-    synced in rounds, and the first land while the others wait, where one round of all of them
-    (50,000 positions at 5,000 groups) synced none for 12 s."""
-    if len(due) <= most:
-        return due, set()
-    by_group: dict[str, list[Key]] = {}
-    for key in due:
-        by_group.setdefault(key[0], []).append(key)
-    taken: set[Key] = set()
-    for group in sorted(by_group):
-        if taken and len(taken) + len(by_group[group]) > most:
-            break
-        taken.update(by_group[group])
-    return taken, due - taken
 
 
 def _assign_all(consumer: Consumer) -> bool:

@@ -1,8 +1,7 @@
 """The flow's poller hands its positions to the translate loop as it writes them: translated at
 the loop's next step, and the same positions arriving later from `__consumer_timestamps`
-change nothing; many at once are translated in rounds of whole groups. The rules with
-stand-ins for the translator and the destination, then the poller's side against a real
-cluster."""
+change nothing. The rule with stand-ins for the translator and the destination, then the
+poller's side against a real cluster."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from dr_stream.config import ClusterConfig
 from dr_stream.kafka.group_offsets import Committed
 from dr_stream.offsets.consumer_timestamps import TOPIC, GroupCommit, ensure_topic
 from dr_stream.offsets.poller import CommittedOffsetPoller
-from dr_stream.offsets.translate_loop import TranslateLoop, round_of
+from dr_stream.offsets.translate_loop import TranslateLoop
 from dr_stream.policy import GroupFilter, TopicFilter
 from tests.kafka_tools import admin, create_topic, delete_topics, produce, unique
 from tests.offsets.test_translate_loop_retry import _Destination, _Topic, _Translator, commit
@@ -134,31 +133,3 @@ def _written(bootstrap: str, wanted: GroupCommit) -> tuple[bytes, bytes] | None:
         return found
     finally:
         consumer.close()
-
-
-def test_a_round_takes_whole_groups_in_name_order_up_to_its_size():
-    due = {("b", "t", 0), ("b", "t", 1), ("a", "t", 0), ("a", "t", 1), ("c", "t", 0)}
-    taken, rest = round_of(due, 3)
-    assert taken == {("a", "t", 0), ("a", "t", 1)}
-    assert rest == {("b", "t", 0), ("b", "t", 1), ("c", "t", 0)}
-    assert round_of(due, 5) == (due, set())
-
-
-def test_a_group_larger_than_a_round_is_taken_whole():
-    due = {("big", "t", p) for p in range(10)} | {("small", "t", 0)}
-    taken, rest = round_of(due, 4)
-    assert taken == {("big", "t", p) for p in range(10)}
-    assert rest == {("small", "t", 0)}
-
-
-def test_many_groups_committing_at_once_are_synced_over_several_rounds_and_none_is_lost():
-    destination, rounds = _Destination(refusals=0), []
-    translate = counting_loop(destination, rounds)
-    translate.round_positions = 4
-    translate.offer([GroupCommit(f"g{i}", "orders", p, 10, 1) for i in range(5) for p in range(2)])
-
-    for _ in range(3):
-        translate.step(_Topic([]))
-
-    assert rounds == [4, 4, 2]
-    assert len(destination.offsets) == 10
