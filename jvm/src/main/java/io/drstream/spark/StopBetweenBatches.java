@@ -5,6 +5,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -35,6 +36,9 @@ public final class StopBetweenBatches {
 
   /** What the driver gets to end its threads and write its last state once the queries stopped. */
   static final long DRIVER_GRACE_MS = 20_000;
+
+  /** How long a stopped query's jobs get at least, past the grace, before they are cancelled. */
+  static final long RUN_JOBS_WAIT_MS = 10_000;
 
   private static final int PRIORITY = SPARK_PRIORITY + 10;
   private static final DateTimeFormatter TIME =
@@ -145,10 +149,16 @@ public final class StopBetweenBatches {
    * {@code stop()} begins: its batch loop checks that mark before planning a batch and after
    * running one, so the running batch ends and no other starts (a batch still being planned is
    * interrupted before any task runs). Then it waits for the query's thread to end, and stops it.
+   *
+   * <p>Last, it waits for every job of the query's run to end ({@link #awaitRunJobs}). A batch
+   * still being planned when the mark is set is interrupted by Spark after planning, but its job
+   * has been submitted by then and goes on writing with no one waiting for it. Until it ends, the
+   * destination is not what the next start's resume marks would read.
    */
   public static void stop(Object query, long graceMs, String flowName, boolean jsonLine)
       throws ReflectiveOperationException {
     Class<?> type = query.getClass();
+    long started = System.nanoTime();
     if (graceMs > 0 && isTriggerActive(type.getMethod("status").invoke(query))) {
       // The driver and this JVM's shutdown may both stop a query: it is said once.
       if (ANNOUNCED.add(String.valueOf(type.getMethod("runId").invoke(query)))) {
@@ -167,6 +177,104 @@ public final class StopBetweenBatches {
       }
     }
     type.getMethod("stop").invoke(query);
+    long waitMs = Math.max(RUN_JOBS_WAIT_MS, graceMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+    if (!awaitRunJobs(query, waitMs)) {
+      System.err.println(line(flowName, jsonLine, "stopping: the last batch of query " + type.getMethod("name").invoke(query)
+          + " still ran " + TimeUnit.MILLISECONDS.toSeconds(waitMs) + " s after the stop and was cancelled;"
+          + " records it had sent may be written again when the query next starts"));
+    }
+  }
+
+  /**
+   * Waits up to {@code timeoutMs} until no job of the query's run (Spark runs a query's jobs in
+   * a job group named after its run id) is running; cancels them past that. False when it had to
+   * cancel. The status tracker learns of jobs from Spark's event bus, after the scheduler has
+   * taken them: a one-task job submitted here first makes sure every job submitted before it is
+   * known (the scheduler takes submissions in order, and the bus delivers its events in order).
+   */
+  static boolean awaitRunJobs(Object query, long timeoutMs) throws ReflectiveOperationException {
+    Object session = query.getClass().getMethod("sparkSession").invoke(query);
+    Object context = session.getClass().getMethod("sparkContext").invoke(session);
+    String group = String.valueOf(query.getClass().getMethod("runId").invoke(query));
+    Object tracker = context.getClass().getMethod("statusTracker").invoke(context);
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    String fence = fenceJob(context);
+    while (!ended(tracker, fence) && System.nanoTime() < deadline) {
+      sleep(10);
+    }
+    while (running(tracker, group) && System.nanoTime() < deadline) {
+      sleep(20);
+    }
+    if (!running(tracker, group)) {
+      return true;
+    }
+    context.getClass().getMethod("cancelJobGroup", String.class).invoke(context, group);
+    long cancelled = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RUN_JOBS_WAIT_MS);
+    while (running(tracker, group) && System.nanoTime() < cancelled) {
+      sleep(20);
+    }
+    return false;
+  }
+
+  /** Runs a one-task job in a job group of its own, and names that group. */
+  private static String fenceJob(Object context) throws ReflectiveOperationException {
+    Class<?> type = context.getClass();
+    Method get = type.getMethod("getLocalProperty", String.class);
+    Method set = type.getMethod("setLocalProperty", String.class, String.class);
+    String[] keys = {"spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"};
+    Object[] kept = new Object[keys.length];
+    for (int i = 0; i < keys.length; i++) {
+      kept[i] = get.invoke(context, keys[i]);
+    }
+    String group = "dr-stream-stop-fence-" + UUID.randomUUID();
+    type.getMethod("setJobGroup", String.class, String.class, boolean.class)
+        .invoke(context, group, "dr-stream: every job submitted before this one is known", false);
+    try {
+      Object rdd = type.getMethod("range", long.class, long.class, long.class, int.class)
+          .invoke(context, 0L, 1L, 1L, 1);
+      rdd.getClass().getMethod("count").invoke(rdd);
+    } finally {
+      for (int i = 0; i < keys.length; i++) {
+        set.invoke(context, keys[i], kept[i]);
+      }
+    }
+    return group;
+  }
+
+  /** Whether the tracker knows the group's jobs and none of them runs any more. */
+  private static boolean ended(Object tracker, String group) throws ReflectiveOperationException {
+    int[] jobs = jobs(tracker, group);
+    for (int job : jobs) {
+      String status = status(tracker, job);
+      if (status == null || status.equals("RUNNING") || status.equals("UNKNOWN")) {
+        return false;
+      }
+    }
+    return jobs.length > 0;
+  }
+
+  private static boolean running(Object tracker, String group) throws ReflectiveOperationException {
+    for (int job : jobs(tracker, group)) {
+      if ("RUNNING".equals(status(tracker, job))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static int[] jobs(Object tracker, String group) throws ReflectiveOperationException {
+    return (int[]) tracker.getClass().getMethod("getJobIdsForGroup", String.class).invoke(tracker, group);
+  }
+
+  /** The job's status name, or null when the tracker does not know it (yet, or any more). */
+  private static String status(Object tracker, int job) throws ReflectiveOperationException {
+    Object known = tracker.getClass().getMethod("getJobInfo", int.class).invoke(tracker, job);
+    if (!(Boolean) known.getClass().getMethod("isDefined").invoke(known)) {
+      return null;
+    }
+    Object info = known.getClass().getMethod("get").invoke(known);
+    Class<?> type = Class.forName("org.apache.spark.SparkJobInfo", false, info.getClass().getClassLoader());
+    return String.valueOf(type.getMethod("status").invoke(info));
   }
 
   /** Sets the query's own state to TERMINATED; false where this Spark keeps it elsewhere. */

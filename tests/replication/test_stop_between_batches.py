@@ -1,0 +1,49 @@
+"""`StopBetweenBatches.stop` against a real query: once it returns, the stopped query writes nothing.
+
+A flow restarts its replicate query in the same JVM (a widened trigger, a new source topic) and
+takes its resume marks from the destination right after the stop: whatever the old query still
+writes after that point, the new one writes again."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.kafka_tools import count, create_topic, produce, unique, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_stop_while_the_next_batch_is_being_planned_returns_only_once_that_batch_has_written_everything(
+    spark, dc1, dc2, topics, tmp_path
+):
+    """Spark abandons a batch whose query is stopped while the batch is being planned: the stream
+    thread interrupts itself after planning, but the batch's job is submitted all the same and
+    goes on writing with no one waiting for it. Not every stop lands in that window (the status
+    is read from here), so the query is stopped and started again a few times."""
+    source, destination = unique("planned."), unique("planned-copy.")
+    topics.extend([source, destination])
+    create_topic(dc1.bootstrap, source, 4)
+    create_topic(dc2.bootstrap, destination, 4)
+    produce(dc1.bootstrap, source, ({"value": b"x" * 100, "partition": i % 4} for i in range(200_000)))
+    stop = spark._jvm.io.drstream.spark.StopBetweenBatches
+    for attempt in range(3):
+        # A backlog keeps batches back to back: the next one is planned as soon as one ends.
+        query = (
+            spark.readStream.format("kafka").option("kafka.bootstrap.servers", dc1.bootstrap)
+            .option("subscribe", source).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 20_000)
+            .load().select("value", "partition")
+            .writeStream.format("kafka").option("kafka.bootstrap.servers", dc2.bootstrap)
+            .option("topic", destination).option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+        )
+        try:
+            assert wait_until(lambda q=query: q.lastProgress is not None, 60), "the query ran no batch"
+            assert wait_until(lambda q=query: q._jsq.status().message().startswith("Getting offsets"), 30, 0.001)
+            stop.stop(query._jsq, 30_000, "test", False)
+            at_stop = count(dc2.bootstrap, destination)
+            time.sleep(2)
+            written_after = count(dc2.bootstrap, destination) - at_stop
+            assert written_after == 0, f"stop {attempt + 1}: the stopped query wrote {written_after} records after it"
+        finally:
+            query.stop()
