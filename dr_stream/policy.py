@@ -59,8 +59,17 @@ class TopicFilter:
     def _compiled(self) -> re.Pattern[str]:
         return re.compile(self.subscribe_pattern())
 
+    @cached_property
+    def _answers(self) -> dict[str, bool]:
+        # Each name is matched once: a name comes back round after round, with each of its
+        # partitions and each group that reads it.
+        return {}
+
     def matches(self, topic: str) -> bool:
-        return self._compiled.fullmatch(topic) is not None
+        answer = self._answers.get(topic)
+        if answer is None:
+            answer = self._answers[topic] = self._compiled.fullmatch(topic) is not None
+        return answer
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,15 @@ class GroupFilter:
     include: tuple[str, ...] = (".*",)
     exclude: tuple[str, ...] = ()
 
+    @cached_property
+    def _answers(self) -> dict[str, bool]:
+        # Each name is matched once: a group comes back round after round, with each partition
+        # it commits.
+        return {}
+
     def matches(self, group: str) -> bool:
-        if any(re.fullmatch(p, group) for p in (*self.exclude, *INTERNAL_GROUPS)):
-            return False
-        return any(re.fullmatch(p, group) for p in self.include)
+        answer = self._answers.get(group)
+        if answer is None:
+            blocked = any(re.fullmatch(p, group) for p in (*self.exclude, *INTERNAL_GROUPS))
+            answer = self._answers[group] = not blocked and any(re.fullmatch(p, group) for p in self.include)
+        return answer

@@ -56,3 +56,14 @@ class TestGroupFilter:
         assert not groups.matches("app-test")
         assert not groups.matches("spark-kafka-x")
         assert not groups.matches("other")
+
+
+def test_a_filter_answers_a_name_the_same_each_time_and_still_equals_a_fresh_filter():
+    """Filters remember their answers (a name comes back with each partition, round after round);
+    what they remember is not part of what they are."""
+    groups, topics = GroupFilter(("app-.*",), ("app-x",)), TopicFilter(("orders.*",), ("orders-test",))
+    names = ("app-a", "app-x", "dr-stream-flow", "other")
+    assert [groups.matches(g) for g in names * 2] == [True, False, False, False] * 2
+    assert [topics.matches(t) for t in ("orders", "orders-test", "orders") ] == [True, False, True]
+    assert groups == GroupFilter(("app-.*",), ("app-x",)) and hash(groups) == hash(GroupFilter(("app-.*",), ("app-x",)))
+    assert topics == TopicFilter(("orders.*",), ("orders-test",))

@@ -63,20 +63,12 @@ class TopicPositions:
                  on_undecodable: Callable[[int, str], None] = lambda n, why: None) -> None:
         self._topic = ConsumerOffsetsTopic(cluster, on_undecodable)
         self._groups = groups
-        # whether each group seen is selected: a regex match per group once, not per round
-        self._selected: dict[str, bool] = {}
-
-    def _chosen(self, group: str) -> bool:
-        chosen = self._selected.get(group)
-        if chosen is None:
-            chosen = self._selected[group] = self._groups.matches(group)
-        return chosen
 
     def read(self, full: bool) -> tuple[int, dict[str, Fetched]]:
         changed = self._topic.catch_up()
         source = self._topic.positions if full else changed
-        found: dict[str, Fetched] = {g: dict(p) for g, p in source.items() if self._chosen(g)}
-        return sum(1 for g in self._topic.positions if self._chosen(g)), found
+        found: dict[str, Fetched] = {g: dict(p) for g, p in source.items() if self._groups.matches(g)}
+        return sum(1 for g in self._topic.positions if self._groups.matches(g)), found
 
     def close(self) -> None:
         self._topic.close()

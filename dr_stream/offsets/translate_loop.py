@@ -1,13 +1,12 @@
 """The translate loop of one flow: `__consumer_timestamps` on the source -> destination groups.
 
 A driver thread, not a Spark query: the positions are a few bytes per group and partition, and
-what matters is the delay from a commit on the source to the same position on the
-destination. The loop reads the topic as records arrive (the poller writes unmodified
-consumers' commits there, and hands the same positions over in process as it writes them, so
-they are translated without waiting for the write and its read back; the client helper writes
-the others), translates the newest
-position per group and partition through the flow's live offset index, and (with
-`offsets.sync_to_destination`) writes it to the destination group under the rules of
+what matters is the delay from a commit on the source to the same position on the destination.
+The loop reads the topic as records arrive (the poller writes unmodified consumers' commits
+there and hands the same positions over in process as it writes them, so they are translated
+without waiting for the write and its read back; the client helper writes the others),
+translates the newest position per group and partition through the flow's live offset index,
+and (with `offsets.sync_to_destination`) writes it to the destination group under the rules of
 `group_sync`. A position that is not final yet (`next`, or `waiting` for the copy to pass it)
 stays pending and is translated again each time the index advances.
 
@@ -72,8 +71,6 @@ class TranslateLoop:
     _recorded: dict[Key, tuple] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _advanced: threading.Event = field(default_factory=threading.Event)
-    _groups_selected: dict[str, bool] = field(default_factory=dict)
-    _topics_selected: dict[str, bool] = field(default_factory=dict)
     # positions handed over by `offer`, taken at the next step
     _offered: list[GroupCommit] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -119,7 +116,8 @@ class TranslateLoop:
     def _take_commits(self, commits: list[GroupCommit]) -> set[Key]:
         changed = set()
         for commit in commits:
-            if self.latest.get(commit.key) != commit and self._selected(commit):
+            selected = self.groups.matches(commit.group) and self.topics.matches(commit.topic)
+            if selected and self.latest.get(commit.key) != commit:
                 self.latest[commit.key] = commit
                 changed.add(commit.key)
         if changed:
@@ -129,17 +127,6 @@ class TranslateLoop:
                     self._arrived.setdefault(key, now)
         self.totals["commits"] += len(changed)
         return changed
-
-    def _selected(self, commit: GroupCommit) -> bool:
-        """The filters' answer per group and topic name, matched once: each name comes with many
-        positions (a group's partitions, a topic's groups), round after round."""
-        group = self._groups_selected.get(commit.group)
-        if group is None:
-            group = self._groups_selected[commit.group] = self.groups.matches(commit.group)
-        topic = self._topics_selected.get(commit.topic)
-        if topic is None:
-            topic = self._topics_selected[commit.topic] = self.topics.matches(commit.topic)
-        return group and topic
 
     def step(self, consumer: Consumer, timeout: float = 0.1) -> None:
         with self._lock:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.config import ClusterConfig
@@ -91,6 +92,7 @@ class _Positions:
         pass
 
 
+@pytest.mark.integration
 def test_the_poller_hands_over_each_moved_position_stamped_and_writes_the_same_to_the_topic(dc1):
     topic, group = unique("handoff."), unique("hg-")
     create_topic(dc1.bootstrap, topic, partitions=1)
