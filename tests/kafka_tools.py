@@ -280,21 +280,11 @@ def revoke(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, 
 
 def commit_groups(bootstrap: str, positions: dict[str, dict[tuple[str, int], int]]) -> None:
     """Commits each group's positions (group -> (topic, partition) -> offset) as its application
-    would, all requests in flight at once: a thousand groups take seconds, not a consumer each."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    would, all requests in flight at once: a thousand groups take seconds, not a consumer each.
+    The bench's own commit, which makes a refused partition's commit again."""
+    from bench.scale_workload import commit
 
-    client = admin(bootstrap)
-    deadline = time.monotonic() + 60
-    while positions:
-        futures = {group: future for group, at in positions.items()
-                   for future in client.alter_consumer_group_offsets(
-                       [ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])],
-                       request_timeout=60).values()}
-        # a partition refused (its coordinator still loading) fails only that partition, not the future
-        refused = {group for group, future in futures.items()
-                   if any(tp.error is not None for tp in future.result(timeout=60).topic_partitions)}
-        assert not refused or time.monotonic() < deadline, f"commits refused for {sorted(refused)[:3]}"
-        positions = {group: positions[group] for group in refused}
+    commit(bootstrap, positions, timeout_s=60)
 
 
 def group_positions(bootstrap: str, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
