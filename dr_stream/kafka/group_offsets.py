@@ -62,6 +62,31 @@ def parse_committed(text: str, groups: list[str]) -> dict[str, Fetched]:
     return out
 
 
+def group_state(state: str, members: int) -> tuple[str, int]:
+    """(state, member count) as dr-stream names it: a coordinator describes a group it does not
+    know as DEAD with no members, which is a group that is absent."""
+    return ("ABSENT", 0) if state == "DEAD" and not members else (state, members)
+
+
+def parse_states(text: str, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
+    """`GroupOffsets.states`'s lines -> per asked group, its (state, members) or the error that
+    kept it from being described (a group not answered for at all maps to an error too)."""
+    out: dict[str, tuple[str, int] | Exception] = {
+        g: GroupOffsetsError(f"group {g}: not described") for g in groups}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 3:
+            continue
+        group, state, members = fields
+        if state != "!":
+            out[group] = group_state(state, int(members))
+        elif "GroupIdNotFoundException" in members:
+            out[group] = ("ABSENT", 0)
+        else:
+            out[group] = GroupOffsetsError(members)
+    return out
+
+
 def commit_lines(offsets: Mapping[str, Mapping[Partition, int]]) -> str:
     """{group: {(topic, partition): offset}} -> the lines `GroupOffsets.commit` takes."""
     return "".join(f"{group}\t{topic}\t{partition}\t{offset}\n" for group, wanted in sorted(offsets.items())
@@ -82,6 +107,17 @@ class GroupOffsets:
 
     def list_groups(self) -> list[str]:
         return sorted(self._client.listGroups(self._timeout_ms).splitlines())
+
+    def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
+        """Each group's (state, members), all groups a coordinator holds in one request."""
+        if not groups:
+            return {}
+        found = parse_states(self._client.states("\n".join(groups), self._timeout_ms), groups)
+        for group, result in found.items():
+            if isinstance(result, GroupOffsetsError) and _denied(str(result)):
+                found[group] = not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE", f"GROUP {group}",
+                                              "describing it")
+        return found
 
     def committed(self, groups: list[str]) -> dict[str, Fetched]:
         """Each group's committed offsets (all its partitions), in one round."""

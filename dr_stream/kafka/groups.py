@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
-from dr_stream.kafka.group_offsets import Committed
+from dr_stream.kafka.group_offsets import Committed, group_state
 
 T = TypeVar("T")
 _COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -158,11 +158,8 @@ def _code(exc: KafkaException) -> int | None:
 
 
 def _state(described) -> tuple[str, int]:
-    state = described.state.name if described.state is not None else "UNKNOWN"
-    members = len(described.members or [])
-    if state == "DEAD" and not members:
-        return "ABSENT", 0
-    return state, members
+    return group_state(described.state.name if described.state is not None else "UNKNOWN",
+                       len(described.members or []))
 
 
 def commit_offsets(cluster: ClusterConfig, group: str, offsets: dict[tuple[str, int], int], metadata: str,

@@ -93,6 +93,11 @@ class GroupSync:
             self._offsets.close()
             self._offsets = None
 
+    def _java(self) -> GroupOffsets:
+        if self._offsets is None:
+            self._offsets = clients.group_offsets(self.destination, self.timeout_s)
+        return self._offsets
+
     @property
     def admin(self) -> AdminClient:
         if self._client is None:
@@ -100,10 +105,14 @@ class GroupSync:
         return self._client
 
     def states(self, groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:
-        """`group_states` on the destination. An admin client whose describe timed out is
+        """The groups' states on the destination: batched, through the Java client (one request
+        per coordinator; librdkafka's describe of 1,500 groups took 0.5-0.8 s a round, the Java
+        client's 0.1-0.2 s); else `group_states`. An admin client whose describe timed out is
         dropped for a new one: librdkafka (2.16) keeps that request's coordinator lookup alive,
         and when the connection comes back it completes a request already freed and aborts the
         whole process (librdkafka issue 4605); destroying the client ends the lookup safely."""
+        if self.batched:
+            return self._java().states(sorted(set(groups)))
         found = group_states(self.admin, groups, self.timeout_s)
         if any(isinstance(v, TimeoutError) for v in found.values()):
             self._client = None
@@ -155,8 +164,7 @@ class GroupSync:
 
     def _apply_batched(self, states: dict[str, tuple[str, int] | Exception], wanted: dict[str, dict[Partition, int]],
                        force: bool, dry_run: bool) -> dict[str, list[SyncAction] | Exception]:
-        if self._offsets is None:
-            self._offsets = clients.group_offsets(self.destination, self.timeout_s)
+        java = self._java()
         out: dict[str, list[SyncAction] | Exception] = {}
         inactive = []
         for group, offsets in wanted.items():
@@ -168,7 +176,7 @@ class GroupSync:
             else:
                 inactive.append(group)
         writes: dict[str, dict[Partition, int]] = {}
-        for group, found in self._offsets.committed(inactive).items():
+        for group, found in java.committed(inactive).items():
             if isinstance(found, Exception):
                 out[group] = found
                 continue
@@ -177,7 +185,7 @@ class GroupSync:
             writes[group] = {(a.topic, a.partition): a.offset for a in out[group] if a.wrote}
         # The broker refuses a commit to a group that gained members since its describe: the group
         # then fails this round with that reason, and no consumer of it is overwritten.
-        out.update(self._offsets.commit({g: w for g, w in writes.items() if w}, self.metadata))
+        out.update(java.commit({g: w for g, w in writes.items() if w}, self.metadata))
         return out
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from dr_stream.kafka import clients
-from dr_stream.kafka.group_offsets import Committed, GroupOffsetsError, commit_lines, parse_committed
+from dr_stream.kafka.group_offsets import Committed, GroupOffsetsError, commit_lines, parse_committed, parse_states
 from dr_stream.kafka.groups import delete_group
-from tests.kafka_tools import admin, create_topic, delete_topics, unique
+from tests.kafka_tools import admin, create_topic, delete_topics, unique, wait_until
 
 
 def test_committed_lines_become_each_group_s_offsets_with_their_metadata():
@@ -32,6 +32,39 @@ def test_a_group_whose_fetch_failed_maps_to_its_error_never_to_no_offsets():
 def test_commit_lines_are_one_per_group_and_partition_in_order():
     assert commit_lines({"b": {("t", 1): 4}, "a": {("t", 2): 9, ("t", 0): 3}}) == \
         "a\tt\t0\t3\na\tt\t2\t9\nb\tt\t1\t4\n"
+
+
+def test_state_lines_become_each_group_s_state_and_a_group_no_one_knows_is_absent():
+    text = ("g1\tSTABLE\t2\ng2\tEMPTY\t0\ng3\tDEAD\t0\n"
+            "g4\t!\tGroupIdNotFoundException: Group g4 not found.\ng5\t!\tGroupAuthorizationException: no\n")
+    found = parse_states(text, ["g1", "g2", "g3", "g4", "g5", "g6"])
+    assert {g: found[g] for g in ("g1", "g2", "g3", "g4")} == {
+        "g1": ("STABLE", 2), "g2": ("EMPTY", 0), "g3": ("ABSENT", 0), "g4": ("ABSENT", 0)}
+    assert isinstance(found["g5"], GroupOffsetsError) and "GroupAuthorizationException" in str(found["g5"])
+    assert isinstance(found["g6"], GroupOffsetsError), "a group the answer left out is not taken as absent"
+
+
+@pytest.mark.integration
+def test_states_of_many_groups_in_a_round_tell_a_consumed_group_from_an_empty_and_an_unknown_one(spark, dc1):
+    from confluent_kafka import Consumer
+
+    topic, empty, unknown, consumed = unique("states."), unique("states-empty-"), unique("states-none-"), \
+        unique("states-live-")
+    create_topic(dc1.bootstrap, topic, partitions=1)
+    offsets = clients.group_offsets(dc1.config)
+    consumer = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": consumed})
+    try:
+        assert offsets.commit({empty: {(topic, 0): 1}}, "app") == {}
+        consumer.subscribe([topic])
+        assert wait_until(lambda: consumer.poll(0.2) is None and bool(consumer.assignment()), 30)
+        found = offsets.states([empty, unknown, consumed])
+        assert found == {empty: ("EMPTY", 0), unknown: ("ABSENT", 0), consumed: ("STABLE", 1)}
+    finally:
+        consumer.close()
+        offsets.close()
+        for group in (empty, consumed):
+            delete_group(admin(dc1.bootstrap), group)
+        delete_topics(dc1.bootstrap, [topic])
 
 
 @pytest.mark.integration

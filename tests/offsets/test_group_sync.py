@@ -84,3 +84,38 @@ def test_sync_translations_groups_by_group_reports_untranslated_and_survives_a_f
         ("c", "t", 0): "skipped: not translated (no index)",
     }
     assert sync.calls[0] == ("a", {("t", 0): 5, ("t", 1): 6}, True, False)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("batched", [True, False], ids=["java-batched", "consumer-per-group"])
+def test_a_round_writes_empty_and_absent_groups_leaves_a_consumed_one_and_never_rewinds(spark, dc1, batched):
+    """Both ways a round reaches the destination (the flow's batched Java client, the commands'
+    consumer per group) against a real broker: the rule `decide` states, applied."""
+    from confluent_kafka import Consumer
+
+    from dr_stream.kafka.groups import delete_group
+    from dr_stream.offsets.group_sync import GroupSync
+    from tests.kafka_tools import admin, commit_groups, create_topic, delete_topics, group_positions, unique, wait_until
+
+    topic = unique("sync.")
+    empty, absent, ahead, consumed = (unique(f"sync-{kind}-") for kind in ("empty", "absent", "ahead", "live"))
+    create_topic(dc1.bootstrap, topic, partitions=1)
+    commit_groups(dc1.bootstrap, {empty: {(topic, 0): 1}, ahead: {(topic, 0): 50}})
+    consumer = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": consumed})
+    sync = GroupSync(dc1.config, "f", batched=batched)
+    try:
+        consumer.subscribe([topic])
+        assert wait_until(lambda: consumer.poll(0.2) is None and bool(consumer.assignment()), 30)
+        result = sync.apply_many({g: {(topic, 0): 10} for g in (empty, absent, ahead, consumed)})
+        actions = {g: [a.action for a in found] for g, found in result.items()}
+        assert actions == {empty: ["committed"], absent: ["committed"],
+                           ahead: ["skipped: destination is ahead at 50; not rewound (--force rewinds)"],
+                           consumed: ["skipped: group is STABLE on the destination (1 members)"]}
+        assert {g: p for g, p in group_positions(dc1.bootstrap, [empty, absent, ahead]).items()} == {
+            empty: {(topic, 0): 10}, absent: {(topic, 0): 10}, ahead: {(topic, 0): 50}}
+    finally:
+        consumer.close()
+        sync.close()
+        for group in (empty, absent, ahead, consumed):
+            delete_group(admin(dc1.bootstrap), group)
+        delete_topics(dc1.bootstrap, [topic])

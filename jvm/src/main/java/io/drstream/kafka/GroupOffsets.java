@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConsumerGroupListing;
 import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -80,6 +81,35 @@ public final class GroupOffsets implements AutoCloseable {
     StringBuilder out = new StringBuilder();
     for (ConsumerGroupListing listing : admin.listConsumerGroups().all().get(timeoutMs, TimeUnit.MILLISECONDS)) {
       out.append(listing.groupId()).append('\n');
+    }
+    return out.toString();
+  }
+
+  /**
+   * The state and member count of the groups named one per line in {@code groups}, one request
+   * per coordinator for all the groups it holds: {@code group\tSTATE\tmembers} per group, or
+   * {@code group\t!\terror}.
+   */
+  public String states(String groups, int timeoutMs) throws InterruptedException {
+    List<String> names = lines(groups);
+    if (names.isEmpty()) {
+      return "";
+    }
+    Map<String, KafkaFuture<ConsumerGroupDescription>> futures =
+        new TreeMap<>(admin.describeConsumerGroups(names).describedGroups());
+    StringBuilder out = new StringBuilder();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    for (Map.Entry<String, KafkaFuture<ConsumerGroupDescription>> entry : futures.entrySet()) {
+      String group = entry.getKey();
+      try {
+        ConsumerGroupDescription described = entry.getValue().get(left(deadline), TimeUnit.NANOSECONDS);
+        out.append(group).append('\t').append(described.state().name()).append('\t')
+            .append(described.members().size()).append('\n');
+      } catch (ExecutionException e) {
+        out.append(group).append("\t!\t").append(describe(e.getCause())).append('\n');
+      } catch (java.util.concurrent.TimeoutException e) {
+        out.append(group).append("\t!\ttimed out after ").append(timeoutMs).append(" ms\n");
+      }
     }
     return out.toString();
   }
