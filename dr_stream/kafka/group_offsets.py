@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dr_stream.config import ClusterConfig
 from dr_stream.kafka.authorization import not_authorized
 
 Partition = tuple[str, int]
+T = TypeVar("T")
 # Offsets dr-stream commits carry this metadata, so the flow running the other way can tell a
 # translated position from a consumer's own progress and never echoes it back.
 SYNC_METADATA_PREFIX = "dr-stream:"
@@ -112,12 +114,8 @@ class GroupOffsets:
         """Each group's (state, members), all groups a coordinator holds in one request."""
         if not groups:
             return {}
-        found = parse_states(self._client.states("\n".join(groups), self._timeout_ms), groups)
-        for group, result in found.items():
-            if isinstance(result, GroupOffsetsError) and _denied(str(result)):
-                found[group] = not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE", f"GROUP {group}",
-                                              "describing it")
-        return found
+        return self._refused_named(parse_states(self._client.states("\n".join(groups), self._timeout_ms), groups),
+                                   "describing it")
 
     def committed(self, groups: list[str]) -> dict[str, Fetched]:
         """Each group's committed offsets (all its partitions), in one round."""
@@ -131,11 +129,15 @@ class GroupOffsets:
     def _fetched(self, fetch: Callable[[str, int], str], groups: list[str]) -> dict[str, Fetched]:
         if not groups:
             return {}
-        found = parse_committed(fetch("\n".join(groups), self._timeout_ms), groups)
+        return self._refused_named(parse_committed(fetch("\n".join(groups), self._timeout_ms), groups),
+                                   "reading its committed offsets")
+
+    def _refused_named(self, found: dict[str, T], doing: str) -> dict[str, T]:
+        """Each group the authorizer refused DESCRIBE gets the one line naming cluster, group and grant."""
         for group, result in found.items():
             if isinstance(result, GroupOffsetsError) and _denied(str(result)):
                 found[group] = not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE", f"GROUP {group}",
-                                              "reading its committed offsets")
+                                              doing)
         return found
 
     def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:

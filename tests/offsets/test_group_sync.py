@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import Consumer
 
-from dr_stream.offsets.group_sync import decide, sync_translations
+from dr_stream.kafka.groups import delete_group
+from dr_stream.offsets.group_sync import GroupSync, decide, sync_translations
 from dr_stream.offsets.translation import Translation
+from tests.kafka_tools import admin, commit_groups, create_topic, delete_topics, group_positions, unique, wait_until
 
 WANTED = {("t", 0): 100}
 
@@ -91,12 +94,6 @@ def test_sync_translations_groups_by_group_reports_untranslated_and_survives_a_f
 def test_a_round_writes_empty_and_absent_groups_leaves_a_consumed_one_and_never_rewinds(spark, dc1, batched):
     """Both ways a round reaches the destination (the flow's batched Java client, the commands'
     consumer per group) against a real broker: the rule `decide` states, applied."""
-    from confluent_kafka import Consumer
-
-    from dr_stream.kafka.groups import delete_group
-    from dr_stream.offsets.group_sync import GroupSync
-    from tests.kafka_tools import admin, commit_groups, create_topic, delete_topics, group_positions, unique, wait_until
-
     topic = unique("sync.")
     empty, absent, ahead, consumed = (unique(f"sync-{kind}-") for kind in ("empty", "absent", "ahead", "live"))
     create_topic(dc1.bootstrap, topic, partitions=1)
