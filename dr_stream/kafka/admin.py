@@ -52,12 +52,12 @@ def log_bounds(admin: AdminClient, partitions: list[tuple[str, int]],
     wanted = sorted({(t, p) for t, p in partitions if p < existing.get(t, 0)})
     if not wanted:
         return {}
-    bounds: dict[tuple[str, int], list[int]] = {}
-    for spec, slot in ((OffsetSpec.earliest(), 0), (OffsetSpec.latest(), 1)):
-        futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted}, request_timeout=timeout)
-        for tp, future in futures.items():
-            bounds.setdefault((tp.topic, tp.partition), [0, 0])[slot] = future.result(timeout=timeout).offset
-    return {k: (v[0], v[1]) for k, v in bounds.items()}
+    # both requests in flight at once: each is a round trip per partition leader
+    starts, ends = (admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted}, request_timeout=timeout)
+                    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
+    start_of = {(tp.topic, tp.partition): f.result(timeout=timeout).offset for tp, f in starts.items()}
+    return {(tp.topic, tp.partition): (start_of[(tp.topic, tp.partition)], f.result(timeout=timeout).offset)
+            for tp, f in ends.items()}
 
 
 def copyable_configs(admin: AdminClient, topic: str, timeout: float = 15.0) -> dict[str, str]:

@@ -17,7 +17,7 @@ JVM, go through a consumer per group, `PARALLEL` at a time.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient
@@ -26,7 +26,7 @@ from dr_stream.config import ClusterConfig
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.clients import consuming
-from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX, GroupOffsets
+from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX, Fetched, GroupOffsets
 from dr_stream.kafka.groups import INACTIVE_STATES, group_states, read_committed, write_committed
 from dr_stream.offsets.translation import Translation
 
@@ -35,6 +35,22 @@ WRITES = frozenset({"committed", "rewound (--force)"})
 PARALLEL = 16
 
 Partition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class GroupsRead:
+    """Destination groups as a round read them: states, and the committed offsets of the inactive
+    ones (batched sync only; the unbatched one reads them in each group's own consumer)."""
+    states: dict[str, tuple[str, int] | Exception]
+    committed: dict[str, Fetched]
+
+    def state(self, group: str) -> tuple[str, int] | Exception:
+        return self.states.get(group, TimeoutError(f"group {group}: not described"))
+
+    def joined(self, other: GroupsRead | None) -> GroupsRead:
+        if other is None:
+            return self
+        return GroupsRead({**other.states, **self.states}, {**other.committed, **self.committed})
 
 
 @dataclass(frozen=True)
@@ -86,9 +102,14 @@ class GroupSync:
         self.batched = batched
         self._client: AdminClient | None = None
         self._offsets: GroupOffsets | None = None
+        self._reader: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
-        """Closes the Java client a batched sync opened (the admin client goes with the object)."""
+        """Closes the Java client a batched sync opened and the reading thread (the admin client
+        goes with the object)."""
+        if self._reader is not None:
+            self._reader.shutdown(wait=True)
+            self._reader = None
         if self._offsets is not None:
             self._offsets.close()
             self._offsets = None
@@ -138,18 +159,39 @@ class GroupSync:
                 write_committed(consumer, self.destination, group, writes, self.metadata, self.timeout_s)
         return actions
 
+    def read(self, groups: Iterable[str]) -> GroupsRead:
+        """What `decide` needs from the destination about `groups`: their states and (batched) the
+        committed offsets of the inactive ones."""
+        states = self.states(groups)
+        if not self.batched:
+            return GroupsRead(states, {})
+        inactive = [g for g, s in states.items() if not isinstance(s, Exception) and s[0] in INACTIVE_STATES]
+        return GroupsRead(states, self._java().committed(inactive))
+
+    def read_ahead(self, groups: Iterable[str]) -> Future[GroupsRead]:
+        """`read` on a thread of this sync's own, so a caller can translate meanwhile: a flow's
+        round of 15,000 positions spends about as long translating as reading (both about a
+        second under load). Reading before deciding is as safe as it was right before: the broker
+        refuses a commit to a group that gained members since, and no one else commits for a
+        group that has none."""
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-read")
+        return self._reader.submit(self.read, sorted(set(groups)))
+
     def apply_many(self, wanted: dict[str, dict[Partition, int]], force: bool = False,
-                   dry_run: bool = False) -> dict[str, list[SyncAction] | Exception]:
+                   dry_run: bool = False, seen: GroupsRead | None = None) -> dict[str, list[SyncAction] | Exception]:
         """`apply` for many groups: their states in one request; their offsets read and written in
         one batch per coordinator (`batched`), else `PARALLEL` groups at a time, each through a
-        consumer of its own group."""
-        states = self.states(wanted)
+        consumer of its own group. `seen`: what a `read` found already (groups it lacks are read)."""
+        missing = [g for g in wanted if seen is None or g not in seen.states]
+        if missing:
+            seen = self.read(missing).joined(seen)
         if self.batched:
-            return self._apply_batched(states, wanted, force, dry_run)
+            return self._apply_batched(seen, wanted, force, dry_run)
 
         def one(group: str) -> list[SyncAction] | Exception:
             try:
-                state = states.get(group)
+                state = seen.state(group)
                 if isinstance(state, Exception):
                     raise state
                 return self.apply(group, wanted[group], force, dry_run, state)
@@ -161,39 +203,35 @@ class GroupSync:
         with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="group-sync") as pool:
             return dict(zip(wanted, pool.map(one, wanted), strict=True))
 
-
-    def _apply_batched(self, states: dict[str, tuple[str, int] | Exception], wanted: dict[str, dict[Partition, int]],
+    def _apply_batched(self, seen: GroupsRead, wanted: dict[str, dict[Partition, int]],
                        force: bool, dry_run: bool) -> dict[str, list[SyncAction] | Exception]:
-        java = self._java()
         out: dict[str, list[SyncAction] | Exception] = {}
-        inactive = []
+        writes: dict[str, dict[Partition, int]] = {}
         for group, offsets in wanted.items():
-            state = states.get(group, TimeoutError(f"group {group}: not described"))
+            state = seen.state(group)
             if isinstance(state, Exception):
                 out[group] = state
             elif state[0] not in INACTIVE_STATES:
                 out[group] = decide(group, *state, {}, offsets, force, dry_run)
-            else:
-                inactive.append(group)
-        writes: dict[str, dict[Partition, int]] = {}
-        for group, found in java.committed(inactive).items():
-            if isinstance(found, Exception):
+            elif isinstance(found := seen.committed.get(group, TimeoutError(f"group {group}: offsets not read")),
+                            Exception):
                 out[group] = found
-                continue
-            current = {k: c.offset for k, c in found.items()}
-            out[group] = decide(group, *states[group], current, wanted[group], force, dry_run)
-            writes[group] = {(a.topic, a.partition): a.offset for a in out[group] if a.wrote}
+            else:
+                current = {k: c.offset for k, c in found.items()}
+                out[group] = decide(group, *state, current, offsets, force, dry_run)
+                writes[group] = {(a.topic, a.partition): a.offset for a in out[group] if a.wrote}
         # The broker refuses a commit to a group that gained members since its describe: the group
         # then fails this round with that reason, and no consumer of it is overwritten.
-        out.update(java.commit({g: w for g, w in writes.items() if w}, self.metadata))
+        out.update(self._java().commit({g: w for g, w in writes.items() if w}, self.metadata))
         return out
 
 
 def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,
-                      dry_run: bool = False) -> dict[tuple[str, str, int], str]:
+                      dry_run: bool = False, seen: Future[GroupsRead] | None = None
+                      ) -> dict[tuple[str, str, int], str]:
     """Each translation's key -> the action taken for it. A group whose sync fails gets
     `failed: <reason>` on each of its partitions and does not stop the others; a round that
-    fails as a whole fails each of its groups that way."""
+    fails as a whole (its `read_ahead` too) fails each of its groups that way."""
     by_group: dict[str, list[Translation]] = {}
     actions: dict[tuple[str, str, int], str] = {}
     for t in translations:
@@ -204,7 +242,7 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
     wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items}
               for group, items in sorted(by_group.items())}
     try:
-        results = sync.apply_many(wanted, force, dry_run) if wanted else {}
+        results = sync.apply_many(wanted, force, dry_run, seen.result() if seen else None) if wanted else {}
     except Exception as exc:  # e.g. the group states could not be described: every group failed
         results = dict.fromkeys(wanted, exc)
     for group, items in by_group.items():

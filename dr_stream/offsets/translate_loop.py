@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -36,7 +37,7 @@ from dr_stream.config import ClusterConfig
 from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
 from dr_stream.offsets.consumer_timestamps import TOMBSTONE, TOPIC, GroupCommit, parse_commit
-from dr_stream.offsets.group_sync import WRITES, GroupSync, sync_translations
+from dr_stream.offsets.group_sync import WRITES, GroupsRead, GroupSync, sync_translations
 from dr_stream.offsets.translation import Translation
 from dr_stream.offsets.translation_log import TranslationLog
 from dr_stream.offsets.translator import OffsetTranslator
@@ -165,6 +166,8 @@ class TranslateLoop:
         self._round_ended = ended
 
     def _translate(self, keys: set[Key]) -> None:
+        # the destination's groups are read while the positions are translated
+        seen = self.sync.read_ahead({group for group, _, _ in keys}) if self.sync else None
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))
         with self._lock:
             for key in keys:
@@ -172,7 +175,7 @@ class TranslateLoop:
         self.totals["translations"] += len(translations)
         for t in translations:
             (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
-        actions = self._sync(translations) if self.sync else {}
+        actions = self._sync(translations, seen) if self.sync else {}
         failed = {t.key for t in translations if actions.get(t.key, "").startswith("failed")}
         self._unsynced = (self._unsynced - keys) | failed
         changed = []
@@ -195,8 +198,8 @@ class TranslateLoop:
             ages[group] = max(ages[group], now - since)
         return ages
 
-    def _sync(self, translations: list[Translation]) -> dict[Key, str]:
-        actions = sync_translations(self.sync, translations)
+    def _sync(self, translations: list[Translation], seen: Future[GroupsRead] | None) -> dict[Key, str]:
+        actions = sync_translations(self.sync, translations, seen=seen)
         self.on_synced(list(actions.values()))
         self.totals["synced"] += sum(1 for a in actions.values() if a in WRITES)
         failed = {t.group: actions[t.key].removeprefix("failed: ") for t in translations

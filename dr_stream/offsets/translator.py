@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -51,25 +50,26 @@ class OffsetTranslator:
             self._admins[cluster.alias] = clients.admin(cluster)
         return self._admins[cluster.alias]
 
-    def located(self, commit: GroupCommit, now: int) -> Translation:
+    def located(self, commit: GroupCommit, now: int, source_log_end: int | None = None) -> Translation:
         """The commit placed through the index runs, before the destination's logs are consulted."""
         dest_topic = self.renamer.format_remote_topic(commit.topic)
         found = self.locate((commit.topic, commit.partition, dest_topic, commit.partition), commit.offset)
         method = "timestamp" if found.method == "unknown" else found.method
         return Translation(commit.group, commit.topic, commit.partition, commit.offset, commit.timestamp, dest_topic,
-                           commit.partition, found.offset, method, "", False, None, None, found.last_copied, None, now)
+                           commit.partition, found.offset, method, "", False, None, None, found.last_copied,
+                           source_log_end, now)
 
     def translate(self, commits: Iterable[GroupCommit]) -> list[Translation]:
         now = int(time.time() * 1000)
-        placed = [self.located(c, now) for c in commits]
-        if not placed:
+        commits = list(commits)
+        if not commits:
             return []
+        source_ends = self._source_ends(sorted({(c.topic, c.partition) for c in commits}))
+        placed = [self.located(c, now, source_ends.get((c.topic, c.partition))) for c in commits]
         bounds = log_bounds(self._admin(self.destination), sorted({(t.dest_topic, t.dest_partition) for t in placed}))
-        source_ends = self._source_ends(sorted({(t.topic, t.partition) for t in placed}))
         originals = self._originals(placed, source_ends)
         out = []
         for t in placed:
-            t = replace(t, source_log_end=source_ends.get((t.topic, t.partition)))
             if self.returned is not None:
                 t = through_returned(t, lambda o, t=t: originals[(t.topic, t.partition, o, t.dest_topic)])
             found = bounds.get((t.dest_topic, t.dest_partition))

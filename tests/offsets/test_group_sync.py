@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import pytest
 from confluent_kafka import Consumer
 
+from dr_stream.config import ClusterConfig
 from dr_stream.kafka.groups import delete_group
-from dr_stream.offsets.group_sync import GroupSync, decide, sync_translations
+from dr_stream.offsets.group_sync import GroupsRead, GroupSync, decide, sync_translations
 from dr_stream.offsets.translation import Translation
 from tests.kafka_tools import admin, commit_groups, create_topic, delete_topics, group_positions, unique, wait_until
 
@@ -66,7 +69,7 @@ class _Sync:
     def __init__(self):
         self.calls = []
 
-    def apply_many(self, wanted, force, dry_run):
+    def apply_many(self, wanted, force, dry_run, seen=None):
         out = {}
         for group, offsets in wanted.items():
             self.calls.append((group, offsets, force, dry_run))
@@ -87,6 +90,41 @@ def test_sync_translations_groups_by_group_reports_untranslated_and_survives_a_f
         ("c", "t", 0): "skipped: not translated (no index)",
     }
     assert sync.calls[0] == ("a", {("t", 0): 5, ("t", 1): 6}, True, False)
+
+
+def test_a_round_whose_read_ahead_failed_fails_each_of_its_groups_and_writes_nothing():
+    sync = _Sync()
+    seen: Future = Future()
+    seen.set_exception(RuntimeError("COORDINATOR_LOAD_IN_PROGRESS"))
+    actions = sync_translations(sync, [translation("a", 0, 5), translation("b", 0, 6)], seen=seen)
+    assert actions == {("a", "t", 0): "failed: COORDINATOR_LOAD_IN_PROGRESS",
+                       ("b", "t", 0): "failed: COORDINATOR_LOAD_IN_PROGRESS"}
+    assert sync.calls == []
+
+
+class _Described(GroupSync):
+    """A consumer-per-group sync whose describes and writes stay in memory: it records which
+    groups it had to describe."""
+
+    def __init__(self):
+        super().__init__(ClusterConfig("dst", "localhost:1"), "f")
+        self.described: list[str] = []
+
+    def states(self, groups):
+        self.described += sorted(groups)
+        return {g: ("EMPTY", 0) for g in groups}
+
+    def apply(self, group, wanted, force=False, dry_run=False, state=None):
+        return decide(group, *state, {}, wanted, force, dry_run)
+
+
+def test_groups_read_ahead_are_not_described_again_and_the_others_are():
+    sync = _Described()
+    seen = GroupsRead({"a": ("STABLE", 2)}, {})
+    result = sync.apply_many({"a": {("t", 0): 5}, "b": {("t", 0): 6}}, seen=seen)
+    assert sync.described == ["b"]
+    assert [x.action for x in result["a"]] == ["skipped: group is STABLE on the destination (2 members)"]
+    assert [x.action for x in result["b"]] == ["committed"]
 
 
 @pytest.mark.integration

@@ -33,7 +33,10 @@ class _Destination:
     def __init__(self, refusals: int):
         self.refusals, self.rounds, self.offsets = refusals, 0, {}
 
-    def apply_many(self, wanted, force, dry_run):
+    def read_ahead(self, groups):
+        return None
+
+    def apply_many(self, wanted, force, dry_run, seen=None):
         self.rounds += 1
         if self.rounds <= self.refusals:
             raise RuntimeError("COORDINATOR_NOT_AVAILABLE")
