@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-scale down clean
+.PHONY: profile setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -51,6 +51,12 @@ demo-yarn: setup dist
 # dr-stream vs MirrorMaker 2 on its own two clusters (about 6 min); results in bench/results/.
 bench: setup
 	$(PY) -m bench.run
+
+# Where each replicator's CPU goes in `make bench`'s catch-up and steady phases: Java Flight
+# Recorder and py-spy, one run each (about 12 min); bench/results/profile-<date>-<label>.md,
+# .json and flame graphs. PROFILE_ARGS="--label after" names the report.
+profile: setup
+	$(PY) -m bench.profile $(PROFILE_ARGS)
 
 # The group poller's two paths (__consumer_offsets, admin) at 5,000 groups (about 5 min);
 # results in bench/results/poller/.

@@ -176,11 +176,13 @@ def dr_stream(config: Path, env: dict[str, str], log_file: Path) -> Replicator:
                       env, log_file)
 
 
-def mirror_maker(properties: Path, log_file: Path, heap: str = "2G") -> Replicator:
+def mirror_maker(properties: Path, log_file: Path, heap: str = "2G", jvm_options: list[str] | None = None
+                 ) -> Replicator:
     # Heap as in Kafka's connect-mirror-maker.sh; the driver of dr-stream gets 2g too.
     # Its own log4j configuration writes INFO to the log file: without one, Kafka's jars log nothing.
     logging = [f"-Dlog4j.configuration=file:{project_root() / 'bench' / 'mm2-log4j.properties'}",
                f"-Dbench.mm2.log={log_file}"]
-    command = ["java", "-Xms256M", f"-Xmx{heap}", "-XX:+UseG1GC", *logging, "-cp", kafka_classpath(),
+    command = ["java", "-Xms256M", f"-Xmx{heap}", "-XX:+UseG1GC", *(jvm_options or []), *logging,
+               "-cp", kafka_classpath(),
                "org.apache.kafka.connect.mirror.MirrorMaker", str(properties)]
     return Replicator("MirrorMaker 2", command, {}, log_file)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import workloads
+from bench.cpu_profile import JFR_OPTIONS, Profiler
 from bench.failover_time import FailoverTimes, failover_times, index_bytes_per_million
 from bench.replicators import Replicator, dr_stream, mirror_maker
 from bench.report import DR, DR_RT, MM2, TOOLS, ToolResult, markdown, plot
@@ -55,13 +56,22 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
-              names: dict[str, str], size: Size, megabytes: float, log: Log) -> ToolResult:
+              names: dict[str, str], size: Size, megabytes: float, log: Log,
+              profiler: Profiler | None = None) -> ToolResult:
+    """With a `profiler`, each phase (start-up, catch-up, the wait for the lag topic, steady) is
+    marked as it begins, and the recording written out before the replicator stops."""
+    mark = profiler.mark if profiler else (lambda _: None)
     workloads.recreate_topic(source.bootstrap, names["steady"], size.partitions)
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
     replicator.start()
+    if profiler:
+        profiler.started(replicator)
+    mark("start-up")
     try:
         result.catch_up = workloads.wait_copied(target.bootstrap, names["catchup"], size.records, size.partitions,
-                                                replicator.started_at, megabytes, replicator.check_alive, log)
+                                                replicator.started_at, megabytes, replicator.check_alive, log,
+                                                on_first=lambda: mark("catch-up"))
+        mark("between")
         log(f"  catch-up: {result.catch_up.seconds_from_start:.1f}s from start, "
             f"{result.catch_up.records_per_s:,.0f} records/s while copying")
         workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
@@ -74,14 +84,18 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         failover = Background("failover exactness", lambda: result.groups.extend(workloads.failover_exactness(
             source.bootstrap, names["lag"], target.bootstrap, lag_dest, size, names["tool"], log,
             delay_s=min(10, size.steady_seconds / 4)))).start()
+        mark("steady")
         result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
                                             names["steady_dest"], size, log)
+        mark("after")
         result.sent = size.steady_rate * size.steady_seconds
         failover.join(timeout=size.sync_wait_s + 120)
         log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
                                              for q in (50, 95, 99)))
         replicator.check_alive()
     finally:
+        if profiler:
+            profiler.stopping()
         replicator.stop()
         result.peak_rss, result.cpu_seconds = replicator.cost.peak_rss, replicator.cost.cpu_seconds
         log(f"  {result.name} stopped: peak RSS {result.peak_rss / 2**20:,.0f} MiB, "
@@ -89,8 +103,12 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
     return result
 
 
-def _dr_env(work: Path, source: LocalCluster, target: LocalCluster, tool: str, slots: int) -> dict[str, str]:
-    return {"BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
+def _dr_env(work: Path, source: LocalCluster, target: LocalCluster, tool: str, slots: int,
+            jfr: bool = False) -> dict[str, str]:
+    # JAVA_TOOL_OPTIONS reaches the Spark JVM that the driver starts (and Spark's launcher, which
+    # records nothing before it exits).
+    recording = {"JAVA_TOOL_OPTIONS": JFR_OPTIONS} if jfr else {}
+    return {**recording, "BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
             "BENCH_TOPICS": DR_TOPICS, "BENCH_TRIGGER": DR_TRIGGER[tool], "BENCH_MAX_TRIGGER": "30s",
             "BENCH_MODE": "realtime" if tool == DR_RT else "microbatch",
             "DR_STREAM_MASTER": f"local[{slots}]", "DR_STREAM_DRIVER_MEMORY": DR_DRIVER_MEMORY}
@@ -102,22 +120,22 @@ def _slots(tool: str, size: Size) -> int:
 
 
 def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-               megabytes: float, log: Log) -> ToolResult:
+               megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
     slots = _slots(tool, size)
-    env = _dr_env(work, source, target, tool, slots)
+    env = _dr_env(work, source, target, tool, slots, jfr=profiler is not None)
     settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {DR_TRIGGER[tool]}"
                 + (", max_records_per_batch 500000" if tool == DR else "")
                 + f"; local[{slots}], driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
     result = _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
-                       source, target, names, size, megabytes, log)
+                       source, target, names, size, megabytes, log, profiler)
     result.index_bytes_per_million = index_bytes_per_million(work, log)
     return result
 
 
 def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-                  megabytes: float, log: Log) -> ToolResult:
+                  megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
     work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
     settings = ("bench/mm2.properties: dedicated mode, tasks.max=2, heap 2G; group offset sync, checkpoints and "
@@ -125,8 +143,9 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
                 "source consumer fetch.max.wait.ms=50; producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady", "steady_dest": "src.bench.mm2.steady",
              "lag": "bench.mm2.lag", "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}
-    return _run_tool(mirror_maker(properties, log_file), ToolResult(MM2, settings=settings),
-                     source, target, names, size, megabytes, log)
+    jvm_options = JFR_OPTIONS.split() if profiler else []
+    return _run_tool(mirror_maker(properties, log_file, jvm_options=jvm_options), ToolResult(MM2, settings=settings),
+                     source, target, names, size, megabytes, log, profiler)
 
 
 RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, MM2: _mirror_maker}
@@ -138,7 +157,7 @@ def _order(repeat: int, tools: list[str]) -> list[str]:
     return tools[shift:] + tools[:shift]
 
 
-def _fresh_target(work: Path, port: int, name: str) -> LocalCluster:
+def fresh_target(work: Path, port: int, name: str) -> LocalCluster:
     # A new destination per run: no replicator finds another's topics, groups or internal state.
     target = LocalCluster("bench-dst", port, work / name)
     target.start()
@@ -148,7 +167,7 @@ def _fresh_target(work: Path, port: int, name: str) -> LocalCluster:
 def _failover_timing(work: Path, source: LocalCluster, port: int, size: Size, logs: Path, stamp: str,
                      log: Log) -> FailoverTimes | None:
     """A dr-stream run of its own, outside the measured ones: 1,000 groups would weigh on them."""
-    target = _fresh_target(work, port, "dst-failover")
+    target = fresh_target(work, port, "dst-failover")
     flow_work = work / "dr-stream-failover"
     env = {**_dr_env(flow_work, source, target, DR, 2), "BENCH_TOPICS": r"bench\.drs\.groups"}
     replicator = dr_stream(HERE / "flow.yaml", env, logs / f"{stamp}-dr-stream-failover.log")
@@ -162,6 +181,22 @@ def _failover_timing(work: Path, source: LocalCluster, port: int, size: Size, lo
         target.stop()
 
 
+def start_source(source: LocalCluster, size: Size, log: Log) -> float:
+    """Starts the source cluster and loads every workload's topics; returns the catch-up's MB."""
+    log(f"{source.alias}: starting on {source.bootstrap}")
+    source.start()
+    workloads.create_topics(source.bootstrap, {
+        "bench.catchup": size.partitions, "bench.drs.steady": size.partitions,
+        "bench.mm2.steady": size.partitions, "bench.drs.lag": 1, "bench.mm2.lag": 1,
+    })
+    log(f"loading {size.records:,} records of {size.record_bytes} B into bench.catchup ...")
+    megabytes = workloads.load(source.bootstrap, "bench.catchup", size.records, size.record_bytes,
+                               size.partitions, log)
+    for topic in ("bench.drs.lag", "bench.mm2.lag"):
+        workloads.load(source.bootstrap, topic, size.lag_records, 100, 1, log)
+    return megabytes
+
+
 def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Log = print,
         only: str | None = None, repeat: int | None = None) -> Path | None:
     repeat = repeat or int(os.environ.get("BENCH_REPEAT", "3"))
@@ -172,22 +207,12 @@ def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Log
     tools = [only] if only else list(TOOLS)
     runs: dict[str, list[ToolResult]] = {tool: [] for tool in tools}
     try:
-        log(f"{source.alias}: starting on {source.bootstrap}")
-        source.start()
-        workloads.create_topics(source.bootstrap, {
-            "bench.catchup": size.partitions, "bench.drs.steady": size.partitions,
-            "bench.mm2.steady": size.partitions, "bench.drs.lag": 1, "bench.mm2.lag": 1,
-        })
-        log(f"loading {size.records:,} records of {size.record_bytes} B into bench.catchup ...")
-        megabytes = workloads.load(source.bootstrap, "bench.catchup", size.records, size.record_bytes,
-                                   size.partitions, log)
-        for topic in ("bench.drs.lag", "bench.mm2.lag"):
-            workloads.load(source.bootstrap, topic, size.lag_records, 100, 1, log)
+        megabytes = start_source(source, size, log)
         for r in range(repeat):
             for tool in _order(r, tools):
                 log(f"-- run {r + 1} of {repeat}: {tool}")
                 slug = tool.replace(" ", "-")
-                target = _fresh_target(work, ports[1], f"dst-{r}-{slug}")
+                target = fresh_target(work, ports[1], f"dst-{r}-{slug}")
                 try:
                     runs[tool].append(RUNNERS[tool](tool, work / f"{slug}-{r}", logs / f"{stamp}-{slug}-{r}.log",
                                                     source, target, size, megabytes, log))

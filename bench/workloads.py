@@ -125,7 +125,8 @@ class CatchUp:
 
 
 def wait_copied(bootstrap: str, topic: str, records: int, partitions: int, started_at: float, megabytes: float,
-                alive: Callable[[], None], log: Log, timeout_s: float = 900) -> CatchUp:
+                alive: Callable[[], None], log: Log, timeout_s: float = 900,
+                on_first: Callable[[], None] | None = None) -> CatchUp:
     consumer = clients.consumer(bench_cluster(bootstrap), "bench-peek")
     first = None
     last_print = 0.0
@@ -136,6 +137,8 @@ def wait_copied(bootstrap: str, topic: str, records: int, partitions: int, start
             have = end_total(consumer, topic, partitions)
             if have and first is None:
                 first = now
+                if on_first:
+                    on_first()
             if now - last_print >= 5:
                 log(f"  {topic}: {have:,} / {records:,} records on the destination, {now - started_at:.0f}s")
                 last_print = now
