@@ -61,18 +61,33 @@ def headers_or_empty(headers: Column) -> Column:
     return F.coalesce(headers, F.array().cast(HEADERS_TYPE))
 
 
+def _no_entries() -> Column:
+    return F.array().cast(ArrayType(PROVENANCE_SCHEMA))
+
+
+def has_header(headers: Column, header: str) -> Column:
+    """True when any header has the key `header`. Spark compiles this test into the record
+    path's generated code, where the higher-order functions (`filter`, `transform`, `exists`)
+    are evaluated one expression at a time, a Scala map built at each array element read: the
+    record path guards every one of them with this test, so a record without provenance (every
+    record of an active-passive flow) never reaches them."""
+    return F.array_contains(headers_or_empty(headers)["key"], F.lit(header))
+
+
 def with_provenance(header: str) -> Step:
     """Adds `_provenance` (the record's valid provenance entries, oldest hop first) and
     `_malformed_provenance` (true when a header under that key did not parse)."""
 
     def step(df: DataFrame) -> DataFrame:
+        has = has_header(F.col("headers"), header)
         parsed = F.transform(
             F.filter(headers_or_empty(F.col("headers")), lambda h: h["key"] == F.lit(header)),
             lambda h: F.from_json(h["value"].cast("string"), PROVENANCE_SCHEMA, {"mode": "PERMISSIVE"}),
         )
         return (
-            df.withColumn("_parsed_provenance", parsed)
-            .withColumn(PROVENANCE, F.filter(F.col("_parsed_provenance"), _is_provenance))
+            df.withColumn("_parsed_provenance", F.when(has, parsed).otherwise(_no_entries()))
+            .withColumn(PROVENANCE, F.when(has, F.filter(F.col("_parsed_provenance"), _is_provenance))
+                        .otherwise(_no_entries()))
             .withColumn(MALFORMED, F.size(F.col("_parsed_provenance")) > F.size(F.col(PROVENANCE)))
             .drop("_parsed_provenance")
         )
@@ -102,19 +117,27 @@ def is_cycle(destination_cluster_id: str, destination_topic: Column,
             hit = hit & ~_override_allows(entry, override)
         return hit
 
-    return F.exists(F.col(PROVENANCE), came_from_destination)
+    # `exists` only where there is an entry: see `has_header`.
+    return F.when(F.size(F.col(PROVENANCE)) > 0, F.exists(F.col(PROVENANCE), came_from_destination)
+                  ).otherwise(F.lit(False))
 
 
 def provenance_value(source_cluster_id: str) -> Column:
-    """This hop's header value, built from the source record's own columns."""
-    return F.to_json(
-        F.struct(
-            F.lit(source_cluster_id).alias("cluster"),
-            F.col("topic").alias("topic"),
-            F.col("partition").alias("partition"),
-            F.col("offset").alias("offset"),
-            F.unix_millis(F.current_timestamp()).alias("timestamp"),
-        )
+    """This hop's header value, built from the source record's own columns: the JSON that
+    `to_json` of the struct would give, byte for byte, put together from strings. A topic name
+    needs no escaping (Kafka allows only ASCII letters, digits, '.', '_' and '-'), the cluster id
+    is escaped once here, and the copy time is one constant per batch, so a record costs two
+    number-to-text conversions and one concatenation, where `to_json` ran a JSON generator per record."""
+    return F.concat(
+        F.lit('{"cluster":' + json.dumps(source_cluster_id) + ',"topic":"'),
+        F.col("topic"),
+        F.lit('","partition":'),
+        F.col("partition").cast("string"),
+        F.lit(',"offset":'),
+        F.col("offset").cast("string"),
+        F.lit(',"timestamp":'),
+        F.unix_millis(F.current_timestamp()).cast("string"),
+        F.lit("}"),
     ).cast("binary")
 
 

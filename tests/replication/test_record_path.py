@@ -22,7 +22,7 @@ from pyspark.sql.types import (
 
 from dr_stream.config import FilterOverride
 from dr_stream.policy import TopicRenamer
-from dr_stream.provenance import HEADERS_TYPE, MALFORMED, PROVENANCE, with_provenance
+from dr_stream.provenance import HEADERS_TYPE, MALFORMED, PROVENANCE, provenance_value, with_provenance
 from dr_stream.replication.record_path import (
     CYCLE,
     DEST_TOPIC,
@@ -123,6 +123,15 @@ def test_stamp_provenance_appends_one_header_with_the_origin_and_a_transient_tim
         "cluster": "SRC", "topic": "orders", "partition": 1, "offset": 100}
     assert isinstance(origin["timestamp"], int)
     assert int(bytes(row[2]["value"])) == 1262304000000
+
+
+def test_the_provenance_value_is_the_json_to_json_would_write_byte_for_byte(spark):
+    df = kafka_rows(spark, None, None, topic="dc1.orders_v-2").withColumn("offset", F.lit(2**62).cast("long"))
+    reference = F.to_json(F.struct(F.lit("Zx-9_q").alias("cluster"), F.col("topic"), F.col("partition"),
+                                   F.col("offset"), F.unix_millis(F.current_timestamp()).alias("timestamp")))
+    rows = df.select(provenance_value("Zx-9_q").alias("built"), reference.cast("binary").alias("reference")).collect()
+    assert [bytes(r["built"]) for r in rows] == [bytes(r["reference"]) for r in rows]
+    assert json.loads(bytes(rows[0]["built"]))["offset"] == 2**62
 
 
 def test_prepare_drops_records_that_came_from_the_destination_and_keeps_the_rest(spark):
