@@ -11,8 +11,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
@@ -29,7 +27,7 @@ import org.slf4j.LoggerFactory;
  * flow's runs topic on the destination.
  *
  * <p>{@code onSend} reads each record's newest provenance header (origin cluster, topic,
- * partition, offset) on the sending thread and queues it per destination partition; the
+ * partition, offset; {@link ProvenanceOrigin}) on the sending thread and queues it per destination partition; the
  * producer acknowledges a partition's records in the order they were sent (idempotent, ordered
  * retries), so {@code onAcknowledgement} pairs each acknowledgement with the head of that queue.
  * A failed send is dropped: only acknowledged records enter a run.
@@ -55,11 +53,10 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
 
   private static final Logger LOG = LoggerFactory.getLogger(CopyRunInterceptor.class);
   private static final CopyRuns.Origin NONE = new CopyRuns.Origin("", "", -1, -1, -1);
-  private static final Pattern STRING_FIELD = Pattern.compile("\"(cluster|topic)\"\\s*:\\s*\"([^\"]*)\"");
-  private static final Pattern NUMBER_FIELD = Pattern.compile("\"(partition|offset)\"\\s*:\\s*(-?\\d+)");
 
   private final Map<TopicPartition, ArrayDeque<CopyRuns.Origin>> sent = new HashMap<>();
   private final CopyRuns runs = new CopyRuns();
+  private final ProvenanceOrigin origins = new ProvenanceOrigin();
   private final TaskEnd taskEnd = new TaskEnd();
   private final Object publishing = new Object();
   private final Map<String, Object> publisherConfig = new HashMap<>();
@@ -121,23 +118,9 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
   /** The record's newest provenance entry, or NONE when it has none that parses. */
   private CopyRuns.Origin origin(ProducerRecord<byte[], byte[]> record) {
     Header newest = record.headers().lastHeader(header);
-    if (newest == null || newest.value() == null) {
-      return NONE;
-    }
-    String json = new String(newest.value(), StandardCharsets.UTF_8);
-    Map<String, String> fields = new HashMap<>();
-    for (Matcher m = STRING_FIELD.matcher(json); m.find(); ) {
-      fields.putIfAbsent(m.group(1), m.group(2));
-    }
-    for (Matcher m = NUMBER_FIELD.matcher(json); m.find(); ) {
-      fields.putIfAbsent(m.group(1), m.group(2));
-    }
-    if (fields.size() < 4) {
-      return NONE;
-    }
-    long timestamp = record.timestamp() == null ? -1 : record.timestamp();
-    return new CopyRuns.Origin(fields.get("cluster"), fields.get("topic"),
-        Integer.parseInt(fields.get("partition")), Long.parseLong(fields.get("offset")), timestamp);
+    CopyRuns.Origin origin = newest == null ? null
+        : origins.read(newest.value(), record.timestamp() == null ? -1 : record.timestamp());
+    return origin == null ? NONE : origin;
   }
 
   @Override

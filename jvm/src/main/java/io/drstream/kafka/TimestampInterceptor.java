@@ -1,12 +1,10 @@
 package io.drstream.kafka;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
  * Gives a replicated record the timestamp of its source record.
@@ -28,28 +26,28 @@ public final class TimestampInterceptor implements ProducerInterceptor<byte[], b
     if (stamp == null) {
       return record;
     }
-    Long timestamp = parse(stamp.value());
-    RecordHeaders kept = new RecordHeaders();
-    for (Header h : record.headers()) {
-      if (!HEADER.equals(h.key())) {
-        kept.add(h);
-      }
-    }
+    // The headers are removed in place: the sink builds a new record (and header list) per row
+    // and does not read it again, and the producer makes the list read-only only after the
+    // interceptors. A record's key, value and headers are not copied; only the record object is
+    // new, since its timestamp cannot be changed.
+    record.headers().remove(HEADER);
     return new ProducerRecord<>(
-        record.topic(), record.partition(), timestamp, record.key(), record.value(), kept);
+        record.topic(), record.partition(), parse(stamp.value()), record.key(), record.value(), record.headers());
   }
 
   /** A missing or unreadable stamp leaves the timestamp to the producer, as Kafka would. */
-  private static Long parse(byte[] value) {
-    if (value == null) {
+  static Long parse(byte[] value) {
+    if (value == null || value.length == 0 || value.length > 18) {
       return null;
     }
-    try {
-      long ms = Long.parseLong(new String(value, StandardCharsets.US_ASCII));
-      return ms >= 0 ? ms : null;
-    } catch (NumberFormatException e) {
-      return null;
+    long ms = 0;
+    for (byte b : value) {
+      if (b < '0' || b > '9') {
+        return null;
+      }
+      ms = ms * 10 + (b - '0');
     }
+    return ms;
   }
 
   @Override
