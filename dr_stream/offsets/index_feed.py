@@ -30,10 +30,9 @@ destination); the Delta table receives every run the store receives, at least on
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -44,6 +43,7 @@ from dr_stream.config import ClusterConfig
 from dr_stream.failure_notes import first_line
 from dr_stream.job_deadline import JobTimedOut, within
 from dr_stream.kafka import spark_options
+from dr_stream.lag import spark_offsets
 from dr_stream.local_frame import local_frame
 from dr_stream.offsets.index import (
     OffsetIndex,
@@ -59,17 +59,6 @@ from dr_stream.offsets.runs_topic import RunsReader
 from dr_stream.policy import TopicRenamer
 
 Partition = tuple[str, int]
-
-
-def end_offsets(progress_json: str | None) -> dict[Partition, int]:
-    """A Kafka source's endOffset as reported in streaming progress -> {(topic, partition): offset}."""
-    if not progress_json:
-        return {}
-    try:
-        parsed = json.loads(progress_json)
-    except ValueError:
-        return {}
-    return {(t, int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
 
 
 @dataclass
@@ -220,9 +209,9 @@ class IndexFeed:
             self.malformed += malformed
             self.log(f"{self.runs_topic}: skipped {malformed} reports that are not runs ({self.malformed} so far)")
 
-    def replicated(self, progress_end_offsets: str | None) -> None:
+    def replicated(self, progress_end_offsets: str | Mapping | None) -> None:
         """The replicate query committed a batch ending at these source offsets (its progress)."""
-        ends = end_offsets(progress_end_offsets)
+        ends = spark_offsets(progress_end_offsets)
         if ends:
             with self._lock:
                 self._progress.append((None, ends))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
@@ -187,7 +187,7 @@ class ReplicationFlow:
             return self.feed.next_to_handle()
         return dict(self._read_through)
 
-    def _on_replicated(self, end_offsets: str | None) -> None:
+    def _on_replicated(self, end_offsets: str | Mapping | None) -> None:
         self._read_through.update(spark_offsets(end_offsets))
         if self.connected:
             self.lag_sampler.nudge()

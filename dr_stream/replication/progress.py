@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql import SparkSession
 
 from dr_stream.lag import spark_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
@@ -19,40 +20,41 @@ def durations(parts: dict[str, int] | None) -> str:
     return f"{total} ms ({shown})" if total is not None else shown
 
 
-def partitions_read(sources) -> int:
+def partitions_read(sources: list[dict]) -> int:
     """Source partitions from which a batch read at least one record."""
     read = 0
     for s in sources:
-        start = spark_offsets(s.startOffset)
-        read += sum(1 for key, end in spark_offsets(s.endOffset).items() if end > start.get(key, end))
+        start = spark_offsets(s.get("startOffset"))
+        read += sum(1 for key, end in spark_offsets(s.get("endOffset")).items() if end > start.get(key, end))
     return read
 
 
-def _count(row, name: str) -> int:
-    return int(row[name] or 0) if row is not None and name in row else 0
+def _count(row: dict | None, name: str) -> int:
+    return int((row or {}).get(name) or 0)
 
 
-def read_by_topic(sources) -> dict[str, int]:
+def read_by_topic(sources: list[dict]) -> dict[str, int]:
     """Records a batch read per topic: its source's end offsets minus its start offsets."""
     out: dict[str, int] = {}
     for s in sources:
-        start = spark_offsets(s.startOffset)
-        for (topic, partition), end in spark_offsets(s.endOffset).items():
+        start = spark_offsets(s.get("startOffset"))
+        for (topic, partition), end in spark_offsets(s.get("endOffset")).items():
             out[topic] = out.get(topic, 0) + max(0, end - start.get((topic, partition), end))
     return out
 
 
-class ProgressPrinter(StreamingQueryListener):
+class ProgressPrinter:
     """Logs a line per batch of one replicate query, keeps the flow's running totals and tells
     the flow's metrics what each batch skipped. The lag it shows is the lag sampler's, the
-    same figure /metrics and `status` give."""
+    same figure /metrics and `status` give. Fed by `listen` with each batch's progress as Spark
+    writes it in JSON."""
 
     def __init__(self, flow_name: str, query_name: str, metrics: FlowMetrics,
                  log: Callable[[str], None] = print,
-                 on_batch: Callable[[str | None], None] = lambda end_offsets: None,
+                 on_batch: Callable[[Mapping | None], None] = lambda end_offsets: None,
                  runs_published: bool = True, on_cost: Callable[[BatchCost], None] = lambda cost: None) -> None:
         self.flow_name, self.query_name, self.metrics, self.log = flow_name, query_name, metrics, log
-        # Told each committed batch's source end offsets (the Kafka source's JSON).
+        # Told each committed batch's source end offsets ({topic: {partition: offset}}).
         self.on_batch = on_batch
         # Told what each batch cost (`trigger_width`).
         self.on_cost = on_cost
@@ -61,40 +63,84 @@ class ProgressPrinter(StreamingQueryListener):
         self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
         self._ids: set[str] = set()
 
-    def onQueryStarted(self, event) -> None:
-        if event.name == self.query_name:
-            self._ids.add(str(event.id))
+    def query_started(self, query_id: str, name: str | None) -> None:
+        if name == self.query_name:
+            self._ids.add(query_id)
 
-    def onQueryProgress(self, event) -> None:
-        p = event.progress
-        if p.name != self.query_name:
+    def batch_done(self, p: dict) -> None:
+        """One batch's progress, as Spark's `StreamingQueryProgress.json` gives it."""
+        if p.get("name") != self.query_name:
             return
-        if p.sources:
-            self.on_batch(p.sources[0].endOffset)
-        replicate, resume = p.observedMetrics.get("replicate"), p.observedMetrics.get("resume")
-        records = p.numInputRows
+        sources = p.get("sources") or []
+        if sources:
+            self.on_batch(sources[0].get("endOffset"))
+        observed = p.get("observedMetrics") or {}
+        replicate, resume = observed.get("replicate"), observed.get("resume")
+        records = int(p.get("numInputRows") or 0)
         skipped, malformed = _count(replicate, "skipped_cycle"), _count(replicate, "malformed_provenance")
         self.metrics.batch_done(self.query_name, {
             "came_from_destination": skipped, "malformed_provenance": malformed,
             "already_copied": _count(resume, "already_copied"), "left_out": _count(resume, "left_out"),
-        }, None if self.runs_published else read_by_topic(p.sources))
+        }, None if self.runs_published else read_by_topic(sources))
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
                            ("skipped_cycle", skipped), ("malformed_provenance", malformed)):
             self.totals[key] += value
         loops = self.metrics.loops_shown()
+        rate = p.get("processedRowsPerSecond")  # Spark leaves out a rate it could not compute
+        durations_ms = p.get("durationMs") or {}
         self.log(
-            f"batch {p.batchId}: {records} read, {records - skipped} copied, "
+            f"batch {p.get('batchId')}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
-            f"{p.processedRowsPerSecond:.0f} rec/s, {self.metrics.lag_shown()}, "
-            f"{durations(p.durationMs)}" + (f"; loops: {loops}" if loops else "")
+            f"{float(rate or 0):.0f} rec/s, {self.metrics.lag_shown()}, "
+            f"{durations(durations_ms)}" + (f"; loops: {loops}" if loops else "")
         )
-        wall_ms = int((p.durationMs or {}).get("triggerExecution", 0))
-        self.on_cost(BatchCost(wall_ms, records, partitions_read(p.sources)))
+        wall_ms = int(durations_ms.get("triggerExecution", 0))
+        self.on_cost(BatchCost(wall_ms, records, partitions_read(sources)))
 
-    def onQueryIdle(self, event) -> None:
-        if str(event.id) in self._ids:  # the trigger found nothing new: progress, not a stall
+    def query_idle(self, query_id: str) -> None:
+        if query_id in self._ids:  # the trigger found nothing new: progress, not a stall
             self.metrics.batch_done(self.query_name, {})
             self.on_cost(BatchCost(0, 0, 0))
 
+
+class _SparkEvents:
+    """Spark's streaming listener events, received from the JVM as they are (a Py4J callback
+    object for Spark's `PythonStreamingQueryListener`) and handed to the printer as JSON.
+
+    pyspark's own listener turns every progress event into Python objects with some thirty
+    round trips to the JVM, several of them looking a class up by name through every jar on
+    the classpath; at five batches a second that was 12% of the flow's CPU in `make bench`'s
+    steady phase. Here an event costs the callback and two calls."""
+
+    def __init__(self, printer: ProgressPrinter) -> None:
+        self.printer = printer
+
+    def onQueryStarted(self, event) -> None:
+        self.printer.query_started(event.id().toString(), event.name())
+
+    def onQueryProgress(self, event) -> None:
+        self.printer.batch_done(json.loads(event.progress().json()))
+
+    def onQueryIdle(self, event) -> None:
+        self.printer.query_idle(event.id().toString())
+
     def onQueryTerminated(self, event) -> None:
         pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+
+def listen(spark: SparkSession, printer: ProgressPrinter) -> object:
+    """Registers `printer` for the session's streaming events; returns what `unlisten` takes."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    gateway = spark.sparkContext._gateway
+    ensure_callback_server_started(gateway)
+    wrapper = gateway.jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(_SparkEvents(printer))
+    spark._jsparkSession.streams().addListener(wrapper)
+    return wrapper
+
+
+def unlisten(spark: SparkSession, registered: object) -> None:
+    spark._jsparkSession.streams().removeListener(registered)

@@ -26,6 +26,7 @@ from dr_stream.failure_notes import first_line
 from dr_stream.log_format import writes_json
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.metrics_server import MetricsServer
+from dr_stream.replication.progress import listen, unlisten
 
 # How long a stop waits for a running micro-batch, which would otherwise be replayed.
 STOP_GRACE_S = 30.0
@@ -207,8 +208,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
     stop_between_batches_at_exit(flow)
-    listener = flow.progress
-    flow.spark.streams.addListener(listener)
+    listener = listen(flow.spark, flow.progress)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
                              running=lambda: spark_running(flow.spark))
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
@@ -237,7 +237,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
         stop.set()
         try:
             supervisor.stop()
-            flow.spark.streams.removeListener(listener)
+            unlisten(flow.spark, listener)
         except Exception:  # the JVM may already be gone when the whole process group got the signal
             pass
         # One deadline for all: each loop sees `stop` within its own wait, and they are daemons.

@@ -1,9 +1,9 @@
-from types import SimpleNamespace
+from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.progress import ProgressPrinter, durations, partitions_read, read_by_topic
+from dr_stream.replication.trigger_width import BatchCost
 
-from dr_stream.replication.progress import durations, partitions_read, read_by_topic
-
-BATCH = SimpleNamespace(startOffset='{"a": {"0": 5, "1": 7}, "b": {"0": 0}}',
-                        endOffset='{"a": {"0": 9, "1": 7}, "b": {"0": 3}, "c": {"0": 4}}')
+BATCH = {"startOffset": {"a": {"0": 5, "1": 7}, "b": {"0": 0}},
+         "endOffset": {"a": {"0": 9, "1": 7}, "b": {"0": 3}, "c": {"0": 4}}}
 
 
 def test_a_batch_reads_from_the_partitions_whose_end_moved_past_their_start():
@@ -15,3 +15,29 @@ def test_a_batch_reads_from_the_partitions_whose_end_moved_past_their_start():
 def test_durations_show_the_total_and_the_three_largest_parts():
     assert durations({"triggerExecution": 1094, "addBatch": 700, "walCommit": 120, "getBatch": 3, "latestOffset": 0}) \
         == "1094 ms (addBatch 700, walCommit 120, getBatch 3)"
+
+
+def test_a_batchs_json_progress_is_counted_logged_and_passed_on():
+    lines, ends, costs = [], [], []
+    printer = ProgressPrinter("f", "replicate-f", FlowMetrics("f", "replicate-f"), log=lines.append,
+                              on_batch=ends.append, on_cost=costs.append)
+    # As Spark writes it: a rate it could not compute is left out, a sum over no rows is null.
+    printer.batch_done({"name": "replicate-f", "batchId": 7, "numInputRows": 10, "sources": [BATCH],
+                        "durationMs": {"triggerExecution": 250, "addBatch": 200},
+                        "observedMetrics": {"replicate": {"records": 10, "skipped_cycle": 3,
+                                                          "malformed_provenance": None}}})
+    printer.batch_done({"name": "another query", "numInputRows": 99})
+    assert printer.totals == {"batches": 1, "read": 10, "copied": 7, "skipped_cycle": 3, "malformed_provenance": 0}
+    assert ends == [BATCH["endOffset"]]
+    assert costs == [BatchCost(250, 10, 2)]
+    assert lines[0].startswith("batch 7: 10 read, 7 copied, 3 skipped") and "0 rec/s" in lines[0]
+
+
+def test_an_idle_trigger_counts_only_for_the_printers_own_query():
+    costs = []
+    printer = ProgressPrinter("f", "replicate-f", FlowMetrics("f", "replicate-f"), log=lambda line: None,
+                              on_cost=costs.append)
+    printer.query_started("id-1", "replicate-f")
+    printer.query_idle("id-2")
+    printer.query_idle("id-1")
+    assert costs == [BatchCost(0, 0, 0)]
