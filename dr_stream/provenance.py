@@ -74,23 +74,31 @@ def has_header(headers: Column, header: str) -> Column:
     return F.array_contains(headers_or_empty(headers)["key"], F.lit(header))
 
 
+def _parsed(header: str) -> Column:
+    """Every value under the provenance key, parsed (a value that is not JSON: null fields)."""
+    return F.when(has_header(F.col("headers"), header), F.transform(
+        F.filter(headers_or_empty(F.col("headers")), lambda h: h["key"] == F.lit(header)),
+        lambda h: F.from_json(h["value"].cast("string"), PROVENANCE_SCHEMA, {"mode": "PERMISSIVE"}),
+    )).otherwise(_no_entries())
+
+
+def provenance_entries(header: str) -> Column:
+    """The record's valid provenance entries, oldest hop first, read from its headers."""
+    return F.when(has_header(F.col("headers"), header), F.filter(_parsed(header), _is_provenance)
+                  ).otherwise(_no_entries())
+
+
+def malformed_provenance(header: str) -> Column:
+    """True when a header under the provenance key did not parse as a provenance entry."""
+    return F.when(has_header(F.col("headers"), header),
+                  F.exists(_parsed(header), lambda e: ~_is_provenance(e))).otherwise(F.lit(False))
+
+
 def with_provenance(header: str) -> Step:
-    """Adds `_provenance` (the record's valid provenance entries, oldest hop first) and
-    `_malformed_provenance` (true when a header under that key did not parse)."""
+    """Adds `_provenance` (`provenance_entries`) and `_malformed_provenance` (`malformed_provenance`)."""
 
     def step(df: DataFrame) -> DataFrame:
-        has = has_header(F.col("headers"), header)
-        parsed = F.transform(
-            F.filter(headers_or_empty(F.col("headers")), lambda h: h["key"] == F.lit(header)),
-            lambda h: F.from_json(h["value"].cast("string"), PROVENANCE_SCHEMA, {"mode": "PERMISSIVE"}),
-        )
-        return (
-            df.withColumn("_parsed_provenance", F.when(has, parsed).otherwise(_no_entries()))
-            .withColumn(PROVENANCE, F.when(has, F.filter(F.col("_parsed_provenance"), _is_provenance))
-                        .otherwise(_no_entries()))
-            .withColumn(MALFORMED, F.size(F.col("_parsed_provenance")) > F.size(F.col(PROVENANCE)))
-            .drop("_parsed_provenance")
-        )
+        return df.withColumn(PROVENANCE, provenance_entries(header)).withColumn(MALFORMED, malformed_provenance(header))
 
     return step
 
@@ -105,7 +113,7 @@ def _override_allows(entry: Column, override: FilterOverride) -> Column:
 
 
 def is_cycle(destination_cluster_id: str, destination_topic: Column,
-             overrides: Sequence[FilterOverride] = ()) -> Column:
+             overrides: Sequence[FilterOverride] = (), entries: Column | None = None) -> Column:
     """True when the record already passed through the destination topic: a provenance entry
     names the destination's cluster.id and topic, and no filter override lets it through (an
     override matches the entry's cluster and topic regexes and its timestamp is within
@@ -118,8 +126,8 @@ def is_cycle(destination_cluster_id: str, destination_topic: Column,
         return hit
 
     # `exists` only where there is an entry: see `has_header`.
-    return F.when(F.size(F.col(PROVENANCE)) > 0, F.exists(F.col(PROVENANCE), came_from_destination)
-                  ).otherwise(F.lit(False))
+    entries = F.col(PROVENANCE) if entries is None else entries
+    return F.when(F.size(entries) > 0, F.exists(entries, came_from_destination)).otherwise(F.lit(False))
 
 
 def provenance_value(source_cluster_id: str) -> Column:

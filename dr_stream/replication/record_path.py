@@ -11,19 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dr_stream.config import FilterOverride
 from dr_stream.kafka.spark_options import TIMESTAMP_HEADER
 from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import (
-    MALFORMED,
     append_header,
     headers_or_empty,
     is_cycle,
+    malformed_provenance,
+    provenance_entries,
     provenance_value,
-    with_provenance,
 )
 from dr_stream.step import Step
 
@@ -51,21 +51,48 @@ def route_to_destination(renamer: TopicRenamer) -> Step:
     return step
 
 
+def cycle(plan: ReplicationPlan) -> Column:
+    """True when the record came from the destination topic, so copying it would loop."""
+    if not plan.provenance_enabled:
+        return F.lit(False)
+    return is_cycle(plan.destination_cluster_id, plan.renamer.remote_topic_column(F.col("topic")),
+                    plan.filter_overrides, provenance_entries(plan.header))
+
+
 def mark_cycles(plan: ReplicationPlan) -> Step:
-    """Adds `_cycle`: the record came from the destination topic, so copying it would loop."""
+    """Adds `_cycle` (`cycle`), for a reader of the rule's outcome."""
 
     def step(df: DataFrame) -> DataFrame:
-        if not plan.provenance_enabled:
-            return df.withColumn(CYCLE, F.lit(False))
-        return df.withColumn(
-            CYCLE, is_cycle(plan.destination_cluster_id, F.col(DEST_TOPIC), plan.filter_overrides)
+        return df.withColumn(CYCLE, cycle(plan))
+
+    return step
+
+
+def replication_metrics(plan: ReplicationPlan) -> Step:
+    """Counts per batch of what the source gave, computed in the same pass as the copy (Spark
+    observed metrics): records, those that came from the destination, those with a provenance
+    header that did not parse."""
+
+    def step(df: DataFrame) -> DataFrame:
+        malformed = malformed_provenance(plan.header) if plan.provenance_enabled else F.lit(False)
+        return df.observe(
+            "replicate",
+            # Every record has a timestampType: counting it counts records, and names the one
+            # column of the source that nothing downstream reads. Without a reader, Spark drops
+            # it in a projection of its own under the counts, which copies every row.
+            F.count(F.col("timestampType")).alias("records"),
+            F.sum(cycle(plan).cast("long")).alias("skipped_cycle"),
+            F.sum(malformed.cast("long")).alias("malformed_provenance"),
         )
 
     return step
 
 
-def drop_cycles(df: DataFrame) -> DataFrame:
-    return df.where(~F.col(CYCLE))
+def drop_cycles(plan: ReplicationPlan) -> Step:
+    def step(df: DataFrame) -> DataFrame:
+        return df.where(~cycle(plan))
+
+    return step
 
 
 def stamp_provenance(plan: ReplicationPlan) -> Step:
@@ -81,26 +108,22 @@ def stamp_provenance(plan: ReplicationPlan) -> Step:
     return step
 
 
-def replication_metrics(df: DataFrame) -> DataFrame:
-    """Counts per batch, computed in the same pass as the copy (Spark observed metrics)."""
-    return df.observe(
-        "replicate",
-        F.count(F.lit(1)).alias("records"),
-        F.sum(F.col(CYCLE).cast("long")).alias("skipped_cycle"),
-        F.sum(F.col(MALFORMED).cast("long")).alias("malformed_provenance"),
-    )
-
-
 def prepare(plan: ReplicationPlan) -> Step:
-    """Source rows -> rows ready for the sink, still carrying the origin columns."""
+    """Source rows -> rows ready for the sink, still carrying the origin columns.
+
+    The cycle rule and the counts are evaluated where they add no column: the counts observe the
+    source's rows as they are and the cycle rule is a filter, so the value is copied once, in
+    the one projection that Spark compiles into a whole stage. A projection holding the
+    provenance rule cannot be (its higher-order functions are evaluated outside generated code),
+    and adding the rule's columns there copied every record's value once more. The rule is
+    evaluated twice per record (count and filter); a record without a provenance header stops
+    at `has_header` both times."""
 
     def step(df: DataFrame) -> DataFrame:
         return (
-            df.transform(with_provenance(plan.header))
+            df.transform(replication_metrics(plan))
+            .transform(drop_cycles(plan))
             .transform(route_to_destination(plan.renamer))
-            .transform(mark_cycles(plan))
-            .transform(replication_metrics)
-            .transform(drop_cycles)
             .transform(stamp_provenance(plan))
         )
 

@@ -72,15 +72,15 @@ def drop_already_copied(marks: dict[Partition, int], left_out: dict[Partition, i
     def step(df: DataFrame) -> DataFrame:
         if not marks:
             return df
-        left = already_copied(left_out) if left_out else F.lit(False)
+        # Expressions, not columns: a column added here would cost a projection copying every
+        # record (record_path.prepare says why).
+        dropped = already_copied(marks)
+        left = dropped & (already_copied(left_out) if left_out else F.lit(False))
         return (
-            df.withColumn("_dropped", already_copied(marks))
-            .withColumn("_left_out", F.col("_dropped") & left)
-            .observe("resume",
-                     F.sum((F.col("_dropped") & ~F.col("_left_out")).cast("long")).alias("already_copied"),
-                     F.sum(F.col("_left_out").cast("long")).alias("left_out"))
-            .where(~F.col("_dropped"))
-            .drop("_dropped", "_left_out")
+            df.observe("resume",
+                       F.sum((dropped & ~left).cast("long")).alias("already_copied"),
+                       F.sum(left.cast("long")).alias("left_out"))
+            .where(~dropped)
         )
 
     return step

@@ -125,6 +125,18 @@ def test_stamp_provenance_appends_one_header_with_the_origin_and_a_transient_tim
     assert int(bytes(row[2]["value"])) == 1262304000000
 
 
+def test_prepare_copies_each_record_once_in_one_compiled_projection(spark):
+    """Only the projection compiled into a whole stage rewrites the row (and copies its value);
+    the cycle rule filters and the counts observe the source's rows as they are."""
+    plan = ReplicationPlan("SRC", "DEST")
+    df = kafka_rows(spark, [prov("DEST")], None).transform(prepare(plan)).transform(to_sink_rows(True))
+    executed = df._jdf.queryExecution().executedPlan().toString().splitlines()
+    projects = [line for line in executed if "Project [" in line]
+    assert len(projects) == 1 and "*(" in projects[0], executed
+    assert any("CollectMetrics" in line for line in executed)
+    assert [r["value"] for r in df.collect()] == [b"v1"]
+
+
 def test_the_provenance_value_is_the_json_to_json_would_write_byte_for_byte(spark):
     df = kafka_rows(spark, None, None, topic="dc1.orders_v-2").withColumn("offset", F.lit(2**62).cast("long"))
     reference = F.to_json(F.struct(F.lit("Zx-9_q").alias("cluster"), F.col("topic"), F.col("partition"),
