@@ -123,7 +123,7 @@ class UnreplicatedRecords:
         rows = self._frame.drop(MALFORMED).transform(prepare(forward)).persist()
         try:
             copied = rows.count()
-            rows.transform(to_sink_rows(True)).write.format("kafka").options(
+            rows.transform(to_sink_rows(forward)).write.format("kafka").options(
                 **spark_options.sink(self.config.source)).save()
         finally:
             rows.unpersist()

@@ -286,7 +286,7 @@ class ReplicationFlow:
         stream = (
             source.transform(prepare(self.plan))
             .transform(drop_already_copied(self._marks, self._left_out))
-            .transform(to_sink_rows(self.plan.preserve_partitions))
+            .transform(to_sink_rows(self.plan))
         )
         checkpoint = config.checkpoint("replicate")
         dropped = drop_unfinished_writes(self.spark, checkpoint)

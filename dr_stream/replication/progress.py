@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 from pyspark.sql import SparkSession
 
@@ -128,7 +129,7 @@ class _SparkEvents:
         pass
 
     class Java:
-        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+        implements: ClassVar[list[str]] = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
 def listen(spark: SparkSession, printer: ProgressPrinter) -> object:

@@ -27,7 +27,6 @@ from dr_stream.provenance import (
 )
 from dr_stream.step import Step
 
-DEST_TOPIC = "_dest_topic"
 CYCLE = "_cycle"
 
 
@@ -42,13 +41,6 @@ class ReplicationPlan:
     provenance_enabled: bool = True
     filter_overrides: Sequence[FilterOverride] = ()
     preserve_partitions: bool = True
-
-
-def route_to_destination(renamer: TopicRenamer) -> Step:
-    def step(df: DataFrame) -> DataFrame:
-        return df.withColumn(DEST_TOPIC, renamer.remote_topic_column(F.col("topic")))
-
-    return step
 
 
 def cycle(plan: ReplicationPlan) -> Column:
@@ -95,52 +87,44 @@ def drop_cycles(plan: ReplicationPlan) -> Step:
     return step
 
 
-def stamp_provenance(plan: ReplicationPlan) -> Step:
-    """Appends this hop's provenance header and the transient timestamp header."""
-
-    def step(df: DataFrame) -> DataFrame:
-        headers = headers_or_empty(F.col("headers"))
-        if plan.provenance_enabled:
-            headers = append_header(headers, plan.header, provenance_value(plan.source_cluster_id))
-        stamp = F.unix_millis(F.col("timestamp")).cast("string").cast("binary")
-        return df.withColumn("_sink_headers", append_header(headers, TIMESTAMP_HEADER, stamp))
-
-    return step
+def sink_headers(plan: ReplicationPlan) -> Column:
+    """The record's headers, then this hop's provenance header and the transient timestamp header."""
+    headers = headers_or_empty(F.col("headers"))
+    if plan.provenance_enabled:
+        headers = append_header(headers, plan.header, provenance_value(plan.source_cluster_id))
+    stamp = F.unix_millis(F.col("timestamp")).cast("string").cast("binary")
+    return append_header(headers, TIMESTAMP_HEADER, stamp)
 
 
 def prepare(plan: ReplicationPlan) -> Step:
-    """Source rows -> rows ready for the sink, still carrying the origin columns.
+    """Source rows -> the rows to copy, as the source gave them, counted (`replication_metrics`).
 
-    The cycle rule and the counts are evaluated where they add no column: the counts observe the
-    source's rows as they are and the cycle rule is a filter, so the value is copied once, in
-    the one projection that Spark compiles into a whole stage. A projection holding the
-    provenance rule cannot be (its higher-order functions are evaluated outside generated code),
-    and adding the rule's columns there copied every record's value once more. The rule is
-    evaluated twice per record (count and filter); a record without a provenance header stops
-    at `has_header` both times."""
+    Nothing here adds a column: the counts observe the source's rows and the cycle rule is a
+    filter, so a record's value is copied once, by `to_sink_rows`. A projection holding the
+    provenance rule cannot be compiled into a whole stage (its higher-order functions are
+    evaluated outside generated code), and adding the rule's columns in one copied every value
+    once more. The rule is evaluated twice per record (count and filter); a record without a
+    provenance header stops at `has_header` both times."""
 
     def step(df: DataFrame) -> DataFrame:
-        return (
-            df.transform(replication_metrics(plan))
-            .transform(drop_cycles(plan))
-            .transform(route_to_destination(plan.renamer))
-            .transform(stamp_provenance(plan))
-        )
+        return df.transform(replication_metrics(plan)).transform(drop_cycles(plan))
 
     return step
 
 
-def to_sink_rows(preserve_partitions: bool) -> Step:
+def to_sink_rows(plan: ReplicationPlan) -> Step:
+    """The rows the Kafka sink writes, in one projection: the destination topic (the rename),
+    key, value, the stamped headers and (with `preserve_partitions`) the partition."""
+
     def step(df: DataFrame) -> DataFrame:
         columns = [
-            F.col(DEST_TOPIC).alias("topic"),
+            plan.renamer.remote_topic_column(F.col("topic")).alias("topic"),
             F.col("key"),
             F.col("value"),
-            F.col("_sink_headers").alias("headers"),
+            sink_headers(plan).alias("headers"),
         ]
-        if preserve_partitions:
+        if plan.preserve_partitions:
             columns.append(F.col("partition"))
         return df.select(*columns)
 
     return step
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 
 import pytest
 from chispa import assert_df_equality
@@ -25,14 +26,12 @@ from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import HEADERS_TYPE, MALFORMED, PROVENANCE, provenance_value, with_provenance
 from dr_stream.replication.record_path import (
     CYCLE,
-    DEST_TOPIC,
     ReplicationPlan,
     mark_cycles,
     prepare,
-    route_to_destination,
-    stamp_provenance,
     to_sink_rows,
 )
+from tests.kafka_tools import wait_until
 
 KAFKA_SCHEMA = StructType([
     StructField("key", BinaryType()),
@@ -79,9 +78,10 @@ def test_with_provenance_keeps_valid_entries_in_hop_order_and_flags_malformed(sp
     assert_df_equality(got, expected, ignore_nullable=True)
 
 
-def test_route_to_destination_applies_the_rename_template(spark):
-    df = kafka_rows(spark, None).transform(route_to_destination(TopicRenamer("dc1.${topic}")))
-    assert [r[DEST_TOPIC] for r in df.collect()] == ["dc1.orders"]
+def test_sink_rows_go_to_the_topic_the_rename_template_names(spark):
+    plan = ReplicationPlan("SRC", "DEST", renamer=TopicRenamer("dc1.${topic}"))
+    df = kafka_rows(spark, None).transform(to_sink_rows(plan))
+    assert [r["topic"] for r in df.collect()] == ["dc1.orders"]
 
 
 @pytest.mark.parametrize(
@@ -98,24 +98,13 @@ def test_route_to_destination_applies_the_rename_template(spark):
 )
 def test_mark_cycles_applies_the_cycle_rule_and_its_overrides(spark, header, overrides, is_cycle):
     plan = ReplicationPlan("SRC", "DEST", filter_overrides=overrides)
-    df = (
-        kafka_rows(spark, [header])
-        .transform(with_provenance(plan.header))
-        .transform(route_to_destination(plan.renamer))
-        .transform(mark_cycles(plan))
-    )
+    df = kafka_rows(spark, [header]).transform(mark_cycles(plan))
     assert df.select(CYCLE).first()[0] is is_cycle
 
 
-def test_stamp_provenance_appends_one_header_with_the_origin_and_a_transient_timestamp(spark):
+def test_sink_rows_append_one_header_with_the_origin_and_a_transient_timestamp(spark):
     plan = ReplicationPlan("SRC", "DEST")
-    row = (
-        kafka_rows(spark, [("app", b"1")])
-        .transform(with_provenance(plan.header))
-        .transform(stamp_provenance(plan))
-        .select("_sink_headers")
-        .first()[0]
-    )
+    row = kafka_rows(spark, [("app", b"1")]).transform(to_sink_rows(plan)).select("headers").first()[0]
     keys = [h["key"] for h in row]
     assert keys == ["app", "__replicator_id", "__dr_stream_ts"]
     origin = json.loads(bytes(row[1]["value"]))
@@ -125,25 +114,52 @@ def test_stamp_provenance_appends_one_header_with_the_origin_and_a_transient_tim
     assert int(bytes(row[2]["value"])) == 1262304000000
 
 
-def test_prepare_copies_each_record_once_in_one_compiled_projection(spark):
-    """Only the projection compiled into a whole stage rewrites the row (and copies its value);
-    the cycle rule filters and the counts observe the source's rows as they are."""
+def test_the_record_path_copies_each_record_once_in_one_projection(spark):
+    """Only the sink rows' projection rewrites the row (and copies its value); the cycle rule
+    filters and the counts observe the source's rows as they are."""
     plan = ReplicationPlan("SRC", "DEST")
-    df = kafka_rows(spark, [prov("DEST")], None).transform(prepare(plan)).transform(to_sink_rows(True))
+    df = kafka_rows(spark, [prov("DEST")], None).transform(prepare(plan)).transform(to_sink_rows(plan))
     executed = df._jdf.queryExecution().executedPlan().toString().splitlines()
     projects = [line for line in executed if "Project [" in line]
-    assert len(projects) == 1 and "*(" in projects[0], executed
+    assert len(projects) == 1, executed
     assert any("CollectMetrics" in line for line in executed)
     assert [r["value"] for r in df.collect()] == [b"v1"]
 
 
 def test_the_provenance_value_is_the_json_to_json_would_write_byte_for_byte(spark):
     df = kafka_rows(spark, None, None, topic="dc1.orders_v-2").withColumn("offset", F.lit(2**62).cast("long"))
-    reference = F.to_json(F.struct(F.lit("Zx-9_q").alias("cluster"), F.col("topic"), F.col("partition"),
-                                   F.col("offset"), F.unix_millis(F.current_timestamp()).alias("timestamp")))
-    rows = df.select(provenance_value("Zx-9_q").alias("built"), reference.cast("binary").alias("reference")).collect()
-    assert [bytes(r["built"]) for r in rows] == [bytes(r["reference"]) for r in rows]
-    assert json.loads(bytes(rows[0]["built"]))["offset"] == 2**62
+    built = df.select(provenance_value("Zx-9_q").alias("v")).collect()
+    copied_at = [json.loads(bytes(r["v"]))["timestamp"] for r in built]
+    reference = [
+        F.to_json(F.struct(F.lit("Zx-9_q").alias("cluster"), F.col("topic"), F.col("partition"), F.col("offset"),
+                           F.lit(at).cast("long").alias("timestamp"))).cast("binary")
+        for at in copied_at
+    ]
+    expected = [bytes(df.select(ref).collect()[i][0]) for i, ref in enumerate(reference)]
+    assert [bytes(r["v"]) for r in built] == expected
+    assert json.loads(expected[0])["offset"] == 2**62
+    assert all(abs(at - time.time() * 1000) < 60_000 for at in copied_at)
+
+
+def test_the_record_path_is_compiled_once_not_once_per_micro_batch(spark, tmp_path):
+    """The copy time is read per record, not written into the generated code as each batch's
+    constant: a stream's batches after the first compile nothing."""
+    compilations = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    source = spark.readStream.format("rate").option("rowsPerSecond", 200).load().select(
+        F.lit(b"k").alias("key"), F.lit(b"v").alias("value"), F.lit("orders").alias("topic"),
+        F.lit(0).alias("partition"), F.col("value").alias("offset"), F.col("timestamp"),
+        F.lit(0).alias("timestampType"), F.lit(None).cast(HEADERS_TYPE).alias("headers"))
+    plan = ReplicationPlan("SRC", "DEST")
+    query = (source.transform(prepare(plan)).transform(to_sink_rows(plan))
+             .writeStream.format("noop").trigger(processingTime="100 milliseconds")
+             .option("checkpointLocation", str(tmp_path)).start())
+    try:
+        assert wait_until(lambda: (query.lastProgress or {}).get("numInputRows", 0) > 0, 60)
+        first, compiled = query.lastProgress["batchId"], compilations.getCount()
+        assert wait_until(lambda: query.lastProgress["batchId"] >= first + 4, 60)
+        assert compilations.getCount() == compiled
+    finally:
+        query.stop()
 
 
 def test_prepare_drops_records_that_came_from_the_destination_and_keeps_the_rest(spark):
@@ -155,7 +171,7 @@ def test_prepare_drops_records_that_came_from_the_destination_and_keeps_the_rest
 @pytest.mark.parametrize("preserve", [True, False])
 def test_to_sink_rows_keeps_the_partition_only_when_asked(spark, preserve):
     plan = ReplicationPlan("SRC", "DEST", preserve_partitions=preserve)
-    df = kafka_rows(spark, None).transform(prepare(plan)).transform(to_sink_rows(preserve))
+    df = kafka_rows(spark, None).transform(prepare(plan)).transform(to_sink_rows(plan))
     expected = ["topic", "key", "value", "headers"] + (["partition"] if preserve else [])
     assert df.columns == expected
     row = df.first()
