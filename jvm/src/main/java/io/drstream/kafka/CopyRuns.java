@@ -31,6 +31,8 @@ final class CopyRuns {
     long destEnd;
     long lastTimestamp;
     long copiedAt;
+    // Its place among the changed runs, made once: an acknowledgement only looks it up.
+    final String changeKey;
 
     Run(String destTopic, int destPartition, Origin first, long destOffset, long copiedAt) {
       this.destTopic = destTopic;
@@ -41,6 +43,7 @@ final class CopyRuns {
       this.destEnd = destOffset;
       this.lastTimestamp = first.timestamp();
       this.copiedAt = copiedAt;
+      this.changeKey = partitionKey(destTopic, destPartition) + "\u0000" + String.format("%020d", destStart);
     }
 
     boolean continuedBy(Origin o, long destOffset) {
@@ -65,7 +68,10 @@ final class CopyRuns {
   /** A run as handed out: its key and value as they were when taken. */
   record Version(Run run, String key, String value) {}
 
-  private final Map<String, Run> open = new HashMap<>();
+  /** A destination partition, as the open runs' key. */
+  private record Dest(String topic, int partition) {}
+
+  private final Map<Dest, Run> open = new HashMap<>();
   // Changed runs not handed out yet, by partition then dest_start: destination order per partition.
   private final TreeMap<String, Run> changed = new TreeMap<>();
 
@@ -73,12 +79,8 @@ final class CopyRuns {
     return topic + "\u0000" + partition;
   }
 
-  private static String changeKey(Run run) {
-    return partitionKey(run.destTopic, run.destPartition) + "\u0000" + String.format("%020d", run.destStart);
-  }
-
   synchronized void acked(String destTopic, int destPartition, Origin origin, long destOffset, long now) {
-    String key = partitionKey(destTopic, destPartition);
+    Dest key = new Dest(destTopic, destPartition);
     Run run = open.get(key);
     if (run != null && run.continuedBy(origin, destOffset)) {
       run.originEnd = origin.offset();
@@ -89,7 +91,7 @@ final class CopyRuns {
       run = new Run(destTopic, destPartition, origin, destOffset, now);
       open.put(key, run);
     }
-    changed.put(changeKey(run), run);
+    changed.put(run.changeKey, run);
   }
 
   synchronized List<Version> takeChanged() {
@@ -104,7 +106,7 @@ final class CopyRuns {
   /** Hands runs back after a failed publication: they go out again, as they are then, next time. */
   synchronized void unpublished(List<Version> versions) {
     for (Version v : versions) {
-      changed.putIfAbsent(changeKey(v.run()), v.run());
+      changed.putIfAbsent(v.run().changeKey, v.run());
     }
   }
 
