@@ -34,6 +34,8 @@ class ToolResult:
     groups: list[GroupOutcome] = field(default_factory=list)
     peak_rss: int = 0
     cpu_seconds: float = 0.0
+    catch_up_cpu_seconds: float | None = None  # the process tree's, first record copied -> all copied
+    steady_cpu_seconds: float | None = None  # over the steady load
     settings: str = ""
     failover: FailoverTimes | None = None
     index_bytes_per_million: float | None = None
@@ -87,6 +89,8 @@ def _metrics(size: Size) -> list[tuple[str, Metric, str, str]]:
          lambda r: r.catch_up and r.catch_up.seconds_from_start, ".1f", "lower"),
         ("catch-up: records/s while copying", lambda r: r.catch_up and r.catch_up.records_per_s, ",.0f", "higher"),
         ("catch-up: MB/s while copying", lambda r: r.catch_up and r.catch_up.mb_per_s, ".1f", "higher"),
+        ("catch-up: records copied per CPU-second", lambda r: r.catch_up and r.catch_up_cpu_seconds
+         and r.catch_up.records / r.catch_up_cpu_seconds, ",.0f", "higher"),
     ]
     for q in (50, 95, 99):
         out.append((f"steady: end-to-end latency p{q} (ms)",
@@ -107,6 +111,7 @@ def _metrics(size: Size) -> list[tuple[str, Metric, str, str]]:
     out += [
         ("cost: peak RSS (MiB)", lambda r: r.peak_rss / 2**20, ",.0f", "lower"),
         ("cost: CPU-seconds for the whole run", lambda r: r.cpu_seconds, ",.0f", "lower"),
+        ("cost: CPU-seconds over the steady load", lambda r: r.steady_cpu_seconds, ",.1f", "lower"),
     ]
     return out
 

@@ -67,13 +67,22 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
     if profiler:
         profiler.started(replicator)
     mark("start-up")
+    cpu_at: dict[str, float] = {}
+
+    def cpu_mark(phase: str) -> None:
+        replicator.cost.sample()
+        cpu_at[phase] = replicator.cost.cpu_seconds
+        mark(phase)
+
     try:
         result.catch_up = workloads.wait_copied(target.bootstrap, names["catchup"], size.records, size.partitions,
                                                 replicator.started_at, megabytes, replicator.check_alive, log,
-                                                on_first=lambda: mark("catch-up"))
-        mark("between")
+                                                on_first=lambda: cpu_mark("catch-up"))
+        cpu_mark("between")
+        result.catch_up_cpu_seconds = cpu_at["between"] - cpu_at.get("catch-up", cpu_at["between"])
         log(f"  catch-up: {result.catch_up.seconds_from_start:.1f}s from start, "
-            f"{result.catch_up.records_per_s:,.0f} records/s while copying")
+            f"{result.catch_up.records_per_s:,.0f} records/s while copying, "
+            f"{result.catch_up_cpu_seconds:,.1f} CPU-seconds")
         workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
         lag_dest = names["lag_dest"]
         # Everything copied before the groups commit, so each is translated against a complete copy.
@@ -84,10 +93,11 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         failover = Background("failover exactness", lambda: result.groups.extend(workloads.failover_exactness(
             source.bootstrap, names["lag"], target.bootstrap, lag_dest, size, names["tool"], log,
             delay_s=min(10, size.steady_seconds / 4)))).start()
-        mark("steady")
+        cpu_mark("steady")
         result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
                                             names["steady_dest"], size, log)
-        mark("after")
+        cpu_mark("after")
+        result.steady_cpu_seconds = cpu_at["after"] - cpu_at["steady"]
         result.sent = size.steady_rate * size.steady_seconds
         failover.join(timeout=size.sync_wait_s + 120)
         log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
@@ -114,6 +124,11 @@ def _dr_env(work: Path, source: LocalCluster, target: LocalCluster, tool: str, s
             "DR_STREAM_MASTER": f"local[{slots}]", "DR_STREAM_DRIVER_MEMORY": DR_DRIVER_MEMORY}
 
 
+def _cores() -> str:
+    # Every replicator runs alone on the whole machine, so each gets the same cores.
+    return f"all {os.cpu_count()} cores"
+
+
 def _slots(tool: str, size: Size) -> int:
     # Real-time mode: one slot per source partition (catch-up, steady, lag topics) plus one.
     return 2 * size.partitions + 2 if tool == DR_RT else 2
@@ -125,7 +140,9 @@ def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, targ
     env = _dr_env(work, source, target, tool, slots, jfr=profiler is not None)
     settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {DR_TRIGGER[tool]}"
                 + (", max_records_per_batch 500000" if tool == DR else "")
-                + f"; local[{slots}], driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
+                + f"; {_cores()}, local[{slots}] task slots"
+                + (" (real-time mode holds one per source partition)" if tool == DR_RT else "")
+                + f", driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
     result = _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
@@ -138,7 +155,8 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
                   megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
     work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
-    settings = ("bench/mm2.properties: dedicated mode, tasks.max=2, heap 2G; group offset sync, checkpoints and "
+    settings = (f"bench/mm2.properties: dedicated mode, {_cores()}, tasks.max=2, heap 2G; group offset sync, "
+                "checkpoints and "
                 "heartbeats every 1 s, dst.offset.flush.interval.ms=1000, offset.lag.max at its default (100); "
                 "source consumer fetch.max.wait.ms=50; producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady", "steady_dest": "src.bench.mm2.steady",
