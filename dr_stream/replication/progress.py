@@ -110,8 +110,8 @@ class _SparkEvents:
 
     pyspark's own listener turns every progress event into Python objects with some thirty
     round trips to the JVM, several of them looking a class up by name through every jar on
-    the classpath; at five batches a second that was 12% of the flow's CPU in `make bench`'s
-    steady phase. Here an event costs the callback and two calls."""
+    the classpath; at five batches a second that was 20% of the JVM's CPU in `make bench`'s
+    micro-batch steady phase (`make profile`). Here an event costs the callback and two calls."""
 
     def __init__(self, printer: ProgressPrinter) -> None:
         self.printer = printer
