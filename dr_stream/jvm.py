@@ -220,6 +220,15 @@ def spark_jars() -> list[Path]:
     return _jars("spark", "dr-stream")
 
 
+def local_file_system_jar() -> Path:
+    """The jar of dr-stream's local file system (jvm/, classifier local-fs): it needs only
+    Hadoop, so it can go on a JVM's own classpath, where the Kafka client is not."""
+    found = [jar for jar in _jars("dr-stream") if jar.name.endswith("-local-fs.jar")]
+    if not found:
+        raise RuntimeError(f"no local-fs jar in {jar_dir('dr-stream')}: run `make setup` first")
+    return found[0]
+
+
 def connection_check_classpath() -> str:
     """dr-stream's jar, the Kafka connector's jars (kafka-clients) and pyspark's own (logging)."""
     import pyspark

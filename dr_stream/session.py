@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from pyspark.sql import SparkSession
 
-from dr_stream.jvm import spark_jars
+from dr_stream.jvm import local_file_system_jar, spark_jars
 from dr_stream.kafka.spark_options import CONSUMER_CACHE
 from dr_stream.paths import cache_dir
 
@@ -31,6 +31,18 @@ _POOLS = """<?xml version="1.0"?>
 </allocations>
 """
 LOG4J2 = {"text": "log4j2.properties", "json": "log4j2-json.properties"}
+
+# Hadoop's local file system starts a `chmod` per file it creates and a `readlink` per rename
+# when its native library is absent (pyspark ships none): some twenty processes per micro-batch
+# for the checkpoint logs and the offset index, each CPU and latency on the batch, and each one a
+# SIGTERM to the flow's process group ends, failing the write. dr-stream's makes those calls in the
+# JVM (io.drstream.hadoop.NioRawLocalFileSystem). Only `file:` paths use it; its jar must be on
+# the JVM's own classpath, since spark-submit opens the local file system before it adds jars: the
+# local driver's `extraClassPath`, a YARN container's working directory, a Kubernetes image's jars.
+LOCAL_FILE_SYSTEM = {
+    "spark.hadoop.fs.file.impl": "io.drstream.hadoop.NioLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "io.drstream.hadoop.NioLocalFs",
+}
 
 _log = logging.getLogger("dr_stream.session")
 T = TypeVar("T")
@@ -114,6 +126,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
         builder = (
             builder.master(master)
             .config("spark.jars", ",".join(str(j) for j in spark_jars()))
+            .config("spark.driver.extraClassPath", str(local_file_system_jar()))
             .config("spark.driver.memory", os.environ.get("DR_STREAM_DRIVER_MEMORY", "2g"))
             .config("spark.ui.enabled", "true" if ui_port else "false")
             .config("spark.ui.port", str(ui_port or 4040))
@@ -128,6 +141,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
         )
     builder = (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(map=LOCAL_FILE_SYSTEM)
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         # The record path never shuffles; the few aggregations on the driver side stay small.
         .config("spark.sql.shuffle.partitions", "4")
