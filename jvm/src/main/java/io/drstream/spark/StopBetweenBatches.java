@@ -4,7 +4,6 @@ import java.lang.reflect.Method;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -45,7 +44,8 @@ public final class StopBetweenBatches {
       DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSxxx").withZone(ZoneOffset.UTC);
 
   private static final CountDownLatch RELEASED = new CountDownLatch(1);
-  private static final Set<String> ANNOUNCED = ConcurrentHashMap.newKeySet();
+  /** Each query run's stop, by run id: the first caller's; a later caller waits for it. */
+  private static final ConcurrentHashMap<String, CountDownLatch> STOPS = new ConcurrentHashMap<>();
   private static volatile boolean stopping;
   private static volatile Object streams;
   private static volatile long graceMs;
@@ -157,16 +157,38 @@ public final class StopBetweenBatches {
    */
   public static void stop(Object query, long graceMs, String flowName, boolean jsonLine)
       throws ReflectiveOperationException {
+    // The driver and this JVM's shutdown hook both stop the queries when a SIGTERM reaches the
+    // whole process group. A second stop must not act on its own: it may find the batch the
+    // first is waiting for no longer marked active (a batch stopped during planning still runs
+    // its job) while the query's thread is alive, and the query's own stop() would then cancel
+    // that job mid-write. It waits for the first stop to end instead.
+    String run = String.valueOf(query.getClass().getMethod("runId").invoke(query));
+    CountDownLatch mine = new CountDownLatch(1);
+    CountDownLatch first = STOPS.putIfAbsent(run, mine);
+    if (first != null) {
+      awaitQuietly(first, graceMs + Math.max(RUN_JOBS_WAIT_MS, graceMs) + RUN_JOBS_WAIT_MS + 5_000);
+      return;
+    }
+    try {
+      stopOnce(query, graceMs, flowName, jsonLine);
+    } finally {
+      mine.countDown();
+    }
+  }
+
+  private static void stopOnce(Object query, long graceMs, String flowName, boolean jsonLine)
+      throws ReflectiveOperationException {
     Class<?> type = query.getClass();
     long started = System.nanoTime();
     if (graceMs > 0 && isTriggerActive(type.getMethod("status").invoke(query))) {
-      // The driver and this JVM's shutdown may both stop a query: it is said once.
-      if (ANNOUNCED.add(String.valueOf(type.getMethod("runId").invoke(query)))) {
-        System.err.println(line(flowName, jsonLine, "stopping: query " + type.getMethod("name").invoke(query)
-            + " finishes its running batch first (up to " + TimeUnit.MILLISECONDS.toSeconds(graceMs) + " s)"));
-      }
+      System.err.println(line(flowName, jsonLine, "stopping: query " + type.getMethod("name").invoke(query)
+          + " finishes its running batch first (up to " + TimeUnit.MILLISECONDS.toSeconds(graceMs) + " s)"));
       if (markTerminated(query)) {
         type.getMethod("awaitTermination", long.class).invoke(query, graceMs);
+        // The query is said terminated a moment before its thread ends, and stop() cancels the
+        // run's jobs while that thread is alive: that would cancel the job of a batch stopped
+        // during planning, which still runs (awaitRunJobs waits for it below).
+        awaitThreadEnd(query, graceMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
       } else {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(graceMs);
         long running = lastBatch(query);
@@ -290,6 +312,26 @@ public final class StopBetweenBatches {
       return true;
     } catch (ReflectiveOperationException | ClassCastException e) {
       return false;
+    }
+  }
+
+  private static void awaitThreadEnd(Object query, long ms) {
+    try {
+      Object execution = query.getClass().getMethod("streamingQuery").invoke(query);
+      Thread thread = (Thread) execution.getClass().getMethod("queryExecutionThread").invoke(execution);
+      thread.join(Math.max(1, ms));
+    } catch (ReflectiveOperationException | ClassCastException e) {
+      // Another Spark: stop() as before.
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void awaitQuietly(CountDownLatch latch, long ms) {
+    try {
+      latch.await(ms, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
