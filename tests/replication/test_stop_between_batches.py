@@ -23,13 +23,47 @@ def test_a_stop_while_the_next_batch_is_being_planned_returns_only_once_that_bat
     thread interrupts itself after planning, but the batch's job is submitted all the same and
     goes on writing with no one waiting for it. Not every stop lands in that window (the status
     is read from here), so the query is stopped and started again a few times."""
-    source, destination = unique("planned."), unique("planned-copy.")
+    stop = spark._jvm.io.drstream.spark.StopBetweenBatches
+    for attempt, query, destination in _planning_batches(spark, dc1, dc2, topics, tmp_path, "planned"):
+        stop.stop(query._jsq, 30_000, "test", False)
+        assert _cancelled_jobs(spark, query) == [], f"stop {attempt}: the batch's job was cancelled"
+        at_stop = count(dc2.bootstrap, destination)
+        time.sleep(2)
+        written_after = count(dc2.bootstrap, destination) - at_stop
+        assert written_after == 0, f"stop {attempt}: the stopped query wrote {written_after} records after it"
+
+
+def test_two_stops_at_once_during_a_batch_cancel_nothing_and_nothing_is_written_after_them(
+    spark, dc1, dc2, topics, tmp_path
+):
+    """A SIGTERM to the flow's process group stops the query twice at once: from the driver and
+    from the JVM's shutdown hook. The second stop waits for the first; acting on its own, it could
+    find the batch no longer marked active while the query's thread was alive, and the query's own
+    stop cancelled the batch's job mid-write (the tasks' stack traces)."""
+    stop = spark._jvm.io.drstream.spark.StopBetweenBatches
+    for attempt, query, destination in _planning_batches(spark, dc1, dc2, topics, tmp_path, "twice"):
+        stops = [threading.Thread(target=stop.stop, args=(query._jsq, 30_000, "test", False)) for _ in range(2)]
+        for thread in stops:
+            thread.start()
+        for thread in stops:
+            thread.join(120)
+        assert query.exception() is None
+        cancelled = _cancelled_jobs(spark, query)
+        assert cancelled == [], f"stop {attempt}: jobs {cancelled} of the query were cancelled"
+        written = count(dc2.bootstrap, destination)
+        time.sleep(1)
+        assert count(dc2.bootstrap, destination) == written, f"stop {attempt}: written after both stops"
+
+
+def _planning_batches(spark, dc1, dc2, topics, tmp_path, name: str, attempts: int = 3):
+    """(attempt, query, destination topic) a few times, each a query copying a backlog caught
+    while it plans its next batch; the query is stopped once the caller is done with it."""
+    source, destination = unique(f"{name}."), unique(f"{name}-copy.")
     topics.extend([source, destination])
     create_topic(dc1.bootstrap, source, 4)
     create_topic(dc2.bootstrap, destination, 4)
     produce(dc1.bootstrap, source, ({"value": b"x" * 100, "partition": i % 4} for i in range(200_000)))
-    stop = spark._jvm.io.drstream.spark.StopBetweenBatches
-    for attempt in range(3):
+    for attempt in range(1, attempts + 1):
         # A backlog keeps batches back to back: the next one is planned as soon as one ends.
         query = (
             spark.readStream.format("kafka").option("kafka.bootstrap.servers", dc1.bootstrap)
@@ -41,51 +75,7 @@ def test_a_stop_while_the_next_batch_is_being_planned_returns_only_once_that_bat
         try:
             assert wait_until(lambda q=query: q.lastProgress is not None, 60), "the query ran no batch"
             assert wait_until(lambda q=query: q._jsq.status().message().startswith("Getting offsets"), 30, 0.001)
-            stop.stop(query._jsq, 30_000, "test", False)
-            assert _cancelled_jobs(spark, query) == [], f"stop {attempt + 1}: the batch's job was cancelled"
-            at_stop = count(dc2.bootstrap, destination)
-            time.sleep(2)
-            written_after = count(dc2.bootstrap, destination) - at_stop
-            assert written_after == 0, f"stop {attempt + 1}: the stopped query wrote {written_after} records after it"
-        finally:
-            query.stop()
-
-
-def test_two_stops_at_once_during_a_batch_cancel_nothing_and_every_record_sent_is_in_a_finished_batch(
-    spark, dc1, dc2, topics, tmp_path
-):
-    """A SIGTERM to the flow's process group stops the query twice at once: from the driver and
-    from the JVM's shutdown hook. The second stop waits for the first; acting on its own, it found
-    the batch no longer marked active while the query's thread was alive and the query's own stop
-    cancelled the batch's job mid-write (the tasks' stack traces)."""
-    source, destination = unique("twice."), unique("twice-copy.")
-    topics.extend([source, destination])
-    create_topic(dc1.bootstrap, source, 4)
-    create_topic(dc2.bootstrap, destination, 4)
-    produce(dc1.bootstrap, source, ({"value": b"x" * 100, "partition": i % 4} for i in range(200_000)))
-    stop = spark._jvm.io.drstream.spark.StopBetweenBatches
-    for attempt in range(3):
-        query = (
-            spark.readStream.format("kafka").option("kafka.bootstrap.servers", dc1.bootstrap)
-            .option("subscribe", source).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 20_000)
-            .load().select("value", "partition")
-            .writeStream.format("kafka").option("kafka.bootstrap.servers", dc2.bootstrap)
-            .option("topic", destination).option("checkpointLocation", str(tmp_path / "checkpoint")).start()
-        )
-        try:
-            assert wait_until(lambda q=query: q.lastProgress is not None, 60), "the query ran no batch"
-            assert wait_until(lambda q=query: q._jsq.status().message().startswith("Getting offsets"), 30, 0.001)
-            stops = [threading.Thread(target=stop.stop, args=(query._jsq, 30_000, "test", False)) for _ in range(2)]
-            for thread in stops:
-                thread.start()
-            for thread in stops:
-                thread.join(120)
-            assert query.exception() is None
-            cancelled = _cancelled_jobs(spark, query)
-            assert cancelled == [], f"stop {attempt + 1}: jobs {cancelled} of the query were cancelled"
-            written = count(dc2.bootstrap, destination)
-            time.sleep(1)
-            assert count(dc2.bootstrap, destination) == written, f"stop {attempt + 1}: written after both stops"
+            yield attempt, query, destination
         finally:
             query.stop()
 
