@@ -34,6 +34,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from bench.cpu_profile import JFR_OPTIONS, dump_flight_recording
 from bench.replicators import Replicator, dr_stream
 from bench.result_files import bench_clusters, figure, stamp, write_results
 from bench.workloads import create_topics
@@ -139,8 +140,8 @@ def wait_batches(flow_log: FlowLog, records: int, replicator: Replicator, timeou
 
 def flow_env(work: Path, source: LocalCluster, target: LocalCluster, pattern: str, jfr: bool = False
          ) -> dict[str, str]:
-    # With `jfr`, the Spark JVM keeps a Java Flight Recording, written out by `dump_recording`.
-    recording = {"JAVA_TOOL_OPTIONS": "-XX:StartFlightRecording=name=bench,settings=profile"} if jfr else {}
+    # With `jfr`, the Spark JVM keeps a Java Flight Recording, written out by `dump_flight_recording`.
+    recording = {"JAVA_TOOL_OPTIONS": JFR_OPTIONS} if jfr else {}
     return {**recording, "BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
             "BENCH_TOPICS": pattern, "BENCH_TRIGGER": "1s", "BENCH_MAX_TRIGGER": "30s", "BENCH_MODE": "microbatch",
             "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": "2g"}
@@ -182,7 +183,7 @@ def measure(partitions: int, repeat: int, source: LocalCluster, target: LocalClu
             time.sleep(2)
         run.peak_rss_mib = replicator.cost.peak_rss / 2**20
         if jfr:
-            dump_recording(replicator, logs / f"batch-{partitions}-{repeat}.jfr")
+            dump_flight_recording(replicator, logs / f"batch-{partitions}-{repeat}.jfr")
     finally:
         replicator.stop()
         producer.flush(10)
@@ -190,23 +191,6 @@ def measure(partitions: int, repeat: int, source: LocalCluster, target: LocalClu
             admin.delete_topics(clients.admin(ClusterConfig(cluster.alias, cluster.bootstrap)), topics)
         shutil.rmtree(work, ignore_errors=True)
     return run
-
-
-def dump_recording(replicator: Replicator, into: Path) -> None:
-    """Writes the Spark JVM's flight recording now: at the flow's stop the JVM may not live long
-    enough to write it itself."""
-    import subprocess
-
-    from bench.replicators import process_tree
-
-    for pid in process_tree(replicator.proc.pid):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"org.apache.spark.deploy.SparkSubmit" in command:
-            subprocess.run(["jcmd", str(pid), "JFR.dump", "name=bench", f"filename={into}"], check=True,
-                           capture_output=True)
 
 
 def _median(values: list[float]) -> float:

@@ -154,6 +154,28 @@ class Phase:
         return self.ended - self.began
 
 
+def replicator_jvm(replicator: Replicator) -> int | None:
+    """The JVM doing a replicator's work: Spark's driver (not the launcher that starts it), or
+    MirrorMaker 2's."""
+    for pid in process_tree(replicator.proc.pid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if _kind(pid) == "jvm" and b"org.apache.spark.launcher.Main" not in command:
+            return pid
+    return None
+
+
+def dump_flight_recording(replicator: Replicator, into: Path) -> None:
+    """Writes the replicator JVM's recording (started with `JFR_OPTIONS`) now: at its stop the
+    JVM may not live long enough to write it itself."""
+    jvm = replicator_jvm(replicator)
+    if jvm is not None:
+        subprocess.run(["jcmd", str(jvm), "JFR.dump", "name=profile", f"filename={into}"],
+                       check=True, capture_output=True, timeout=120)
+
+
 @dataclass
 class Profiler:
     """Attached to one replicator's run: `mark` begins each named phase (ending the last),
@@ -200,24 +222,11 @@ class Profiler:
     def stopping(self) -> None:
         """Before the replicator stops: the last phase ends and the recording is written."""
         self._end_phase()
-        jvm = self._jvm_pid()
-        if jvm is not None:
-            subprocess.run(["jcmd", str(jvm), "JFR.dump", "name=profile", f"filename={self.recording}"],
-                           check=True, capture_output=True, timeout=120)
+        dump_flight_recording(self.replicator, self.recording)
 
     @property
     def recording(self) -> Path:
         return self.out / "recording.jfr"
-
-    def _jvm_pid(self) -> int | None:
-        for pid in process_tree(self.replicator.proc.pid):
-            try:
-                command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if _kind(pid) == "jvm" and b"org.apache.spark.launcher.Main" not in command:
-                return pid
-        return None
 
     def samples(self) -> dict[str, tuple[Sampled, Sampled]]:
         """Each phase's (JVM samples, Python samples)."""
