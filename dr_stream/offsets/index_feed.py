@@ -297,7 +297,7 @@ class IndexFeed:
     def maintain(self) -> None:
         """Drops runs whose records retention removed, and merges rows of one run."""
         with self._table:
-            self._last_maintenance = time.monotonic()
+            self._last_maintenance = began = time.monotonic()
             bounds = self.dest_bounds()
             with self._lock:
                 self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
@@ -313,8 +313,8 @@ class IndexFeed:
             after = merged.count()
             if after != before:
                 self.index.rewrite(merged)
-                self.log(f"offset index: {before} rows -> {after} (merged rows of one run, dropped runs whose "
-                         "records the destination deleted)")
+                self.log(f"offset index: {before} rows -> {after} in {time.monotonic() - began:.1f} s (merged rows "
+                         "of one run, dropped runs whose records the destination deleted)")
 
     def close(self) -> None:
         """Appends what the table does not hold yet (a stopped flow leaves it complete), then
