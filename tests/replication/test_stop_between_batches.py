@@ -57,13 +57,15 @@ def test_two_stops_at_once_during_a_batch_cancel_nothing_and_nothing_is_written_
 
 def _planning_batches(spark, dc1, dc2, topics, tmp_path, name: str, attempts: int = 3):
     """(attempt, query, destination topic) a few times, each a query copying a backlog caught
-    while it plans its next batch; the query is stopped once the caller is done with it."""
+    while it plans its next batch; the query is stopped once the caller is done with it. Each
+    attempt adds a backlog of its own: on a slow machine the wait for planning can let a query
+    run many batches, and a later attempt with nothing left to copy would run no job at all."""
     source, destination = unique(f"{name}."), unique(f"{name}-copy.")
     topics.extend([source, destination])
     create_topic(dc1.bootstrap, source, 4)
     create_topic(dc2.bootstrap, destination, 4)
-    produce(dc1.bootstrap, source, ({"value": b"x" * 100, "partition": i % 4} for i in range(200_000)))
     for attempt in range(1, attempts + 1):
+        produce(dc1.bootstrap, source, ({"value": b"x" * 100, "partition": i % 4} for i in range(100_000)))
         # A backlog keeps batches back to back: the next one is planned as soon as one ends.
         query = (
             spark.readStream.format("kafka").option("kafka.bootstrap.servers", dc1.bootstrap)
