@@ -86,7 +86,8 @@ def failover_times(source: str, destination: str, config: Path, env: dict[str, s
     gone = {**env, "BENCH_SOURCE": "127.0.0.1:1"}
     one = _timed_failover(config, gone, names[0], log)
     every = _timed_failover(config, gone, "bench-fo-.*", log)
-    log(f"  failover with the source gone: 1 group {one}s, {groups} groups x {partitions} partitions {every}s")
+    shown = ["failed" if t is None else f"{t:.2f}s" for t in (one, every)]
+    log(f"  failover with the source gone: 1 group {shown[0]}, {groups:,} groups x {partitions} partitions {shown[1]}")
     return FailoverTimes(one, every, groups, partitions)
 
 

@@ -45,6 +45,13 @@ def _machine() -> str:
     return f"{os.cpu_count()} cores, {memory:.0f} GiB; Kafka {pins.kafka}, Spark {pins.spark}"
 
 
+def _host_steal_s() -> float:
+    """CPU-seconds the hypervisor gave other guests instead of this machine, since boot. A run
+    during which it grew ran slow for reasons outside it; the run's line says so."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> Path:
     # Java properties read '\' as an escape: a regex backslash is written twice.
     text = (HERE / "mm2.properties").read_text()
@@ -63,6 +70,7 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
     mark = profiler.mark if profiler else (lambda _: None)
     workloads.recreate_topic(source.bootstrap, names["steady"], size.partitions)
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
+    steal_at = _host_steal_s()
     replicator.start()
     if profiler:
         profiler.started(replicator)
@@ -109,7 +117,8 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         replicator.stop()
         result.peak_rss, result.cpu_seconds = replicator.cost.peak_rss, replicator.cost.cpu_seconds
         log(f"  {result.name} stopped: peak RSS {result.peak_rss / 2**20:,.0f} MiB, "
-            f"{result.cpu_seconds:,.0f} CPU-seconds")
+            f"{result.cpu_seconds:,.0f} CPU-seconds; the host took {_host_steal_s() - steal_at:,.1f} CPU-seconds "
+            "away meanwhile (steal)")
     return result
 
 
