@@ -114,7 +114,10 @@ class _Supervisor:
             if active:
                 reason = self.flow.take_restart_request()
                 if reason:
+                    began = time.monotonic()
                     self._stop_between_batches(part)
+                    self.flow.log(f"{part.name}: stopped between batches in {time.monotonic() - began:.1f}s for "
+                                  "its restart")
                     self._launch(part, now)
                 continue
             self._retry(part, now, f"{part.name} failed: {_error_line(part.query.exception())}")
