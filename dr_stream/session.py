@@ -100,12 +100,16 @@ def scheduler_pools() -> str:
 
 
 # C1 alone gets a 48 MB code cache by default, which a flow fills within minutes: the JVM then
-# stops compiling and says so on the console. G1 sizes the heap for at most 1/13 of the time in
-# collections and gives memory back only when over 70% of it is free, so a driver whose live
-# data is a few hundred MB grew to its whole -Xmx at 1,000 partitions. Allowed a fifth of the
-# time (young collections of short-lived rows cost little), kept at most 30% free and returning
-# the rest when idle, it stays near what it holds.
-DRIVER_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:GCTimeRatio=4 "
+# stops compiling and says so on the console. G1 gives memory back only when over 70% of the
+# heap is free, so a driver whose live data is a few hundred MB grew to its whole -Xmx at 1,000
+# partitions; kept at most 30% free and returning the rest when idle, it stays near what it
+# holds. G1 keeps its own time goal (at most a 13th of the time in collections): allowed a
+# fifth (GCTimeRatio=4), it kept the heap, and with it the young generation, so small that its
+# collections paused the copy again and again, and the catch-up ran slower for no less memory
+# (`python -m bench.ab`, medians of 3 alternating runs: 46k against 52k records/s in
+# micro-batch mode, 39k against 52k in real-time mode; peak RSS 1,009 against 934 MiB and
+# 1,048 against 1,030). C2 measured no better (README: Benchmark).
+DRIVER_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m "
                        "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:G1PeriodicGCInterval=10000")
 
 
