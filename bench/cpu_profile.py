@@ -31,7 +31,7 @@ from bench.replicators import Replicator, process_tree
 from dr_stream.paths import project_root
 
 _TICKS = os.sysconf("SC_CLK_TCK")
-JFR_OPTIONS = "-XX:StartFlightRecording=name=profile,settings=profile -XX:FlightRecorderOptions=stackdepth=128"
+JFR_OPTIONS = "-XX:StartFlightRecording=name=profile,settings=profile -XX:FlightRecorderOptions=stackdepth=512"
 PY_SPY_RATE = 100
 ENDED = "threads that ended in the phase"
 

@@ -36,7 +36,13 @@ def _tree(stacks: Iterable[tuple[list[str], int]]) -> _Node:
 
 
 def _depth(node: _Node) -> int:
-    return 1 + max((_depth(c) for c in node.children.values()), default=0)
+    # Iterative: a recording's stacks go 512 frames deep, past Python's recursion limit.
+    deepest, todo = 0, [(node, 1)]
+    while todo:
+        current, depth = todo.pop()
+        deepest = max(deepest, depth)
+        todo.extend((child, depth + 1) for child in current.children.values())
+    return deepest
 
 
 def _color(frame: str) -> str:
@@ -61,22 +67,24 @@ def flame_graph_svg(stacks: Iterable[tuple[list[str], int]], title: str, min_px:
     scale = WIDTH / total
     boxes: list[str] = []
 
-    def draw(name: str, node: _Node, x: float, level: int) -> None:
+    # Depth first, children in name order, without recursion (see `_depth`).
+    todo: list[tuple[str, _Node, float, int]] = [("all", root, 0.0, 0)]
+    while todo:
+        name, node, x, level = todo.pop()
         width = node.samples * scale
         if width < min_px:
-            return
+            continue
         y = height - (level + 1) * ROW - 4
         tip = html.escape(f"{name} ({node.samples:,} samples, {100 * node.samples / total:.2f}%)")
         text = html.escape(_label(name, width))
         boxes.append(f'<g><title>{tip}</title><rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{ROW - 1}" '
                      f'fill="{_color(name)}" rx="2"/>'
                      + (f'<text x="{x + 3:.1f}" y="{y + ROW - 4}">{text}</text>' if text else "") + "</g>")
-        child_x = x
+        children, child_x = [], x
         for child_name, child in sorted(node.children.items()):
-            draw(child_name, child, child_x, level + 1)
+            children.append((child_name, child, child_x, level + 1))
             child_x += child.samples * scale
-
-    draw("all", root, 0.0, 0)
+        todo.extend(reversed(children))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
             f'font-family="monospace" font-size="11">'
             f'<rect width="100%" height="100%" fill="#fdfdf8"/>'

@@ -113,3 +113,10 @@ def test_the_jfr_folder_writes_each_windows_samples(tmp_path: Path):
                if thread == "main" and stack[-1] in ("Busy.spin", "Busy.main"))
     assert busy >= 20, f"{busy} samples in Busy's frames, about 150 expected"
     assert (tmp_path / "out" / "none.folded").read_text() == ""
+
+
+def test_a_stack_deeper_than_pythons_recursion_limit_is_drawn():
+    # The recorder keeps stacks 512 frames deep; Spark's planner goes past 128.
+    deep = [f"frame{i}" for i in range(2_000)]
+    svg = flame_graph_svg([(deep, 5)], "t")
+    assert "frame1999 (5 samples" in svg
