@@ -55,6 +55,8 @@ class Arm:
 METRICS: dict[str, tuple[Callable[[ToolResult], float | None], str, str]] = {
     "catch-up records/s": (lambda r: r.catch_up.records_per_s if r.catch_up else None, ",.0f", "higher"),
     "CPU-seconds": (lambda r: r.cpu_seconds, ",.1f", "lower"),
+    "catch-up CPU-s": (lambda r: r.catch_up_cpu_seconds, ",.1f", "lower"),
+    "steady CPU-s": (lambda r: r.steady_cpu_seconds, ",.1f", "lower"),
     "peak RSS MiB": (lambda r: r.peak_rss / 2**20, ",.0f", "lower"),
     "steady p99 ms": (lambda r: workloads.percentile(r.latencies, 99) if r.latencies else None, ",.0f", "lower"),
 }
