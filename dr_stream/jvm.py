@@ -150,21 +150,36 @@ def fetch(name: str, artifacts: list[str], transitive: bool) -> bool:
     return True
 
 
+def pyspark_jar(prefix: str) -> Path:
+    """One of pyspark's own jars, by the start of its name (`spark-sql-api_`)."""
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob(f"{prefix}*.jar"))
+    if not found:
+        raise RuntimeError(f"pyspark ships no {prefix}*.jar: is pyspark installed (make setup)?")
+    return found[0]
+
+
 def build_own_jar(pins: JvmPins) -> bool:
-    """Build jvm/ (the timestamp interceptor) into `.cache/jars/dr-stream`; False when up to date."""
+    """Build jvm/ (interceptors, record path functions) into `.cache/jars/dr-stream`; False when up to date."""
     source = project_root() / "jvm"
     inputs = sorted([source / "pom.xml", *(source / "src").rglob("*.java")])
-    digest = hashlib.sha256(f"{pins.kafka} {pins.hadoop}".encode())
+    spark_jars_used = {"spark.sql.api.jar": pyspark_jar("spark-sql-api_"),
+                       "spark.common.jar": pyspark_jar("spark-common-utils_"),
+                       "scala.library.jar": pyspark_jar("scala-library-"),
+                       "scala.reflect.jar": pyspark_jar("scala-reflect-")}
+    digest = hashlib.sha256(f"{pins.kafka} {pins.hadoop} {sorted(p.name for p in spark_jars_used.values())}".encode())
     for path in inputs:
         digest.update(path.read_bytes())
     dest = jar_dir("dr-stream")
     stamp = dest / _STAMP
     if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
         return False
-    print("building jvm/ (timestamp interceptor, connection check, dev Hadoop) ...", file=sys.stderr, flush=True)
+    print("building jvm/ (interceptors, record path functions, connection check, dev Hadoop) ...", file=sys.stderr,
+          flush=True)
     subprocess.run(
         ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), "package", f"-Dkafka.version={pins.kafka}",
-         f"-Dhadoop.version={pins.hadoop}"],
+         f"-Dhadoop.version={pins.hadoop}", *(f"-D{key}={path}" for key, path in spark_jars_used.items())],
         check=True,
     )
     shutil.rmtree(dest, ignore_errors=True)

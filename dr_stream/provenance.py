@@ -6,8 +6,11 @@ A record copied from cluster X, topic T, partition P, offset O carries one heade
 one Confluent Replicator uses, so applications that already skip it keep working.
 
 The record path reads and writes it as Column expressions evaluated in the JVM (no Python
-UDF); the driver's few look-ups at single records (`newest_entry`, `origin_offset`) read it
-from a consumed record's headers.
+UDF): it builds the value from strings and reads it with dr-stream's Java rule
+(`io.drstream.spark.CycleRule`, `cycle_flags`), so the whole path compiles into one stage of
+generated code; the batch reads of the destination (index rebuild, failback) parse it with
+`from_json` (`with_provenance`, `is_cycle`). The driver's few look-ups at single records
+(`newest_entry`, `origin_offset`) read it from a consumed record's headers.
 
 Invariant: a header value that is not provenance JSON counts as no provenance, in both
 forms, and never fails a row or a look-up.
@@ -18,8 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.classic.column import Column as JvmColumn
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -131,15 +136,49 @@ def is_cycle(destination_cluster_id: str, destination_topic: Column,
     return F.when(F.size(entries) > 0, F.exists(entries, came_from_destination)).otherwise(F.lit(False))
 
 
+def _record_path_columns():
+    """dr-stream's Java functions of the record path (jvm/: io.drstream.spark.RecordPathColumns)."""
+    return SparkContext._active_spark_context._jvm.io.drstream.spark.RecordPathColumns
+
+
 def copy_time_ms() -> Column:
     """The time of the copy, epoch milliseconds as text, read as each record is copied.
 
     Not `current_timestamp()`: a streaming query turns that into the batch's time as a constant
     written into the generated code, so Spark compiled the record path anew for every
     micro-batch (two classes a batch; Janino compiling was 6% of the JVM's samples at 5,000
-    records/s, most of it this). The clock is
-    read here through a reference the generated code holds, the same code every batch."""
-    return F.expr("reflect('java.lang.System', 'currentTimeMillis')")
+    records/s, most of it this). Not `reflect(...)` either: Spark evaluates it outside generated
+    code, which kept the whole projection out of the stage. A Java function that reads the clock,
+    marked nondeterministic so it is never folded into a constant."""
+    return JvmColumn(_record_path_columns().copyTime()).cast("string")
+
+
+CYCLE = 1  # io.drstream.spark.CycleRule.CYCLE
+MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
+
+
+def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
+                overrides: Sequence[FilterOverride] = ()) -> Column:
+    """`CYCLE | MALFORMED_BITS` of a record: the rule of `is_cycle` and `malformed_provenance`,
+    read by dr-stream's Java rule (`io.drstream.spark.CycleRule`) from the record's own headers
+    with `destination_topic` (a column of the record), and only for a record with a header under
+    the provenance key (0 for the others, every record of an active-passive flow)."""
+    jvm = SparkContext._active_spark_context._jvm
+    rule_class = jvm.io.drstream.spark.CycleRule
+    gateway = SparkContext._active_spark_context._gateway
+    clusters = gateway.new_array(jvm.java.lang.String, len(overrides))
+    topics = gateway.new_array(jvm.java.lang.String, len(overrides))
+    froms = gateway.new_array(jvm.long, len(overrides))
+    tos = gateway.new_array(jvm.long, len(overrides))
+    for i, override in enumerate(overrides):
+        clusters[i], topics[i] = override.cluster, override.topic
+        froms[i] = override.from_ms if override.from_ms is not None else -(2**63)
+        tos[i] = override.to_ms if override.to_ms is not None else 2**63 - 1
+    rule = rule_class(header, destination_cluster_id, rule_class.overrides(clusters, topics, froms, tos))
+    headers = headers_or_empty(F.col("headers"))
+    flags = JvmColumn(_record_path_columns().cycleFlags(rule, headers["key"]._jc, headers["value"]._jc,
+                                                       destination_topic._jc))
+    return F.when(has_header(F.col("headers"), header), flags).otherwise(F.lit(0))
 
 
 def provenance_value(source_cluster_id: str) -> Column:
@@ -161,10 +200,11 @@ def provenance_value(source_cluster_id: str) -> Column:
     ).cast("binary")
 
 
-def append_header(headers: Column, key: str, value: Column) -> Column:
+def append_headers(headers: Column, added: Sequence[tuple[str, Column]]) -> Column:
+    """`headers` (null as none) followed by `added`, in order: one new array per record."""
     return F.concat(
         headers_or_empty(headers),
-        F.array(F.struct(F.lit(key).alias("key"), value.alias("value"))),
+        F.array(*(F.struct(F.lit(key).alias("key"), value.alias("value")) for key, value in added)),
     )
 
 

@@ -57,7 +57,7 @@ from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import left_out_group, read_left_out
 from dr_stream.replication.progress import ProgressPrinter
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.replication.resume import drop_already_copied, resume_marks
+from dr_stream.replication.resume import Resume, resume_marks
 from dr_stream.replication.task_slots import shortfall, slots_needed, task_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
@@ -278,16 +278,12 @@ class ReplicationFlow:
         source = self.spark.readStream.format("kafka").options(
             **spark_options.replicate_source(config, sorted(replicated))).load()
         if not config.streaming.realtime:
-            # A task per core, not per source partition (tasks and run publications cost more than
-            # a small batch's writes), right after the source: the provenance steps cannot compile
-            # into a whole stage and rebuild their projections for each partition they run over.
-            # Order within a partition is kept. Real-time mode needs a task per partition.
+            # A task per core, not per source partition: a task's scheduling, producer flush, commit
+            # message and run publications cost more than a small batch's writes. Order within a
+            # partition is kept. Real-time mode needs a task per partition.
             source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
-        stream = (
-            source.transform(prepare(self.plan))
-            .transform(drop_already_copied(self._marks, self._left_out))
-            .transform(to_sink_rows(self.plan))
-        )
+        stream = source.transform(prepare(self.plan, Resume(self._marks, self._left_out))).transform(
+            to_sink_rows(self.plan))
         checkpoint = config.checkpoint("replicate")
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:

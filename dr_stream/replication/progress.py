@@ -76,12 +76,12 @@ class ProgressPrinter:
         if sources:
             self.on_batch(sources[0].get("endOffset"))
         observed = p.get("observedMetrics") or {}
-        replicate, resume = observed.get("replicate"), observed.get("resume")
+        replicate = observed.get("replicate")
         records = int(p.get("numInputRows") or 0)
         skipped, malformed = _count(replicate, "skipped_cycle"), _count(replicate, "malformed_provenance")
         self.metrics.batch_done(self.query_name, {
             "came_from_destination": skipped, "malformed_provenance": malformed,
-            "already_copied": _count(resume, "already_copied"), "left_out": _count(resume, "left_out"),
+            "already_copied": _count(replicate, "already_copied"), "left_out": _count(replicate, "left_out"),
         }, None if self.runs_published else read_by_topic(sources))
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
                            ("skipped_cycle", skipped), ("malformed_provenance", malformed)):

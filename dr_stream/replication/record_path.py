@@ -18,16 +18,16 @@ from dr_stream.config import FilterOverride
 from dr_stream.kafka.spark_options import TIMESTAMP_HEADER
 from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import (
-    append_header,
-    headers_or_empty,
-    is_cycle,
-    malformed_provenance,
-    provenance_entries,
+    CYCLE,
+    MALFORMED_BITS,
+    append_headers,
+    cycle_flags,
     provenance_value,
 )
+from dr_stream.replication.resume import Resume
 from dr_stream.step import Step
 
-CYCLE = "_cycle"
+CYCLE_COLUMN = "_cycle"
 
 
 @dataclass(frozen=True)
@@ -43,73 +43,73 @@ class ReplicationPlan:
     preserve_partitions: bool = True
 
 
+def cycle_bits(plan: ReplicationPlan) -> Column:
+    """`provenance.cycle_flags` of the record: whether it came from the destination topic (copying
+    it would loop) and whether a provenance header of it did not parse."""
+    if not plan.provenance_enabled:
+        return F.lit(0)
+    return cycle_flags(plan.header, plan.destination_cluster_id, plan.renamer.remote_topic_column(F.col("topic")),
+                       plan.filter_overrides)
+
+
+def _bit(flags: Column, bit: int) -> Column:
+    return flags.bitwiseAND(F.lit(bit)) != F.lit(0)
+
+
 def cycle(plan: ReplicationPlan) -> Column:
     """True when the record came from the destination topic, so copying it would loop."""
-    if not plan.provenance_enabled:
-        return F.lit(False)
-    return is_cycle(plan.destination_cluster_id, plan.renamer.remote_topic_column(F.col("topic")),
-                    plan.filter_overrides, provenance_entries(plan.header))
+    return _bit(cycle_bits(plan), CYCLE)
 
 
 def mark_cycles(plan: ReplicationPlan) -> Step:
     """Adds `_cycle` (`cycle`), for a reader of the rule's outcome."""
 
     def step(df: DataFrame) -> DataFrame:
-        return df.withColumn(CYCLE, cycle(plan))
+        return df.withColumn(CYCLE_COLUMN, cycle(plan))
 
     return step
 
 
-def replication_metrics(plan: ReplicationPlan) -> Step:
-    """Counts per batch of what the source gave, computed in the same pass as the copy (Spark
-    observed metrics): records, those that came from the destination, those with a provenance
-    header that did not parse."""
+def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
+    """Source rows -> the rows to copy, as the source gave them: without the records that came
+    from the destination (`cycle`) and those a restart finds already copied or left out at
+    failback (`resume`), counted in the same pass (Spark observed metrics `replicate`):
+    records, skipped_cycle, malformed_provenance, already_copied, left_out.
+
+    Nothing here adds a column, and no expression here is evaluated outside generated code: the
+    counts observe the source's rows where Spark's reader hands them over, the rules are one
+    filter, and with `to_sink_rows` they compile into one stage that builds each destination
+    row once. (A projection of its own, or any expression Spark cannot compile into a stage,
+    copied every record's value once more, and was rebuilt for every task.) A record without a
+    provenance header costs the rule one look at its header keys."""
+    resume = resume or Resume()
 
     def step(df: DataFrame) -> DataFrame:
-        malformed = malformed_provenance(plan.header) if plan.provenance_enabled else F.lit(False)
-        return df.observe(
+        flags = cycle_bits(plan)
+        came_back, malformed = _bit(flags, CYCLE), _bit(flags, MALFORMED_BITS)
+        dropped, left = resume.dropped(), resume.left()
+        counted = df.observe(
             "replicate",
             # Every record has a timestampType: counting it counts records, and names the one
             # column of the source that nothing downstream reads. Without a reader, Spark drops
             # it in a projection of its own under the counts, which copies every row.
             F.count(F.col("timestampType")).alias("records"),
-            F.sum(cycle(plan).cast("long")).alias("skipped_cycle"),
+            F.sum(came_back.cast("long")).alias("skipped_cycle"),
             F.sum(malformed.cast("long")).alias("malformed_provenance"),
+            F.sum((~came_back & dropped & ~left).cast("long")).alias("already_copied"),
+            F.sum((~came_back & left).cast("long")).alias("left_out"),
         )
-
-    return step
-
-
-def drop_cycles(plan: ReplicationPlan) -> Step:
-    def step(df: DataFrame) -> DataFrame:
-        return df.where(~cycle(plan))
+        return counted.where(~came_back & ~dropped)
 
     return step
 
 
 def sink_headers(plan: ReplicationPlan) -> Column:
     """The record's headers, then this hop's provenance header and the transient timestamp header."""
-    headers = headers_or_empty(F.col("headers"))
+    added = [(TIMESTAMP_HEADER, F.unix_millis(F.col("timestamp")).cast("string").cast("binary"))]
     if plan.provenance_enabled:
-        headers = append_header(headers, plan.header, provenance_value(plan.source_cluster_id))
-    stamp = F.unix_millis(F.col("timestamp")).cast("string").cast("binary")
-    return append_header(headers, TIMESTAMP_HEADER, stamp)
-
-
-def prepare(plan: ReplicationPlan) -> Step:
-    """Source rows -> the rows to copy, as the source gave them, counted (`replication_metrics`).
-
-    Nothing here adds a column: the counts observe the source's rows and the cycle rule is a
-    filter, so a record's value is copied once, by `to_sink_rows`. A projection holding the
-    provenance rule cannot be compiled into a whole stage (its higher-order functions are
-    evaluated outside generated code), and adding the rule's columns in one copied every value
-    once more. The rule is evaluated twice per record (count and filter); a record without a
-    provenance header stops at `has_header` both times."""
-
-    def step(df: DataFrame) -> DataFrame:
-        return df.transform(replication_metrics(plan)).transform(drop_cycles(plan))
-
-    return step
+        added.insert(0, (plan.header, provenance_value(plan.source_cluster_id)))
+    return append_headers(F.col("headers"), added)
 
 
 def to_sink_rows(plan: ReplicationPlan) -> Step:

@@ -16,12 +16,10 @@ the operator chose to leave out at failback (`left_out`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
-
-from dr_stream.step import Step
 
 Partition = tuple[str, int]
 
@@ -63,24 +61,22 @@ def already_copied(marks: dict[Partition, int]) -> Column:
     return F.coalesce(F.col("offset") <= mark, F.lit(False))
 
 
-def drop_already_copied(marks: dict[Partition, int], left_out: dict[Partition, int] | None = None) -> Step:
-    """Keeps records whose origin offset is above their partition's mark (topic names cannot
-    hold ':', so `topic:partition` names a partition unambiguously). Counts what it drops, in
-    the same pass (observed metrics `resume`): `left_out` at or below a failback's left-out
-    mark, `already_copied` the rest."""
+@dataclass(frozen=True)
+class Resume:
+    """What a (re)started query skips, per source partition: records at or below `marks`
+    (already on the destination, or left out at failback) and, among them, those at or below
+    `left_out` (left out by the operator). The record path filters and counts with these
+    expressions (`record_path.prepare`); they add no column, so they cost no copy of a record."""
 
-    def step(df: DataFrame) -> DataFrame:
-        if not marks:
-            return df
-        # Expressions, not columns: a column added here would cost a projection copying every
-        # record (record_path.prepare says why).
-        dropped = already_copied(marks)
-        left = dropped & (already_copied(left_out) if left_out else F.lit(False))
-        return (
-            df.observe("resume",
-                       F.sum((dropped & ~left).cast("long")).alias("already_copied"),
-                       F.sum(left.cast("long")).alias("left_out"))
-            .where(~dropped)
-        )
+    marks: dict[Partition, int] = field(default_factory=dict)
+    left_out: dict[Partition, int] = field(default_factory=dict)
 
-    return step
+    def dropped(self) -> Column:
+        return already_copied(self.marks)
+
+    def left(self) -> Column:
+        """Dropped because it was left out at failback (topic names cannot hold ':', so
+        `topic:partition` names a partition unambiguously)."""
+        if not self.marks or not self.left_out:
+            return F.lit(False)
+        return self.dropped() & already_copied(self.left_out)

@@ -25,12 +25,14 @@ from dr_stream.config import FilterOverride
 from dr_stream.policy import TopicRenamer
 from dr_stream.provenance import HEADERS_TYPE, MALFORMED, PROVENANCE, provenance_value, with_provenance
 from dr_stream.replication.record_path import (
-    CYCLE,
+    CYCLE_COLUMN,
     ReplicationPlan,
+    cycle_bits,
     mark_cycles,
     prepare,
     to_sink_rows,
 )
+from dr_stream.replication.resume import Resume
 from tests.kafka_tools import wait_until
 
 KAFKA_SCHEMA = StructType([
@@ -99,7 +101,35 @@ def test_sink_rows_go_to_the_topic_the_rename_template_names(spark):
 def test_mark_cycles_applies_the_cycle_rule_and_its_overrides(spark, header, overrides, is_cycle):
     plan = ReplicationPlan("SRC", "DEST", filter_overrides=overrides)
     df = kafka_rows(spark, [header]).transform(mark_cycles(plan))
-    assert df.select(CYCLE).first()[0] is is_cycle
+    assert df.select(CYCLE_COLUMN).first()[0] is is_cycle
+
+
+@pytest.mark.parametrize(
+    ("value", "malformed"),
+    [
+        (b'{"cluster":"A","topic":"t","partition":1,"offset":2,"timestamp":3}', False),
+        (b' { "offset" : 2 , "partition":1, "topic":"t", "cluster":"A", "extra": {"x": [1, "}"]} } ', False),
+        (b'{"cluster":"A","topic":"t","partition":1,"offset":2}', False),  # no copy time: still an entry
+        (b'{"cluster":"A","topic":"t","partition":1,"offset":2,"timestamp":null}', False),
+        (b"{not json", True),
+        (b'{"cluster": "A", "partition": "x"}', True),
+        (b'{"cluster":"A","topic":"t","partition":1,"offset":2.5}', True),
+        (b'{"cluster":"A","topic":"t","partition":4294967296,"offset":2}', True),  # beyond an int
+        (b'{"cluster":"A","topic":"t","partition":1,"offset":2} trailing', True),
+        (b"\xff\xfe", True),
+        (b"", True),
+    ],
+)
+def test_a_provenance_value_that_is_no_entry_is_malformed_and_never_fails_the_row(spark, value, malformed):
+    plan = ReplicationPlan("SRC", "DEST")
+    bits = kafka_rows(spark, [("__replicator_id", value)]).select(cycle_bits(plan)).first()[0]
+    assert bits == (2 if malformed else 0)
+
+
+def test_a_record_with_one_entry_from_the_destination_among_several_hops_is_a_cycle(spark):
+    plan = ReplicationPlan("SRC", "DEST")
+    df = kafka_rows(spark, [prov("THIRD"), ("app", b"1"), prov("DEST"), ("__replicator_id", b"junk")])
+    assert df.select(cycle_bits(plan)).first()[0] == 3
 
 
 def test_sink_rows_append_one_header_with_the_origin_and_a_transient_timestamp(spark):
@@ -114,16 +144,21 @@ def test_sink_rows_append_one_header_with_the_origin_and_a_transient_timestamp(s
     assert int(bytes(row[2]["value"])) == 1262304000000
 
 
-def test_the_record_path_copies_each_record_once_in_one_projection(spark):
-    """Only the sink rows' projection rewrites the row (and copies its value); the cycle rule
-    filters and the counts observe the source's rows as they are."""
+def test_the_record_path_is_one_stage_of_generated_code_that_copies_each_record_once(spark):
+    """Only the sink rows' projection rewrites the row (and copies its value); the rules filter
+    and the counts observe the source's rows as they are, and every filter and projection is
+    compiled into the same stage (marked `*(n)`): an operator Spark cannot compile would
+    materialise each row again and build its own projection for every task."""
     plan = ReplicationPlan("SRC", "DEST")
-    df = kafka_rows(spark, [prov("DEST")], None).transform(prepare(plan)).transform(to_sink_rows(plan))
+    resume = Resume({("orders", 1): 101}, {("orders", 1): 50})
+    df = (kafka_rows(spark, [prov("DEST")], None, [prov("THIRD")]).transform(prepare(plan, resume))
+          .transform(to_sink_rows(plan)))
     executed = df._jdf.queryExecution().executedPlan().toString().splitlines()
-    projects = [line for line in executed if "Project [" in line]
-    assert len(projects) == 1, executed
-    assert any("CollectMetrics" in line for line in executed)
-    assert [r["value"] for r in df.collect()] == [b"v1"]
+    operators = [line.strip(" +-:") for line in executed if "Project [" in line or "Filter " in line]
+    assert len([o for o in operators if "Project [" in o]) == 1, executed
+    assert len({o.split(")")[0] for o in operators}) == 1 and all(o.startswith("*(") for o in operators), executed
+    assert len([line for line in executed if "CollectMetrics" in line]) == 1, executed
+    assert [r["value"] for r in df.collect()] == [b"v2"]
 
 
 def test_the_provenance_value_is_the_json_to_json_would_write_byte_for_byte(spark):

@@ -1,10 +1,10 @@
-"""What a restarted run skips: the marks rule, and the filter step over a batch (chispa)."""
+"""What a restarted run skips: the marks rule, and the expressions the record path filters and counts with (chispa)."""
 
 from __future__ import annotations
 
 from chispa import assert_df_equality
 
-from dr_stream.replication.resume import drop_already_copied, resume_marks
+from dr_stream.replication.resume import Resume, resume_marks
 
 
 def test_what_the_destination_holds_is_skipped():
@@ -31,7 +31,7 @@ def test_a_partition_the_source_no_longer_has_keeps_no_mark():
 def test_the_filter_keeps_only_records_above_their_partition_s_mark(spark):
     batch = spark.createDataFrame([("t", 0, 40), ("t", 0, 41), ("t", 0, 42), ("t", 1, 0), ("u", 0, 7),
                                    ("t:0", 0, 1)], "topic string, partition int, offset long")
-    got = batch.transform(drop_already_copied({("t", 0): 41, ("u", 0): 3}))
+    got = batch.where(~Resume({("t", 0): 41, ("u", 0): 3}).dropped())
     expected = spark.createDataFrame([("t", 0, 42), ("t", 1, 0), ("u", 0, 7), ("t:0", 0, 1)],
                                      "topic string, partition int, offset long")
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
@@ -39,4 +39,11 @@ def test_the_filter_keeps_only_records_above_their_partition_s_mark(spark):
 
 def test_with_no_marks_the_filter_keeps_everything(spark):
     batch = spark.createDataFrame([("t", 0, 1)], "topic string, partition int, offset long")
-    assert batch.transform(drop_already_copied({})).count() == 1
+    assert batch.where(~Resume().dropped()).count() == 1
+
+
+def test_a_record_at_or_below_a_left_out_mark_counts_as_left_out_and_the_others_as_already_copied(spark):
+    batch = spark.createDataFrame([("t", 0, 5), ("t", 0, 9), ("t", 0, 12)], "topic string, partition int, offset long")
+    resume = Resume({("t", 0): 10}, {("t", 0): 6})
+    got = batch.select("offset", resume.dropped().alias("dropped"), resume.left().alias("left"))
+    assert sorted(tuple(r) for r in got.collect()) == [(5, True, True), (9, True, False), (12, False, False)]

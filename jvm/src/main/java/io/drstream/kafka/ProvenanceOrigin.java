@@ -1,10 +1,6 @@
 package io.drstream.kafka;
 
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
-import java.util.Map;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * Reads the origin (cluster, topic, partition, offset) out of a provenance header's value.
@@ -15,7 +11,7 @@ import java.util.regex.Pattern;
  * no escapes. That layout is read by comparing bytes and parsing digits in place, with no regular
  * expression, map or intermediate string (the cluster and topic strings are reused while they
  * repeat, which they do record after record). Any other JSON (another writer's spacing, field
- * order or escapes) falls back to a general reading of the same four fields.
+ * order or escapes) is read as the record path's cycle rule reads it ({@link ProvenanceEntry}).
  *
  * <p>Invariant: both readings give the same origin for the same JSON object; a value without the
  * four fields gives null, never an exception.
@@ -25,8 +21,6 @@ public final class ProvenanceOrigin {
   private static final byte[] TOPIC = ascii("\",\"topic\":\"");
   private static final byte[] PARTITION = ascii("\",\"partition\":");
   private static final byte[] OFFSET = ascii(",\"offset\":");
-  private static final Pattern STRING_FIELD = Pattern.compile("\"(cluster|topic)\"\\s*:\\s*\"([^\"]*)\"");
-  private static final Pattern NUMBER_FIELD = Pattern.compile("\"(partition|offset)\"\\s*:\\s*(-?\\d+)");
 
   /** The last cluster and topic read, with their bytes: shared by the producer's sending threads. */
   private record Seen(byte[] bytes, String text) {}
@@ -63,23 +57,9 @@ public final class ProvenanceOrigin {
   }
 
   private static CopyRuns.Origin readAnyLayout(byte[] value, long timestamp) {
-    String json = new String(value, StandardCharsets.UTF_8);
-    Map<String, String> fields = new HashMap<>();
-    for (Matcher m = STRING_FIELD.matcher(json); m.find(); ) {
-      fields.putIfAbsent(m.group(1), m.group(2));
-    }
-    for (Matcher m = NUMBER_FIELD.matcher(json); m.find(); ) {
-      fields.putIfAbsent(m.group(1), m.group(2));
-    }
-    if (fields.size() < 4) {
-      return null;
-    }
-    try {
-      return new CopyRuns.Origin(fields.get("cluster"), fields.get("topic"),
-          Integer.parseInt(fields.get("partition")), Long.parseLong(fields.get("offset")), timestamp);
-    } catch (NumberFormatException e) {
-      return null;
-    }
+    ProvenanceEntry entry = ProvenanceEntry.parse(value);
+    return entry == null ? null
+        : new CopyRuns.Origin(entry.cluster(), entry.topic(), entry.partition(), entry.offset(), timestamp);
   }
 
   private static Seen reuse(Seen last, byte[] v, int from, int to) {

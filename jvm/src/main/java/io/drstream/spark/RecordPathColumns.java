@@ -1,0 +1,39 @@
+package io.drstream.spark;
+
+import java.io.Serializable;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.api.java.UDF0;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+
+/**
+ * The record path's columns that Spark SQL has no expression for, built for Python
+ * (dr_stream/provenance.py). Each is a Java function Spark compiles into the path's generated
+ * code; a higher-order function or {@code reflect} would keep the whole operator out of it.
+ */
+public final class RecordPathColumns {
+  private RecordPathColumns() {}
+
+  /** {@link CycleRule}'s bits for the record whose header keys, values and destination topic these are. */
+  public static Column cycleFlags(CycleRule rule, Column keys, Column values, Column destinationTopic) {
+    return functions.udf(rule, DataTypes.IntegerType).apply(keys, values, destinationTopic);
+  }
+
+  /**
+   * The time, epoch milliseconds, read as each record is copied. Not {@code current_timestamp()}:
+   * a stream writes that into the generated code as each batch's constant, so the record path
+   * was compiled anew for every micro-batch; nondeterministic, so the optimizer never folds it.
+   */
+  public static Column copyTime() {
+    return functions.udf(new Clock(), DataTypes.LongType).asNondeterministic().apply();
+  }
+
+  private static final class Clock implements UDF0<Long>, Serializable {
+    private static final long serialVersionUID = 1L;
+
+    @java.lang.Override
+    public Long call() {
+      return System.currentTimeMillis();
+    }
+  }
+}
