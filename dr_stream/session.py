@@ -100,17 +100,16 @@ def scheduler_pools() -> str:
 
 
 # C1 alone gets a 48 MB code cache by default, which a flow fills within minutes: the JVM then
-# stops compiling and says so on the console. G1 gives memory back only when over 70% of the
-# heap is free, so a driver whose live data is a few hundred MB grew to its whole -Xmx at 1,000
-# partitions; kept at most 30% free and returning the rest when idle, it stays near what it
-# holds. G1 keeps its own time goal (at most a 13th of the time in collections): allowed a
-# fifth (GCTimeRatio=4), it kept the heap, and with it the young generation, so small that its
-# collections paused the copy again and again, and the catch-up ran slower for no less memory
-# (`python -m bench.ab`, medians of 3 alternating runs: 46k against 52k records/s in
-# micro-batch mode, 39k against 52k in real-time mode; peak RSS 1,009 against 934 MiB and
-# 1,048 against 1,030). C2 measured no better (README: Benchmark).
-DRIVER_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m "
-                       "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:G1PeriodicGCInterval=10000")
+# stops compiling and says so on the console. The parallel collector, not G1: the record path
+# allocates several short-lived copies of every record, and G1's write barriers and concurrent
+# refinement cost more than the parallel collector's young collections. In `make bench`'s
+# workloads (medians of 2 alternating runs beside MirrorMaker 2) it copied 52k records/s against
+# 45k, took 77 CPU-seconds against 83 and peaked at 944 MiB against 1,081; at 1,000 partitions
+# (`make bench-scale`'s largest size, dr-stream alone) 1,529 MiB against 1,986 and 92 CPU-seconds
+# against 105. The heap is kept at most 30% free, so a driver whose live data is a few hundred MB
+# does not sit on its whole -Xmx. C2 measured worse on both counts (README: Benchmark).
+DRIVER_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC "
+                       "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30")
 
 
 def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_port: int | None = None,
