@@ -25,7 +25,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.classic.dataframe import DataFrame as JvmFrame
 from pyspark.sql.types import ArrayType, StructType
 
-# Below half of G1's smallest region (1 MiB): a document's string is an ordinary allocation.
+# Below half of G1's smallest region (1 MiB; a driver under spark-submit runs Java's default, G1): a
+# document's string is an ordinary allocation, not a humongous one.
 DOCUMENT_CHARS = 200_000
 
 
