@@ -148,6 +148,11 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         # The record path never shuffles; the few aggregations on the driver side stay small.
         .config("spark.sql.shuffle.partitions", "4")
+        # Every query, each micro-batch included, describes its plan for the SQL tab before it runs,
+        # whether the UI is on or not: Spark's default (`formatted`) writes out every operator's
+        # details, 3% of the JVM's samples in `make bench`'s steady micro-batch phase. The tree is
+        # enough for the tab.
+        .config("spark.sql.ui.explainMode", "simple")
         # The driver's small frames (runs, translations) become one Delta file per write, however
         # many task slots the application has (real-time mode wants one per source partition).
         .config("spark.sql.leafNodeDefaultParallelism", "1")
