@@ -3,8 +3,12 @@
 The sink's producer publishes runs as it writes (`runs_topic`). The feed reads them as they
 come, so the translate loop sees a copied record's destination offset within milliseconds of
 its acknowledgement, and appends them to the Delta table every `write_every_s` for `status`,
-`failover` and the notebooks. Every `maintenance_every_s` it merges the table's rows and
-drops runs whose records the destination deleted.
+`failover` and the notebooks, the reports of one growing run as one row (`coalesced`). Every
+`maintenance_every_s` it looks whether the table needs its upkeep, which merges the table's
+rows and drops runs whose records the destination deleted: only when the destination deleted
+records of a known run, or the table took `merge_after_rows` rows (at least as many as the
+runs it knows) since it was last merged. The upkeep is a few Spark jobs of several seconds on
+a small driver; run every minute regardless, it took CPU from the copy in every minute.
 
 `catch_up` runs before the replicate query writes anything (at start and after a query
 restart): it reads the runs topic to its end, then scans each destination partition from just
@@ -54,7 +58,7 @@ from dr_stream.offsets.index import (
     runs_frame,
     to_runs,
 )
-from dr_stream.offsets.run_store import Located, Run, RunKey, RunStore
+from dr_stream.offsets.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.offsets.runs_topic import RunsReader
 from dr_stream.policy import TopicRenamer
 
@@ -75,6 +79,8 @@ class IndexFeed:
     log: Callable[[str], None] = print
     write_every_s: float = 30.0
     maintenance_every_s: float = 60.0
+    # rows appended since the last merge before the upkeep merges them (or the runs known, if more)
+    merge_after_rows: int = 1000
     # the longest a (re)start spends reading the destination past the index (`_fill_gaps`)
     scan_timeout_s: float = 60.0
     # destination partition -> the [first, end) a timed-out start-up scan left unread
@@ -92,6 +98,8 @@ class IndexFeed:
     _unwritten: list[tuple[Run, int | None]] = field(default_factory=list)
     _last_write: float = field(default_factory=time.monotonic)
     _last_maintenance: float = field(default_factory=time.monotonic)
+    _rows_unmerged: int = 0  # rows the table holds that no upkeep has merged yet (at most)
+    _deleted_unkept: bool = False  # the store forgot deleted runs the table still holds
     _progress: list[tuple[int | None, dict[Partition, int]]] = field(default_factory=list)
     _processed: dict[Partition, int] = field(default_factory=dict)
     # `_reading` is held while the runs topic is read (the feed thread, and `catch_up` from the
@@ -108,6 +116,7 @@ class IndexFeed:
         """The Delta table into memory; the runs topic is read from where the table left off."""
         runs, position = self._taken_prefetch() or self._read_table()
         self.store.extend(runs)
+        self._rows_unmerged = len(runs)
         self._reader = RunsReader(self.destination, self.runs_topic, None if position is None else position + 1)
 
     def _read_table(self) -> tuple[list[Run], int | None]:
@@ -244,7 +253,7 @@ class IndexFeed:
         if self._unwritten and now - self._last_write >= self.write_every_s:
             self.write()
         if now - self._last_maintenance >= self.maintenance_every_s:
-            self.maintain()
+            self.maintain_if_due()
         return moved
 
     def _apply_progress(self) -> bool:
@@ -287,18 +296,32 @@ class IndexFeed:
                 pending, self._unwritten = self._unwritten, []
                 self._last_write = time.monotonic()
             if pending:
+                rows = coalesced(pending)
                 try:
-                    self.index.append(runs_frame(self.spark, pending))
+                    self.index.append(runs_frame(self.spark, rows))
                 except Exception:
                     with self._lock:
                         self._unwritten = pending + self._unwritten
                     raise
+                self._rows_unmerged += len(rows)
 
-    def maintain(self) -> None:
+    def maintain_if_due(self) -> None:
+        """The upkeep, when the destination deleted records of a known run or enough rows wait
+        to be merged; otherwise only the look, from memory and one request for log starts."""
+        self._last_maintenance = time.monotonic()
+        bounds = self.dest_bounds()
+        with self._lock:
+            if self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}):
+                self._deleted_unkept = True
+            known = len(self.store)
+        if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
+            self.maintain(bounds)
+
+    def maintain(self, bounds: dict[Partition, tuple[int, int]] | None = None) -> None:
         """Drops runs whose records retention removed, and merges rows of one run."""
         with self._table:
             self._last_maintenance = began = time.monotonic()
-            bounds = self.dest_bounds()
+            bounds = self.dest_bounds() if bounds is None else bounds
             with self._lock:
                 self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
             if not self.index.exists():
@@ -311,6 +334,7 @@ class IndexFeed:
             kept = self.index.runs().transform(drop_deleted_runs(starts))
             merged = kept.transform(merge_adjacent_runs).localCheckpoint()
             after = merged.count()
+            self._rows_unmerged, self._deleted_unkept = 0, False
             if after != before:
                 self.index.rewrite(merged)
                 self.log(f"offset index: {before} rows -> {after} in {time.monotonic() - began:.1f} s (merged rows "

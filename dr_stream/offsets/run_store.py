@@ -190,3 +190,27 @@ class RunStore:
         if behind:
             return Located(None, "waiting", last.origin_end)
         return Located(last.dest_end + 1, "next", last.origin_end)
+
+
+def coalesced(reports: Iterable[tuple[Run, int | None]]) -> list[tuple[Run, int | None]]:
+    """Run reports, each with its offset in the runs topic (None: rebuilt from the destination)
+    -> the fewest runs that describe the same records, by the store's own rule: per origin
+    cluster and run key, in destination order, a report that `joins` the run before it is merged
+    into it. A merged run carries the latest runs topic offset of its reports (None only when
+    none had one), so a reader resumes the topic past every report it stands for."""
+    by_key: dict[tuple[str, RunKey], list[tuple[Run, int | None]]] = {}
+    for run, at in reports:
+        by_key.setdefault((run.origin_cluster, run.key), []).append((run, at))
+    out: list[tuple[Run, int | None]] = []
+    for group in by_key.values():
+        group.sort(key=lambda r: (r[0].dest_start, r[0].origin_start))
+        current, at = group[0]
+        for run, later_at in group[1:]:
+            if current.joins(run):
+                current = current.merged(run)
+                at = later_at if at is None else at if later_at is None else max(at, later_at)
+            else:
+                out.append((current, at))
+                current, at = run, later_at
+        out.append((current, at))
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dr_stream.offsets.run_store import Located, Run, RunStore
+from dr_stream.offsets.run_store import Located, Run, RunStore, coalesced
 
 KEY = ("t", 0, "t", 0)
 
@@ -103,3 +103,20 @@ def test_uncovered_is_what_lies_past_each_destination_partition_s_last_run():
     store = RunStore([run(0, 9, 100, 109), run(0, 4, 0, 4, topic="u", dest_topic="u")])
     bounds = {("t", 0): (50, 120), ("u", 0): (0, 5), ("v", 0): (3, 8), ("w", 0): (0, 0)}
     assert store.uncovered(bounds) == {("t", 0): (110, 120), ("v", 0): (3, 8)}
+
+
+class TestCoalesced:
+    def test_reports_of_one_growing_run_become_one_row_with_the_latest_topic_offset(self):
+        got = coalesced([(run(0, 9, 0, 9), 5), (run(10, 19, 10, 19), 7), (run(0, 19, 0, 19), 6)])
+        assert [((r.origin_start, r.origin_end, r.dest_start, r.dest_end), at) for r, at in got] == [
+            ((0, 19, 0, 19), 7)]
+
+    def test_a_gap_or_another_mapping_starts_a_new_row_and_keys_stay_apart(self):
+        got = coalesced([(run(0, 9, 0, 9), 1), (run(10, 19, 12, 21), 2), (run(30, 39, 40, 49), 3),
+                         (run(0, 9, 0, 9, topic="u", dest_topic="u"), None)])
+        assert sorted(((r.origin_topic, r.origin_start, r.dest_start), at) for r, at in got) == [
+            (("t", 0, 0), 1), (("t", 10, 12), 2), (("t", 30, 40), 3), (("u", 0, 0), None)]
+
+    def test_a_rebuilt_run_merged_with_a_reported_one_keeps_the_reported_offset(self):
+        got = coalesced([(run(0, 9, 0, 9), None), (run(10, 19, 10, 19), 4)])
+        assert [(r.dest_end, at) for r, at in got] == [(19, 4)]
