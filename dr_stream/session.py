@@ -118,31 +118,41 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
     the command line (submission.py). `ui_port`: Spark's UI (with its metrics) on that port."""
     builder = _metrics_conf(SparkSession.builder.appName(app_name))
     # spark-submit starts the Python driver with a gateway already open: jars and master are set.
-    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    if not submitted:
-        master = master or os.environ.get("DR_STREAM_MASTER", "local[2]")
-        if master.startswith("local"):
-            # Everything runs in this process: no need for the host's outward address (and no
-            # warning that the hostname resolves to a loopback one).
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS)
-        builder = (
-            builder.master(master)
-            .config("spark.jars", ",".join(str(j) for j in spark_jars()))
-            .config("spark.driver.extraClassPath", str(local_file_system_jar()))
-            .config("spark.driver.memory", os.environ.get("DR_STREAM_DRIVER_MEMORY", "2g"))
-            .config("spark.ui.enabled", "true" if ui_port else "false")
-            .config("spark.ui.port", str(ui_port or 4040))
-            .config("spark.ui.showConsoleProgress", "false")
-            .config(map=CONSUMER_CACHE)
-            # The JVM this process starts runs on the same few cores as everything else: C1 alone
-            # compiles Spark's and the generated code with a fraction of the CPU that C2 spends
-            # in the first minutes, and measured no slower at a flow's rates (README: Benchmark).
-            # log4j2 reads its configuration before Spark's first line: no start-up WARN lines.
-            .config("spark.driver.extraJavaOptions",
-                    f"{java_options} -Dlog4j2.configurationFile=file:{log4j2_file(log_format)}")
-        )
-    builder = (
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = _local_launch_conf(builder, master, ui_port, log_format)
+    return started(_flow_conf(builder).getOrCreate)
+
+
+def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_port: int | None,
+                       log_format: str) -> SparkSession.Builder:
+    """What spark-submit's command line would set: master, jars, driver memory and JVM options."""
+    master = master or os.environ.get("DR_STREAM_MASTER", "local[2]")
+    if master.startswith("local"):
+        # Everything runs in this process: no need for the host's outward address (and no
+        # warning that the hostname resolves to a loopback one).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS)
+    return (
+        builder.master(master)
+        .config("spark.jars", ",".join(str(j) for j in spark_jars()))
+        .config("spark.driver.extraClassPath", str(local_file_system_jar()))
+        .config("spark.driver.memory", os.environ.get("DR_STREAM_DRIVER_MEMORY", "2g"))
+        .config("spark.ui.enabled", "true" if ui_port else "false")
+        .config("spark.ui.port", str(ui_port or 4040))
+        .config("spark.ui.showConsoleProgress", "false")
+        .config(map=CONSUMER_CACHE)
+        # The JVM this process starts runs on the same few cores as everything else: C1 alone
+        # compiles Spark's and the generated code with a fraction of the CPU that C2 spends
+        # in the first minutes, and measured no slower at a flow's rates (README: Benchmark).
+        # log4j2 reads its configuration before Spark's first line: no start-up WARN lines.
+        .config("spark.driver.extraJavaOptions",
+                f"{java_options} -Dlog4j2.configurationFile=file:{log4j2_file(log_format)}")
+    )
+
+
+def _flow_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """The settings every flow's session has, however it was launched."""
+    return (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         .config(map=LOCAL_FILE_SYSTEM)
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
@@ -161,7 +171,7 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
         # so: rebuilding their snapshot over Delta's default 50 partitions costs more than the data.
         # One partition, not two: the rebuild's tasks take task slots the replicate batch is
         # waiting for and cannot be preempted, and with two of them on a 2-slot driver the index's
-        # minutely upkeep held a steady micro-batch back for about a second (`make bench`, 3 runs
+        # upkeep held a steady micro-batch back for about a second (`make bench`, 3 runs
         # each: steady p99 641 -> 479 ms, catch-up and CPU unchanged).
         .config("spark.databricks.delta.snapshotPartitions", "1")
         .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
@@ -173,4 +183,3 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
         # drops already-written records (replication/resume.py); a silent task retry would not.
         .config("spark.task.maxFailures", "1")
     )
-    return started(builder.getOrCreate)
