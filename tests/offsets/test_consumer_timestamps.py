@@ -58,7 +58,9 @@ def _stamped_topic(dc1, prefix: str, records: int) -> Iterator[tuple[str, Record
     """A topic of 2 partitions holding `records` records (record i on partition i % 2, stamped
     1_000_000 + i), and a reader of its timestamps; both gone afterwards."""
     topic = unique(prefix)
-    create_topic(dc1.bootstrap, topic, partitions=2)
+    # Records stamped in 1970 are past any time retention: without retention.ms=-1 the broker's
+    # next retention check (every 60 s) deletes them between two look-ups of the same test.
+    create_topic(dc1.bootstrap, topic, partitions=2, config={"retention.ms": "-1"})
     try:
         produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2, "timestamp": 1_000_000 + i}
                                        for i in range(records)))
