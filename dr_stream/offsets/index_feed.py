@@ -310,35 +310,44 @@ class IndexFeed:
         to be merged; otherwise only the look, from memory and one request for log starts."""
         self._last_maintenance = time.monotonic()
         bounds = self.dest_bounds()
+        if self._forget_deleted(bounds):
+            self._deleted_unkept = True
         with self._lock:
-            if self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}):
-                self._deleted_unkept = True
             known = len(self.store)
         if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
-            self.maintain(bounds)
+            self._keep_table(bounds)
 
-    def maintain(self, bounds: dict[Partition, tuple[int, int]] | None = None) -> None:
-        """Drops runs whose records retention removed, and merges rows of one run."""
+    def maintain(self) -> None:
+        """The upkeep now, due or not: drops runs whose records retention removed, and merges
+        rows of one run."""
+        bounds = self.dest_bounds()
+        self._forget_deleted(bounds)
+        self._keep_table(bounds)
+
+    def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
+        """The store forgets runs below each destination partition's log start; True if any."""
+        with self._lock:
+            return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
+
+    def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
+        """The table's rows of runs below the log starts dropped and rows of one run merged.
+        What waited for it is cleared only once it is done: a failed rewrite is tried again."""
         with self._table:
             self._last_maintenance = began = time.monotonic()
-            bounds = self.dest_bounds() if bounds is None else bounds
-            with self._lock:
-                self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
-            if not self.index.exists():
-                return
-            before = self.index.runs().count()
-            starts = local_frame(
-                self.spark, [(t, p, start) for (t, p), (start, _) in bounds.items()],
-                "dest_topic string, dest_partition int, log_start long",
-            )
-            kept = self.index.runs().transform(drop_deleted_runs(starts))
-            merged = kept.transform(merge_adjacent_runs).localCheckpoint()
-            after = merged.count()
+            if self.index.exists():
+                before = self.index.runs().count()
+                starts = local_frame(
+                    self.spark, [(t, p, start) for (t, p), (start, _) in bounds.items()],
+                    "dest_topic string, dest_partition int, log_start long",
+                )
+                kept = self.index.runs().transform(drop_deleted_runs(starts))
+                merged = kept.transform(merge_adjacent_runs).localCheckpoint()
+                after = merged.count()
+                if after != before:
+                    self.index.rewrite(merged)
+                    self.log(f"offset index: {before} rows -> {after} in {time.monotonic() - began:.1f} s (merged "
+                             "rows of one run, dropped runs whose records the destination deleted)")
             self._rows_unmerged, self._deleted_unkept = 0, False
-            if after != before:
-                self.index.rewrite(merged)
-                self.log(f"offset index: {before} rows -> {after} in {time.monotonic() - began:.1f} s (merged rows "
-                         "of one run, dropped runs whose records the destination deleted)")
 
     def close(self) -> None:
         """Appends what the table does not hold yet (a stopped flow leaves it complete), then
