@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 
 # Maven jars and the interceptor build; a stamp per set makes a second run download nothing.
 jars: $(STAMP)
-	$(PY) -m dr_stream.jvm
+	$(PY) -m dr_stream.runtime.jvm
 
 # What a cluster runs (the wheel, the driver's packed Python environment, the jars), rebuilt
 # only when the package or its pins change; spark-submit.sh builds it before a YARN submission.
@@ -25,7 +25,7 @@ DIST := .cache/dist
 dist: $(DIST)/pyenv.tar.gz
 
 $(DIST)/pyenv.tar.gz: pyproject.toml jobs/replicate.py $(shell find dr_stream -name '*.py') | jars
-	$(PY) -m dr_stream.dist
+	$(PY) -m dr_stream.runtime.dist
 
 lint: $(STAMP)
 	$(PY) -m ruff check dr_stream tests jobs bench

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run one flow through spark-submit: ./spark-submit.sh FLOW.yaml [spark-submit options]
 #   local[2] by default; --master yarn [--deploy-mode cluster] | k8s://... | spark://... and any
-#   other option pass through. dr_stream/submission.py decides what ships where (the packed Python
+#   other option pass through. dr_stream/runtime/submission.py decides what ships where (the packed Python
 #   environment on YARN, the flow file and ${env:NAME} values for a remote driver, the jars).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,4 +13,4 @@ fi
 [ -x "$here/.venv/bin/spark-submit" ] || make -C "$here" setup >&2
 # spark-submit finds Spark from the Python on PATH: the venv's.
 export PATH="$here/.venv/bin:$PATH"
-exec "$here/.venv/bin/python" -m dr_stream.submission "$@"
+exec "$here/.venv/bin/python" -m dr_stream.runtime.submission "$@"

@@ -26,7 +26,7 @@ from bench import workloads
 from bench.report import DR, DR_RT, MM2, ToolResult
 from bench.run import RUNNERS, fresh_target, start_source
 from dr_stream.dev.clusters import LocalCluster
-from dr_stream.paths import cache_dir
+from dr_stream.runtime.paths import cache_dir
 
 Log = Callable[[str], None]
 PORTS = (19492, 29492)

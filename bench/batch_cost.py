@@ -38,10 +38,10 @@ from bench.cpu_profile import JFR_OPTIONS, dump_flight_recording
 from bench.replicators import Replicator, dr_stream
 from bench.result_files import bench_clusters, figure, stamp, write_results
 from bench.workloads import create_topics
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import admin, clients
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 
 HERE = Path(__file__).resolve().parent
 PORTS = (19592, 29592)

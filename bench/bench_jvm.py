@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dr_stream.config import ClusterConfig
-from dr_stream.jvm import connection_check_classpath
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka.group_offsets import GroupOffsets
+from dr_stream.runtime.jvm import connection_check_classpath
 
 
 class BenchJvm:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench.cpu_components import jvm_component, native_component, python_component
 from bench.replicators import Replicator, process_tree
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 JFR_OPTIONS = "-XX:StartFlightRecording=name=profile,settings=profile -XX:FlightRecorderOptions=stackdepth=512"

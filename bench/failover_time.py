@@ -21,10 +21,10 @@ from pathlib import Path
 from confluent_kafka import TopicPartition
 
 from bench.workloads import Log, bench_cluster, create_topics, load, wait_copied
+from dr_stream.index.run_store import RunStore
 from dr_stream.kafka import clients
-from dr_stream.offsets.flow_tables import FlowTables
-from dr_stream.offsets.run_store import RunStore
-from dr_stream.paths import project_root
+from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.runtime.paths import project_root
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def failover_times(source: str, destination: str, config: Path, env: dict[str, s
     wanted = groups * partitions
     recorded = 0
     while time.monotonic() < deadline:
-        tables = FlowTables(str(work / "offset-index"), str(work / "translations"))  # a snapshot per look
-        recorded = sum(1 for r in tables.latest_translations()
+        tables = FlowTables.at(str(work / "offset-index"), str(work / "translations"))  # a snapshot per look
+        recorded = sum(1 for r in tables.translations.latest()
                        if r["group"].startswith("bench-fo-") and r["method"] == "exact")
         if recorded >= wanted:
             break
@@ -95,7 +95,7 @@ def index_bytes_per_million(work: Path, log: Log) -> float | None:
     """The offset index's size per million records it covers, read once the flow has stopped
     (a stop appends its last runs)."""
     index = str(work / "offset-index")
-    runs = FlowTables(index, str(work / "translations")).runs()
+    runs = FlowTables.at(index, str(work / "translations")).index.runs()
     copied = sum(r.records for r in RunStore(runs))  # rows may repeat versions of one growing run
     per_million = _index_bytes(index) / copied * 1e6 if copied else None
     log(f"  offset index: {per_million or 0:,.0f} bytes per million records ({len(runs)} rows for {copied:,} records)")

@@ -33,14 +33,14 @@ from confluent_kafka.admin import NewTopic
 
 from bench.bench_jvm import BenchJvm
 from bench.workloads import bench_cluster
+from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import GroupOffsets
-from dr_stream.offsets.committed_positions import AdminPositions, CommittedPositions, TopicPositions
-from dr_stream.offsets.consumer_timestamps import ensure_topic
-from dr_stream.offsets.poller import CommittedOffsetPoller
-from dr_stream.paths import cache_dir, project_root
-from dr_stream.policy import GroupFilter, TopicFilter
+from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
+from dr_stream.positions.consumer_timestamps import ensure_topic
+from dr_stream.positions.poller import CommittedOffsetPoller
+from dr_stream.runtime.paths import cache_dir, project_root
 
 PORT = 29192
 TOPIC = "poller.t"

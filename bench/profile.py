@@ -29,7 +29,7 @@ from bench.flame_graph import flame_graph_svg
 from bench.report import DR, DR_RT, MM2, TOOLS
 from bench.workloads import Size
 from dr_stream.dev.clusters import LocalCluster
-from dr_stream.paths import cache_dir, project_root
+from dr_stream.runtime.paths import cache_dir, project_root
 
 PORTS = (19692, 29692)
 REPORTED = ("catch-up", "steady")

@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dr_stream.jvm import kafka_classpath
-from dr_stream.paths import project_root
+from dr_stream.runtime.jvm import kafka_classpath
+from dr_stream.runtime.paths import project_root
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dr_stream.dev.clusters import LocalCluster
-from dr_stream.paths import cache_dir
+from dr_stream.runtime.paths import cache_dir
 
 
 def stamp() -> str:

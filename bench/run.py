@@ -29,8 +29,8 @@ from bench.report import DR, DR_RT, MM2, TOOLS, ToolResult, markdown, plot
 from bench.workloads import Size
 from dr_stream.background import Background
 from dr_stream.dev.clusters import LocalCluster
-from dr_stream.jvm import JvmPins
-from dr_stream.paths import cache_dir, project_root
+from dr_stream.runtime.jvm import JvmPins
+from dr_stream.runtime.paths import cache_dir, project_root
 
 HERE = Path(__file__).resolve().parent
 DR_TRIGGER = {DR: "200ms", DR_RT: "5m"}

@@ -36,7 +36,7 @@ from bench.run import _machine, _mm2_properties
 from bench.scale_report import DR, MM2, Run, markdown, plot
 from bench.scale_workload import Scale
 from dr_stream.dev.clusters import LocalCluster
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 
 HERE = Path(__file__).resolve().parent
 PORTS = (19992, 29992)

@@ -40,10 +40,10 @@ from bench.replicators import dr_stream
 from bench.result_files import bench_clusters, figure, stamp, write_results
 from bench.workloads import create_topics, percentile, wait_topic
 from dr_stream.background import Background
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import admin, clients
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 
 HERE = Path(__file__).resolve().parent
 PORTS = (19692, 29692)

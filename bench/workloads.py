@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from dr_stream.background import Background
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.groups import committed_offsets
 

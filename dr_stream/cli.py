@@ -10,7 +10,7 @@ import re
 import sys
 from dataclasses import asdict
 
-from dr_stream.config import ConfigError, load_flow
+from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.kafka.reachability import ClusterAccessError
 
 
@@ -52,26 +52,26 @@ def _run(args: argparse.Namespace) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     from dr_stream.log_format import configure
-    from dr_stream.offsets.flow_tables import FlowTables
+    from dr_stream.operations.flow_tables import FlowTables
     from dr_stream.phase_clock import PhaseClock
 
     configure(args.log_format)
     config = load_flow(args.config)
     from dr_stream.replication.flow import ReplicationFlow
     from dr_stream.replication.supervisor import SparkStopped, run_until_stopped
-    from dr_stream.session import spark_session
+    from dr_stream.runtime.session import spark_session
 
     clock = PhaseClock()
     # The offset index is read without a JVM while Spark starts: a restart waits for both. A
     # location the deltalake package cannot open fails this read, and the flow reads it through Spark.
     reader = ThreadPoolExecutor(1, thread_name_prefix="index-read")
-    index = reader.submit(FlowTables.of(config).runs_and_positions)
+    index = reader.submit(FlowTables.of(config).index.runs_and_positions)
     reader.shutdown(wait=False)
     spark = spark_session(f"dr-stream-{config.name}", ui_port=config.metrics.spark_ui_port, log_format=args.log_format)
     spark.sparkContext.setLogLevel("WARN")
     clock.mark("spark session")
     if spark.conf.get("spark.submit.deployMode", "client") == "cluster":
-        from dr_stream.state_paths import require_shared
+        from dr_stream.runtime.state_paths import require_shared
 
         require_shared(config)
     try:
@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _spark(config):
-    from dr_stream.session import spark_session
+    from dr_stream.runtime.session import spark_session
 
     spark = spark_session(f"dr-stream-{config.name}-cli")
     spark.sparkContext.setLogLevel("ERROR")
@@ -97,7 +97,7 @@ def _spark(config):
 
 def _tables(config):
     """The flow's tables, read without a JVM; Spark only where `deltalake` cannot open them."""
-    from dr_stream.offsets.flow_tables import FlowTables
+    from dr_stream.operations.flow_tables import FlowTables
 
     return FlowTables.of(config, lambda: _spark(config), _to_stderr)
 
@@ -238,7 +238,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _setup(_: argparse.Namespace) -> int:
-    from dr_stream.jvm import setup_jars
+    from dr_stream.runtime.jvm import setup_jars
 
     setup_jars()
     return 0
@@ -247,7 +247,7 @@ def _setup(_: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     config = load_flow(args.config)
     if args.deploy_mode == "cluster":
-        from dr_stream.state_paths import require_shared
+        from dr_stream.runtime.state_paths import require_shared
 
         require_shared(config)
     print(f"{args.config}: ok (flow {config.name}: {config.source.alias} -> {config.destination.alias})", flush=True)

@@ -20,7 +20,7 @@ def _flow_file(given: str) -> str:
         return name
     from pyspark import SparkFiles
 
-    from dr_stream.session import spark_session
+    from dr_stream.runtime.session import spark_session
 
     spark_session()  # SparkFiles needs the context; the flow's run reuses it
     shipped = SparkFiles.get(name)

@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 from dr_stream.background import Background
-from dr_stream.config import FlowConfig, parse_flow
+from dr_stream.core.config import FlowConfig, parse_flow
 from dr_stream.dev.clusters import LocalCluster
-from dr_stream.paths import cache_dir
+from dr_stream.runtime.paths import cache_dir
 
 
 @pytest.fixture(scope="session")
 def spark():
-    from dr_stream.session import spark_session
+    from dr_stream.runtime.session import spark_session
 
     # 4 slots: real-time mode flows need one per source partition plus one (test_realtime_mode.py).
     session = spark_session("dr-stream-tests", master="local[4]")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
 
 
@@ -175,7 +175,7 @@ def consume_and_commit(bootstrap: str, topic: str, group: str, upto: dict[int, i
     """A consumer of `group` reads each partition from its start up to offset `upto[p]` (exclusive)
     and commits there; with `helper`, through dr-stream's ConsumerTimestamps, else as an
     unmodified application would."""
-    from dr_stream.offsets.consumer_timestamps import ConsumerTimestamps
+    from dr_stream.positions.consumer_timestamps import ConsumerTimestamps
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
@@ -237,7 +237,7 @@ def resume_as_group(bootstrap: str, topic: str, group: str, partitions: int) -> 
 
 def provenance(record: Record) -> list[dict]:
     """The record's provenance entries that parse (a test may plant one that does not)."""
-    from dr_stream.provenance import entries
+    from dr_stream.core.provenance import entries
 
     return [e for e in entries(record.headers, "__replicator_id") if e is not None]
 

@@ -4,15 +4,24 @@ wings depend one way, small modules and functions."""
 from __future__ import annotations
 
 import ast
+import importlib
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dr_stream"
 CLIENT_CLASSES = {"AdminClient", "Consumer", "Producer"}
-# Lower layers never import higher ones: an operator command is not a dependency of the
-# streaming runtime, and the Kafka wing knows nothing of what uses it.
-LAYERS = ["kafka", "offsets", "replication", "operations", "dev"]
+# Lower floors never import higher ones: the pure rules know nothing of Spark or clients, an
+# operator command is not a dependency of the streaming runtime, and the Kafka wing knows nothing
+# of what uses it. The offset index and group positions are two wings; positions build on the index.
+LAYERS = ["core", "runtime", "kafka", "index", "positions", "replication", "operations", "dev"]
+# What the core may import from outside the standard library: nothing that starts a JVM or
+# opens a connection.
+CORE_THIRD_PARTY = {"yaml"}
+# Wings that show one public face: other wings import the package, never a module inside it.
+FACED = ["index", "positions"]
 
 
 def modules() -> dict[str, ast.Module]:
@@ -79,10 +88,38 @@ def test_a_wing_never_imports_a_wing_above_it(lower):
     assert wrong == set()
 
 
-def test_top_level_modules_import_no_wing():
+def test_top_level_helpers_import_no_floor():
+    """What stays at the top (threads, loop pacing, failure notes, log format) serves every floor."""
     top = {n for n in modules() if n.count(".") == 1 and n.split(".")[1] not in LAYERS and n != "dr_stream.cli"}
     wrong = {(n, d) for n, deps in dependency_graph().items() if n in top for d in deps
-             if any(d.startswith(f"dr_stream.{wing}") for wing in LAYERS if wing != "kafka")}
+             if any(d.startswith(f"dr_stream.{wing}") for wing in LAYERS)}
+    assert wrong == set()
+
+
+def _third_party(tree: ast.Module) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return {m for m in found if m not in sys.stdlib_module_names and m not in {"dr_stream", "__future__"}}
+
+
+def test_the_core_imports_no_spark_no_client_and_nothing_above_it():
+    wrong = set()
+    for name, tree in modules().items():
+        if name.startswith("dr_stream.core"):
+            wrong |= {(name, m) for m in _third_party(tree) - CORE_THIRD_PARTY}
+            wrong |= {(name, d) for d in imports(tree) if not d.startswith("dr_stream.core")}
+    assert wrong == set()
+
+
+@pytest.mark.parametrize("wing", FACED)
+def test_other_wings_reach_a_faced_wing_through_its_package_only(wing):
+    inside = f"dr_stream.{wing}."
+    wrong = {(name, dep) for name, deps in dependency_graph().items() if not name.startswith(inside)
+             and name != f"dr_stream.{wing}" for dep in deps if dep.startswith(inside)}
     assert wrong == set()
 
 
@@ -104,10 +141,21 @@ def test_the_wings_that_touch_state_paths_use_no_local_file_functions():
     local = {"os", "shutil", "pathlib"}
     wrong = set()
     for name, tree in modules().items():
-        if name.split(".")[1:2] not in (["offsets"], ["operations"], ["replication"]):
+        if name.split(".")[1:2] not in (["index"], ["positions"], ["operations"], ["replication"]):
             continue
         for node in ast.walk(tree):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) else [])
             wrong |= {(name, n) for n in names if n and n.split(".")[0] in local}
     assert wrong == set()
+
+
+@pytest.mark.parametrize("wing", FACED)
+def test_a_face_resolves_every_name_it_shows_and_none_is_a_module_name(wing):
+    """A name on the face that is also a module of the wing would resolve to the module once the
+    module was imported (Python sets it on the package), not to what the face promises."""
+    face = importlib.import_module(f"dr_stream.{wing}")
+    modules_inside = {p.stem for p in (PACKAGE / wing).glob("*.py")}
+    assert set(face.__all__) & modules_inside == set()
+    for name in face.__all__:
+        assert not isinstance(getattr(face, name), types.ModuleType), name

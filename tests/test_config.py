@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from dr_stream.config import ConfigError, load_flow, parse_flow
+from dr_stream.core.config import ConfigError, load_flow, parse_flow
 
 BASE = {
     "source": {"alias": "dc1", "bootstrap_servers": "127.0.0.1:19092"},
@@ -116,7 +116,7 @@ def test_shipped_configs_load():
 
 
 def test_shipped_configs_replicate_schemas_one_way_from_the_primary():
-    from dr_stream.policy import TopicFilter, TopicRenamer
+    from dr_stream.core.policy import TopicFilter, TopicRenamer
 
     def copies_schemas(name: str) -> bool:
         config = load_flow(f"conf/{name}.yaml")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 
 
 @pytest.mark.integration

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dr_stream.dist import runtime_requirements
-from dr_stream.paths import project_root
+from dr_stream.runtime.dist import runtime_requirements
+from dr_stream.runtime.paths import project_root
 
 
 def test_the_driver_gets_every_runtime_dependency_but_the_pyspark_spark_provides(tmp_path):

@@ -1,12 +1,12 @@
 """A Spark action with a deadline returns its result within it and leaves the thread's later
 jobs alone (the cancel past the deadline is exercised on a real destination scan, in
-tests/offsets/test_resume_scan.py)."""
+tests/index/test_resume_scan.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dr_stream.job_deadline import within
+from dr_stream.runtime.job_deadline import within
 
 pytestmark = pytest.mark.integration
 

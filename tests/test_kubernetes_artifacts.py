@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dr_stream.config import env_names, parse_flow
-from dr_stream.dist import runtime_requirements
-from dr_stream.jvm import JvmPins
-from dr_stream.paths import project_root
-from dr_stream.state_paths import require_shared
-from dr_stream.submission import IMAGE_JOB
+from dr_stream.core.config import env_names, parse_flow
+from dr_stream.runtime.dist import runtime_requirements
+from dr_stream.runtime.jvm import JvmPins
+from dr_stream.runtime.paths import project_root
+from dr_stream.runtime.state_paths import require_shared
+from dr_stream.runtime.submission import IMAGE_JOB
 
 DEPLOY = project_root() / "deploy" / "kubernetes"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.lag import PartitionLag, first_waiting, partition_lags, records_behind, spark_offsets, total_behind
+from dr_stream.core.lag import PartitionLag, first_waiting, partition_lags, records_behind, spark_offsets, total_behind
 
 
 def test_records_behind_counts_from_the_next_offset_to_copy_to_the_log_end():

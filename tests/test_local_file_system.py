@@ -13,8 +13,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from dr_stream.jvm import local_file_system_jar
-from dr_stream.session import LOCAL_FILE_SYSTEM
+from dr_stream.runtime.jvm import local_file_system_jar
+from dr_stream.runtime.session import LOCAL_FILE_SYSTEM
 
 PROBE = Path(__file__).resolve().parent / "jvm_probes" / "LocalStateWrites.java"
 HADOOP_OWN = ("org.apache.hadoop.fs.LocalFileSystem", "org.apache.hadoop.fs.local.LocalFs")

@@ -7,7 +7,7 @@ import json
 from chispa import assert_df_equality
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from dr_stream.local_frame import json_documents, local_frame
+from dr_stream.runtime.local_frame import json_documents, local_frame
 
 
 def test_rows_keep_their_values_types_and_nulls(spark):

@@ -8,9 +8,9 @@ import re
 
 import yaml
 
-from dr_stream.config import parse_flow
-from dr_stream.paths import project_root
+from dr_stream.core.config import parse_flow
 from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.runtime.paths import project_root
 
 DEPLOY = project_root() / "deploy"
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "gauge": ("",)}

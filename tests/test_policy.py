@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dr_stream.policy import GroupFilter, TopicFilter, TopicRenamer
+from dr_stream.core.policy import GroupFilter, TopicFilter, TopicRenamer
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.provenance import entries, newest_entry, origin_offset
+from dr_stream.core.provenance import entries, newest_entry, origin_offset
 
 HEADER = "__replicator_id"
 A = b'{"cluster": "A", "topic": "t", "partition": 0, "offset": 7, "timestamp": 1}'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 
 
 def _job():

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from dr_stream.config import parse_flow
+from dr_stream.core.config import parse_flow
 from dr_stream.kafka import spark_options
-from dr_stream.session import is_ui_start_race, started
+from dr_stream.runtime.session import is_ui_start_race, started
 
 JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="drs" '
         'password="plan-secret-7781";')
@@ -51,7 +51,7 @@ class _Starts:
 
 def test_a_session_lost_to_the_yarn_ui_start_up_race_is_started_again_and_said(caplog):
     starts = _Starts(RuntimeError(RACE))
-    logger = logging.getLogger("dr_stream.session")
+    logger = logging.getLogger("dr_stream.runtime.session")
     logger.addHandler(caplog.handler)  # the flow's text format stops dr_stream's lines at its own root
     try:
         assert started(starts) == "session"

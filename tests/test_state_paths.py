@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.state_paths import move_aside
+from dr_stream.runtime.state_paths import move_aside
 
 
 def test_a_state_directory_given_as_a_file_uri_is_moved_aside_beside_itself(spark, tmp_path):
@@ -25,14 +25,14 @@ def test_nothing_to_move_is_none_and_a_trailing_slash_is_the_same_path(spark, tm
 
 
 def _flow(**streaming):
-    from dr_stream.config import parse_flow
+    from dr_stream.core.config import parse_flow
 
     return parse_flow({"name": "f", "source": {"alias": "a", "bootstrap_servers": "h:1"},
                        "destination": {"alias": "b", "bootstrap_servers": "h:2"}, "streaming": streaming}, "flow.yaml")
 
 
 def test_uris_and_absolute_paths_are_not_relative_but_a_bare_path_is():
-    from dr_stream.state_paths import is_relative
+    from dr_stream.runtime.state_paths import is_relative
 
     for uri in ("hdfs://nn:8020/x", "hdfs:///x", "s3a://bucket/x", "abfss://c@acct.dfs.core.windows.net/x",
                 "file:/tmp/x", "file:///tmp/x", "/mnt/shared/x"):
@@ -44,8 +44,8 @@ def test_uris_and_absolute_paths_are_not_relative_but_a_bare_path_is():
 def test_cluster_mode_refuses_the_first_relative_state_path_naming_its_key():
     import pytest
 
-    from dr_stream.config import ConfigError
-    from dr_stream.state_paths import require_shared
+    from dr_stream.core.config import ConfigError
+    from dr_stream.runtime.state_paths import require_shared
 
     require_shared(_flow(checkpoint_dir="hdfs:///f/c", offset_index="s3a://b/f/index"))  # translations beside it
     with pytest.raises(ConfigError, match=r"^flow\.yaml: streaming\.checkpoint_dir: '\.cache/flows/f/checkpoints' "

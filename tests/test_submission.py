@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dr_stream.config import env_names
-from dr_stream.submission import IMAGE_JOB, Artifacts, Target, driver_environment, plan
+from dr_stream.core.config import env_names
+from dr_stream.runtime.submission import IMAGE_JOB, Artifacts, Target, driver_environment, plan
 
 ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv.tar.gz", "/repo/jobs/replicate.py")
 
@@ -50,7 +50,7 @@ def test_yarn_cluster_mode_ships_the_packed_environment_and_the_flow_file_by_its
 def test_yarn_client_mode_gives_the_executors_the_packed_environment_but_reads_the_flow_file_here():
     argv = _plan("--master", "yarn", "--deploy-mode", "client")
     assert _option(argv, "--archives") == "/c/dist/pyenv.tar.gz#pyenv"
-    assert _option(argv, "--files").endswith("/dr_stream/log4j2.properties")  # for the executors
+    assert _option(argv, "--files").endswith("/dr_stream/runtime/log4j2.properties")  # for the executors
     assert argv[-1].endswith("/conf/flow.yaml")
 
 
@@ -71,11 +71,12 @@ def test_the_users_files_jars_and_archives_are_merged_with_ours_not_replaced():
 
 def test_every_jvm_reads_dr_streams_log4j2_configuration_from_its_first_line():
     local = _conf(_plan())["spark.driver.extraJavaOptions"]
-    assert local.startswith("-Dlog4j2.configurationFile=file:/") and local.endswith("/dr_stream/log4j2.properties")
+    assert local.startswith("-Dlog4j2.configurationFile=file:/")
+    assert local.endswith("/dr_stream/runtime/log4j2.properties")
     yarn = _plan("--master", "yarn", "--deploy-mode", "cluster")
     assert _conf(yarn)["spark.driver.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2.properties"
     assert _conf(yarn)["spark.executor.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2.properties"
-    assert _option(yarn, "--files").split(",")[1].endswith("/dr_stream/log4j2.properties")
+    assert _option(yarn, "--files").split(",")[1].endswith("/dr_stream/runtime/log4j2.properties")
 
 
 def test_json_logs_switch_every_jvm_and_a_remote_drivers_python_lines(monkeypatch):
@@ -83,7 +84,7 @@ def test_json_logs_switch_every_jvm_and_a_remote_drivers_python_lines(monkeypatc
     yarn = _plan("--master", "yarn", "--deploy-mode", "cluster")
     assert _conf(yarn)["spark.executor.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2-json.properties"
     assert _conf(yarn)["spark.yarn.appMasterEnv.DR_STREAM_LOG_FORMAT"] == "json"
-    assert _conf(_plan())["spark.driver.extraJavaOptions"].endswith("/dr_stream/log4j2-json.properties")
+    assert _conf(_plan())["spark.driver.extraJavaOptions"].endswith("/dr_stream/runtime/log4j2-json.properties")
 
 
 def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():
@@ -106,7 +107,7 @@ def test_the_flow_files_variables_go_to_a_remote_driver_only():
 def test_spark_redacts_every_variable_handed_to_a_remote_driver():
     import re
 
-    from dr_stream.session import REDACTED_CONF
+    from dr_stream.runtime.session import REDACTED_CONF
 
     assert re.search(REDACTED_CONF, "spark.yarn.appMasterEnv.DC1_USER")
     assert re.search(REDACTED_CONF, "spark.kubernetes.driverEnv.ANYTHING")

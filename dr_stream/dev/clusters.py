@@ -16,12 +16,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.dev.certificates import STORE_PASSWORD, Pki
 from dr_stream.dev.processes import running_pid, stop_pid
-from dr_stream.jvm import kafka_classpath
 from dr_stream.kafka import clients
-from dr_stream.paths import cache_dir
+from dr_stream.runtime.jvm import kafka_classpath
+from dr_stream.runtime.paths import cache_dir
 
 _BROKER_SETTINGS = {
     "process.roles": "broker,controller",

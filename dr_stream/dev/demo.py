@@ -24,23 +24,23 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from dr_stream.background import Background, BackgroundFailed
-from dr_stream.config import ClusterConfig, FlowConfig, load_flow
+from dr_stream.core.config import ClusterConfig, FlowConfig, load_flow
+from dr_stream.core.provenance import newest_entry
 from dr_stream.dev.clusters import LocalCluster, dev_clusters
+from dr_stream.index import runs_topic_name
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.groups import committed_offsets, delete_group
-from dr_stream.offsets import consumer_timestamps
-from dr_stream.offsets.flow_tables import FlowTables
-from dr_stream.offsets.runs_topic import runs_topic
 from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
+from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.report import format_failback, format_positions
-from dr_stream.paths import cache_dir, project_root
-from dr_stream.provenance import newest_entry
+from dr_stream.positions import CONSUMER_TIMESTAMPS
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.lag_history import lag_topic
 from dr_stream.replication.supervisor import run_until_stopped
-from dr_stream.session import spark_session
+from dr_stream.runtime.paths import cache_dir, project_root
+from dr_stream.runtime.session import spark_session
 
 TOPICS = {"demo.orders": 3, "demo.payments": 2}
 PER_TOPIC = 5000
@@ -51,13 +51,13 @@ LATE, OUTAGE_RECORDS, OUTAGE_CONSUMED = 2, 600, 50
 
 # The flows' own topics from an earlier demo would tell the new flows that records of today's
 # recreated topics were copied already.
-FLOW_TOPICS = [topic(f) for f in ("dc1-to-dc2", "dc2-to-dc1") for topic in (runs_topic, lag_topic)]
+FLOW_TOPICS = [topic(f) for f in ("dc1-to-dc2", "dc2-to-dc1") for topic in (runs_topic_name, lag_topic)]
 
 
 def _fresh_topics(cluster: ClusterConfig, topics: dict[str, int]) -> None:
     admin = clients.admin(cluster)
     delete_group(admin, GROUP)
-    delete_topics(admin, list(topics) + FLOW_TOPICS + [consumer_timestamps.TOPIC])
+    delete_topics(admin, list(topics) + FLOW_TOPICS + [CONSUMER_TIMESTAMPS])
     created = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
     for future in created.values():
         future.result(timeout=30)

@@ -20,7 +20,7 @@ from dr_stream.dev.clusters import dev_clusters
 from dr_stream.dev.hadoop import dev_hadoop
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, delete_topics, log_bounds
-from dr_stream.paths import cache_dir, project_root
+from dr_stream.runtime.paths import cache_dir, project_root
 
 TOPIC, PARTITIONS, RECORDS = "demo.yarn", 3, 20_000
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dr_stream.dev.processes import running_pid, stop_pid
-from dr_stream.jvm import hadoop_classpath
-from dr_stream.paths import cache_dir
+from dr_stream.runtime.jvm import hadoop_classpath
+from dr_stream.runtime.paths import cache_dir
 
 # The JDK 17 module openings Hadoop's servers need (the same ones Spark passes to its own JVMs).
 _OPENS = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in

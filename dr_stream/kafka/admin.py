@@ -11,7 +11,7 @@ import time
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec, ResourceType
 
-from dr_stream.policy import TopicFilter
+from dr_stream.core.policy import TopicFilter
 
 # Topic configs that describe one cluster rather than the data, so they are not copied:
 # broker-id throttles, durability tied to the destination's own replication factor, tiered

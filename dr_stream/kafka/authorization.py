@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException
 
-from dr_stream.kafka.librdkafka_settings import parse_jaas
+from dr_stream.core.librdkafka_settings import parse_jaas
 
 _DENIED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED,
            KafkaError.CLUSTER_AUTHORIZATION_FAILED}

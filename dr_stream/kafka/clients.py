@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.kafka.client_log import client_log
-from dr_stream.kafka.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.kafka.truststores import read_truststore
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.authorization import not_authorized
 from dr_stream.kafka.group_offsets import Committed, Partition

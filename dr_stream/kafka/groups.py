@@ -20,7 +20,7 @@ from typing import TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
 from dr_stream.kafka.group_offsets import Committed, group_state

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError
 
-from dr_stream.config import ClusterConfig
-from dr_stream.jvm import connection_check_classpath
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
+from dr_stream.runtime.jvm import connection_check_classpath
 
 # librdkafka's local error codes (negative), by what they mean to an operator.
 _AUTHENTICATION = {KafkaError._AUTHENTICATION}

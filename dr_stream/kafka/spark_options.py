@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from dr_stream.config import ClusterConfig, FlowConfig
+from dr_stream.core.config import ClusterConfig, FlowConfig
 
 # Spark's Kafka sink (through 4.2) cannot set a record's timestamp. The record path carries the
 # source timestamp in this header, and the interceptor dr-stream adds to the sink's producer
@@ -33,11 +33,11 @@ def cluster_options(cluster: ClusterConfig) -> dict[str, str]:
 # - the consumer's fetch does not wait on the broker for more data (default 500 ms): only ranges
 #   known to hold records are read, so the wait bought nothing but idle time at each range's end.
 #   Real-time mode polls its partitions all the time and keeps the default.
-# - Spark keeps a consumer per partition between batches (`CONSUMER_CACHE` below; Spark's default
-#   of 64 made every batch over more partitions close and open most of them again).
+# - Spark keeps a consumer per partition between batches (`runtime/session.CONSUMER_CACHE`, a
+#   session setting; Spark's default of 64 made every batch over more partitions close and open
+#   most of them again).
 # A `kafka.fetch.max.wait.ms` in the flow's properties, or the Spark conf on the command line, wins.
 _BATCH_FETCH = {"kafka.fetch.max.wait.ms": "0"}
-CONSUMER_CACHE = {"spark.kafka.consumer.cache.capacity": "2048"}
 
 
 def _reading(cluster: ClusterConfig) -> dict[str, str]:

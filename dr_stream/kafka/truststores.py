@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from functools import cache
 
-from dr_stream.kafka.librdkafka_settings import ClientSettingsError
+from dr_stream.core.librdkafka_settings import ClientSettingsError
 
 _PEM = re.compile(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", re.DOTALL)
 _PASSWORD_VARIABLE = "DR_STREAM_TRUSTSTORE_PASSWORD"

@@ -30,15 +30,15 @@ from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from dr_stream.background import Background
-from dr_stream.config import FilterOverride, FlowConfig
+from dr_stream.core.config import FilterOverride, FlowConfig
+from dr_stream.core.lag import spark_offsets, total_behind
+from dr_stream.core.policy import TopicFilter
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.reachability import require_cluster_id
-from dr_stream.lag import spark_offsets, total_behind
-from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failover import Positions, failover
+from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
-from dr_stream.policy import TopicFilter
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.left_out import forget_left_out
 from dr_stream.replication.supervisor import run_until_stopped

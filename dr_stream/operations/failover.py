@@ -17,17 +17,23 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from dr_stream.config import FlowConfig
+from dr_stream.core.config import FlowConfig
+from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
 from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
-from dr_stream.offsets.consumer_timestamps import GroupCommit, RecordTimestamps
-from dr_stream.offsets.flow_tables import FlowTables
-from dr_stream.offsets.group_sync import GroupSync, sync_translations
-from dr_stream.offsets.index_snapshot import index_snapshot
-from dr_stream.offsets.poller import current_commits, stamped
-from dr_stream.offsets.returned_records import ReturnedRecords, maps_back
-from dr_stream.offsets.translation import Translation
-from dr_stream.offsets.translator import OffsetTranslator
+from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.positions import (
+    GroupCommit,
+    GroupSync,
+    OffsetTranslator,
+    RecordTimestamps,
+    ReturnedRecords,
+    Translation,
+    current_commits,
+    maps_back,
+    stamped,
+    sync_translations,
+)
 
 
 @dataclass(frozen=True)
@@ -71,11 +77,12 @@ def _live_positions(config: FlowConfig, source_id: str, group_pattern: str) -> S
 
 
 def _recorded_positions(config: FlowConfig, tables: FlowTables, group_pattern: str) -> SourcePositions:
-    commits = [c for c in tables.last_commits()
+    commits = [c for c in tables.translations.last_commits()
                if config.group_filter.matches(c.group) and re.fullmatch(group_pattern, c.group)]
     origin = (f"{config.source.alias} is unreachable: last positions recorded by the flow "
               f"in {config.streaming.translations}")
-    return SourcePositions(commits, tables.newest_origin_cluster(), origin, False, tables.last_source_ends())
+    return SourcePositions(commits, tables.index.newest_origin_cluster(), origin, False,
+                           tables.translations.last_source_ends())
 
 
 def source_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*") -> SourcePositions:
@@ -94,7 +101,7 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
     if found.live and maps_back(config):
         returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
     dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
-    store = index_snapshot(config, tables, found.origin_cluster, dests, log)
+    store = index_snapshot(config, tables.index, found.origin_cluster, dests, log)
     translator = OffsetTranslator(store.locate, config.renamer, config.destination,
                                   source=config.source if found.live else None, known_source_ends=found.known_ends,
                                   returned=returned)

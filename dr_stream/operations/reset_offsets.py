@@ -13,10 +13,10 @@ import re
 
 from confluent_kafka import TopicPartition
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import partition_counts
-from dr_stream.offsets.group_sync import GroupSync, SyncAction
+from dr_stream.positions import GroupSync, SyncAction
 
 
 def parse_datetime(text: str) -> int:

@@ -15,16 +15,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from dr_stream.config import FlowConfig
+from dr_stream.core.config import FlowConfig
+from dr_stream.core.lag import PartitionLag, first_waiting, partition_lags
+from dr_stream.index import RunStore, index_snapshot
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.reachability import reachable_cluster_ids
-from dr_stream.lag import PartitionLag, first_waiting, partition_lags
-from dr_stream.offsets.consumer_timestamps import RecordTimestamps
-from dr_stream.offsets.flow_tables import FlowTables
-from dr_stream.offsets.index_snapshot import index_snapshot
-from dr_stream.offsets.poller import current_commits
-from dr_stream.offsets.run_store import RunStore
+from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.positions import RecordTimestamps, current_commits
 
 
 @dataclass(frozen=True)
@@ -63,9 +61,9 @@ def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = Tr
     """Lag per source partition (`lag.partition_lags`, the rule the running flow's metrics use);
     with the source down (`source_up` False), what the index knows."""
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
-        copied = index_snapshot(config, tables, None, (), log=lambda _: None).last_copied()
+        copied = index_snapshot(config, tables.index, None, (), log=lambda _: None).last_copied()
     else:
-        copied = RunStore(tables.runs()).last_copied()
+        copied = RunStore(tables.index.runs()).last_copied()
     next_offsets = {key: last + 1 for key, last in copied.items()}
     bounds: dict[tuple[str, int], tuple[int, int]] = {}
     if source_up:
@@ -84,7 +82,7 @@ def translation_ages(tables: FlowTables) -> list[TranslationAge]:
     return [
         TranslationAge(r["group"], r["topic"], r["partition"], r["source_offset"], r["offset"], r["method"],
                        r["action"], round(now - r["translated_at"].timestamp(), 1))
-        for r in tables.latest_translations()
+        for r in tables.translations.latest()
     ]
 
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dr_stream.config import FlowConfig
+from dr_stream.core.config import FlowConfig
+from dr_stream.core.policy import TopicRenamer
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
-from dr_stream.policy import TopicRenamer
-from dr_stream.provenance import MALFORMED, PROVENANCE, is_cycle, with_provenance
 from dr_stream.replication.left_out import mark_left_out
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
+from dr_stream.runtime.provenance_columns import MALFORMED, PROVENANCE, is_cycle, with_provenance
 
 SHOWN_OFFSETS = 20
 

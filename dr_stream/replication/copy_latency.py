@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from dr_stream.offsets.run_store import Run
+from dr_stream.index import Run
 
 # Seconds: from the real-time mode's milliseconds to a micro-batch's seconds and a catch-up's hours.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)

@@ -33,25 +33,27 @@ from functools import partial
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from dr_stream.config import ConfigError, FlowConfig
+from dr_stream.core.config import ConfigError, FlowConfig
+from dr_stream.core.lag import spark_offsets
+from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic, runs_topic_name
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.client_log import summarised
 from dr_stream.kafka.reachability import require_cluster_id
-from dr_stream.lag import spark_offsets
 from dr_stream.log_format import flow_logger
 from dr_stream.loop_pace import LoopPace
-from dr_stream.offsets import consumer_timestamps
-from dr_stream.offsets.group_sync import GroupSync
-from dr_stream.offsets.index import OffsetIndex
-from dr_stream.offsets.index_feed import IndexFeed
-from dr_stream.offsets.poller import CommittedOffsetPoller
-from dr_stream.offsets.returned_records import ReturnedRecords, maps_back
-from dr_stream.offsets.runs_topic import ensure_runs_topic, runs_topic
-from dr_stream.offsets.translate_loop import TranslateLoop
-from dr_stream.offsets.translation_log import TranslationLog
-from dr_stream.offsets.translator import OffsetTranslator
 from dr_stream.phase_clock import PhaseClock
+from dr_stream.positions import (
+    CONSUMER_TIMESTAMPS,
+    CommittedOffsetPoller,
+    GroupSync,
+    LiveTranslation,
+    OffsetTranslator,
+    ReturnedRecords,
+    TranslationLog,
+    ensure_consumer_timestamps,
+    maps_back,
+)
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import left_out_group, read_left_out
@@ -78,7 +80,7 @@ class ReplicationFlow:
     log: Callable[[str], None] | None = None
     # started by the caller before the Spark session, so the session counts as a start-up phase
     clock: PhaseClock | None = None
-    # the offset index read without Spark while the session started (`FlowTables.runs_and_positions`)
+    # the offset index read without Spark while the session started (`IndexReads.runs_and_positions`)
     index_prefetch: Future | None = None
 
     def __post_init__(self) -> None:
@@ -94,9 +96,9 @@ class ReplicationFlow:
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
-        self.runs_topic = runs_topic(self.config.name)
+        self.runs_topic = runs_topic_name(self.config.name)
         self.connected = False
-        self.translate_loop: TranslateLoop | None = None
+        self.translate_loop: LiveTranslation | None = None
         self.feed: IndexFeed | None = None
         self.poller: CommittedOffsetPoller | None = None
         self.topic_interval_s = 1.0
@@ -201,22 +203,22 @@ class ReplicationFlow:
             if widening.widened:
                 self.request_restart(f"trigger {seconds(widening.from_ms)} -> {seconds(widening.to_ms)}")
 
-    def _translate_loop(self) -> TranslateLoop | None:
+    def _translate_loop(self) -> LiveTranslation | None:
         config = self.config
         if not config.offsets.translate or not config.provenance.enabled:
             return None
         if not self.plan.preserve_partitions:
             self.log("warning: offset translation needs preserve_partitions: true; offsets are not translated")
             return None
-        if consumer_timestamps.ensure_topic(self._source_admin):
-            self.log(f"topic {consumer_timestamps.TOPIC}: created on {config.source.alias} (compacted)")
+        if ensure_consumer_timestamps(self._source_admin):
+            self.log(f"topic {CONSUMER_TIMESTAMPS}: created on {config.source.alias} (compacted)")
         returned = (ReturnedRecords(config.source, config.provenance.header, self.destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(self.feed.locate, config.renamer, config.destination, source=config.source,
                                       returned=returned)
-        loop = TranslateLoop(
+        loop = LiveTranslation(
             source=config.source, translator=translator,
-            record=TranslationLog(self.spark, config.streaming.translations),
+            record=TranslationLog(config.streaming.translations, spark=self.spark),
             sync=GroupSync(config.destination, config.name, batched=True) if config.offsets.sync_to_destination
             else None,
             groups=config.group_filter, topics=config.topic_filter, log=self.log,

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from dr_stream.lag import PartitionLag
-from dr_stream.offsets.run_store import Run
+from dr_stream.core.lag import PartitionLag
+from dr_stream.index import Run
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 from dr_stream.replication.health import Health, QueryState, judge
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.lag import PartitionLag
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
-from dr_stream.lag import PartitionLag
 
 PREFIX = "__dr_stream_lag."
 RETENTION_MS = 7 * 24 * 3600 * 1000

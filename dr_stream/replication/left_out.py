@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX
 from dr_stream.kafka.groups import commit_offsets, committed_offsets, delete_group
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pyspark.sql import SparkSession
 
-from dr_stream.lag import spark_offsets
+from dr_stream.core.lag import spark_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.trigger_width import BatchCost
 

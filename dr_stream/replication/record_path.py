@@ -14,18 +14,19 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from dr_stream.config import FilterOverride
+from dr_stream.core.config import FilterOverride
+from dr_stream.core.policy import TopicRenamer
 from dr_stream.kafka.spark_options import TIMESTAMP_HEADER
-from dr_stream.policy import TopicRenamer
-from dr_stream.provenance import (
+from dr_stream.replication.resume import Resume
+from dr_stream.runtime.policy_columns import remote_topic
+from dr_stream.runtime.provenance_columns import (
     CYCLE,
     MALFORMED_BITS,
     append_headers,
     cycle_flags,
     provenance_value,
 )
-from dr_stream.replication.resume import Resume
-from dr_stream.step import Step
+from dr_stream.runtime.step import Step
 
 CYCLE_COLUMN = "_cycle"
 
@@ -48,7 +49,7 @@ def cycle_bits(plan: ReplicationPlan) -> Column:
     it would loop) and whether a provenance header of it did not parse."""
     if not plan.provenance_enabled:
         return F.lit(0)
-    return cycle_flags(plan.header, plan.destination_cluster_id, plan.renamer.remote_topic_column(F.col("topic")),
+    return cycle_flags(plan.header, plan.destination_cluster_id, remote_topic(plan.renamer, F.col("topic")),
                        plan.filter_overrides)
 
 
@@ -118,7 +119,7 @@ def to_sink_rows(plan: ReplicationPlan) -> Step:
 
     def step(df: DataFrame) -> DataFrame:
         columns = [
-            plan.renamer.remote_topic_column(F.col("topic")).alias("topic"),
+            remote_topic(plan.renamer, F.col("topic")).alias("topic"),
             F.col("key"),
             F.col("value"),
             sink_headers(plan).alias("headers"),

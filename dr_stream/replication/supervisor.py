@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.streaming import StreamingQuery
 
-from dr_stream.config import ConfigError
+from dr_stream.core.config import ConfigError
 from dr_stream.failure_notes import first_line
 from dr_stream.log_format import writes_json
 from dr_stream.replication.flow import ReplicationFlow

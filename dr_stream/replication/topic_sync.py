@@ -24,10 +24,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from dr_stream.config import ClusterConfig
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.policy import TopicFilter, TopicRenamer
 from dr_stream.kafka.admin import copyable_configs_of, create_topics, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized, denied, not_authorized
-from dr_stream.policy import TopicFilter, TopicRenamer
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from dr_stream.state_paths import qualified
+from dr_stream.runtime.state_paths import qualified
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

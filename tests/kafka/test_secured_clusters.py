@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dr_stream.config import load_flow
+from dr_stream.core.config import load_flow
 from dr_stream.dev.certificates import STORE_PASSWORD
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 from tests.conftest import DESTINATION_ACLS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS, running_flow
 from tests.kafka_tools import (
     committed,

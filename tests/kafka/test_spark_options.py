@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.config import parse_flow
+from dr_stream.core.config import parse_flow
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.clients import client_properties
 

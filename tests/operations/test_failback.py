@@ -20,13 +20,13 @@ from contextlib import contextmanager
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from dr_stream.core.provenance import newest_entry
 from dr_stream.kafka.clients import CONSUME_WAIT_S
 from dr_stream.kafka.reachability import reachable_cluster_id
-from dr_stream.offsets.flow_tables import FlowTables
 from dr_stream.operations.failback import FailbackError, failback
 from dr_stream.operations.failover import failover
+from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.reset_flow import reset_flow
-from dr_stream.provenance import newest_entry
 from tests.conftest import _cluster, flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     committed,

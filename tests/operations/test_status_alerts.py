@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from dr_stream.operations.status import PartitionLag, Thresholds, TranslationAge, over_thresholds
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 from tests.kafka_tools import create_topic, delete_topics, produce, unique
 
 LAGS = [PartitionLag("t", 0, 100, 89, 10, 4.0), PartitionLag("t", 1, 50, 49, 0, 0.0),

@@ -11,10 +11,10 @@ import sys
 import threading
 from pathlib import Path
 
-from dr_stream.config import load_flow
+from dr_stream.core.config import load_flow
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.supervisor import SparkStopped, run_until_stopped
-from dr_stream.session import spark_session
+from dr_stream.runtime.session import spark_session
 
 
 def main(path: str) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.offsets.run_store import Run
+from dr_stream.index.run_store import Run
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from dr_stream.lag import PartitionLag
-from dr_stream.offsets.run_store import Run
+from dr_stream.core.lag import PartitionLag
+from dr_stream.index.run_store import Run
 from dr_stream.replication.flow_metrics import FlowMetrics, action_label
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dr_stream.config import parse_flow
-from dr_stream.offsets.consumer_timestamps import RecordTimestamps
-from dr_stream.offsets.group_sync import GroupSync
-from dr_stream.offsets.returned_records import ReturnedRecords
-from dr_stream.offsets.run_store import RunStore
-from dr_stream.offsets.runs_topic import RunsReader
-from dr_stream.offsets.translator import OffsetTranslator
+from dr_stream.core.config import parse_flow
+from dr_stream.index.run_store import RunStore
+from dr_stream.index.runs_topic import RunsReader
+from dr_stream.positions.consumer_timestamps import RecordTimestamps
+from dr_stream.positions.group_sync import GroupSync
+from dr_stream.positions.offset_translator import OffsetTranslator
+from dr_stream.positions.returned_records import ReturnedRecords
 from dr_stream.replication.flow import ReplicationFlow
 
 # Nothing listens on port 1: a part that connected while being built would fail or hang here.

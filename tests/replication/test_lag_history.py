@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dr_stream.lag import PartitionLag
+from dr_stream.core.lag import PartitionLag
 from dr_stream.operations.lag_plot import draw_lag
 from dr_stream.replication.lag_history import LagSample, decode, encode, sample_of
 

@@ -11,9 +11,10 @@ import time
 
 import pytest
 
-from dr_stream.config import ConfigError
+from dr_stream.core.config import ConfigError
 from dr_stream.replication.flow import ReplicationFlow
 from tests.conftest import flow_config, running_flow
+from tests.index.test_write_path_index import GroupWatch, commit_at, dest_offset_of, records
 from tests.kafka_tools import (
     add_partitions,
     consume_all,
@@ -27,7 +28,6 @@ from tests.kafka_tools import (
     unique,
     wait_until,
 )
-from tests.offsets.test_write_path_index import GroupWatch, commit_at, dest_offset_of, records
 
 pytestmark = pytest.mark.integration
 REALTIME = {"mode": "realtime", "trigger": "5s"}

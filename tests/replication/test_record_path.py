@@ -21,9 +21,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from dr_stream.config import FilterOverride
-from dr_stream.policy import TopicRenamer
-from dr_stream.provenance import HEADERS_TYPE, MALFORMED, PROVENANCE, provenance_value, with_provenance
+from dr_stream.core.config import FilterOverride
+from dr_stream.core.policy import TopicRenamer
 from dr_stream.replication.record_path import (
     CYCLE_COLUMN,
     ReplicationPlan,
@@ -33,6 +32,7 @@ from dr_stream.replication.record_path import (
     to_sink_rows,
 )
 from dr_stream.replication.resume import Resume
+from dr_stream.runtime.provenance_columns import HEADERS_TYPE, MALFORMED, PROVENANCE, provenance_value, with_provenance
 from tests.kafka_tools import wait_until
 
 KAFKA_SCHEMA = StructType([

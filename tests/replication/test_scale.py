@@ -22,7 +22,7 @@ import yaml
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 from tests.kafka_tools import (
     admin,
     commit_groups,

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 
 from dr_stream.log_format import JsonFormatter
-from dr_stream.paths import project_root
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, spark_running
+from dr_stream.runtime.paths import project_root
 from tests.conftest import one_topic_flow_file
 from tests.kafka_tools import count, create_topic, produce, topic_exists, unique, wait_until
 

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from dr_stream.dev.hadoop import LocalHadoop
-from dr_stream.paths import project_root
+from dr_stream.runtime.paths import project_root
 from tests.kafka_tools import (
     consume_all,
     consume_and_commit,
@@ -168,7 +168,7 @@ def test_yarn_cluster_mode_survives_a_killed_driver_container_copies_exactly_onc
 
 
 def test_reset_flow_moves_state_on_hdfs_aside_and_a_fresh_run_starts_clean(hadoop, spark, dc1, dc2, topics, tmp_path):
-    from dr_stream.config import load_flow
+    from dr_stream.core.config import load_flow
     from tests.conftest import running_flow
 
     topic = _source_topic(dc1, topics, "yarn.reset.", 2, 2000)

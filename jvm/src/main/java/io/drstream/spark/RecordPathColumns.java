@@ -8,7 +8,7 @@ import org.apache.spark.sql.types.DataTypes;
 
 /**
  * The record path's columns that Spark SQL has no expression for, built for Python
- * (dr_stream/provenance.py). Each is a Java function Spark compiles into the path's generated
+ * (dr_stream/runtime/provenance_columns.py). Each is a Java function Spark compiles into the path's generated
  * code; a higher-order function or {@code reflect} would keep the whole operator out of it.
  */
 public final class RecordPathColumns {

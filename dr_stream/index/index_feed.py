@@ -1,0 +1,362 @@
+"""Keeps a flow's offset index current: runs topic -> memory (`RunStore`) -> Delta table.
+
+The sink's producer publishes runs as it writes (`runs_topic`). The feed reads them as they
+come, so the translate loop sees a copied record's destination offset within milliseconds of
+its acknowledgement, and appends them to the Delta table every `write_every_s` for `status`,
+`failover` and the notebooks, the reports of one growing run as one row (`coalesced`). Every
+`maintenance_every_s` it looks whether the table needs its upkeep, which merges the table's
+rows and drops runs whose records the destination deleted: only when the destination deleted
+records of a known run, or the table took `merge_after_rows` rows (at least as many as the
+runs it knows) since it was last merged. The upkeep is a few Spark jobs of several seconds on
+a small driver; run every minute regardless, it took CPU from the copy in every minute.
+
+`catch_up` runs before the replicate query writes anything (at start and after a query
+restart): it reads the runs topic to its end, then scans each destination partition from just
+past its last known run to its log end for records this flow copied that no run reported (the
+producer died between the acknowledgement and the publication), so the store covers every
+copy on the destination before a single new record is written. The Delta table gets them at
+the feed's next round, beside the query's start rather than before it. The scan is one Spark
+job over all those partitions (its tasks read them side by side) with a deadline,
+`scan_timeout_s`: a scan that does not finish by it leaves its partitions in `unscanned`, which
+the flow reports; they resume from the index's marks, at-least-once for the copies past them.
+
+`processed_through` says, per source partition, below which origin offset the replicate query
+has handled every record (copied or skipped) *and* the feed holds the runs of those copies. Two
+sources: a published run ending at origin offset E (the copy reads each partition in order, so
+everything below E was handled; this is what real-time mode, whose batches end rarely, relies
+on), and a batch's progress (a batch's runs are on the runs topic before it commits, so once
+the feed has read up to where the topic ended when the progress arrived, it knows all of them;
+this covers records skipped after the last copy).
+
+Invariants: the store only holds reported or scanned runs (never a record that is not on the
+destination); the Delta table receives every run the store receives, at least once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.lag import spark_offsets
+from dr_stream.core.policy import TopicRenamer
+from dr_stream.failure_notes import first_line
+from dr_stream.index.index_table import (
+    OffsetIndex,
+    copied_records,
+    drop_deleted_runs,
+    merge_adjacent_runs,
+    run_of,
+    runs_frame,
+    to_runs,
+)
+from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
+from dr_stream.index.runs_topic import RunsReader
+from dr_stream.kafka import spark_options
+from dr_stream.runtime.job_deadline import JobTimedOut, within
+from dr_stream.runtime.local_frame import local_frame
+
+Partition = tuple[str, int]
+
+
+@dataclass
+class IndexFeed:
+    spark: SparkSession
+    index: OffsetIndex
+    destination: ClusterConfig
+    runs_topic: str
+    source_cluster_id: str
+    header: str
+    renamer: TopicRenamer
+    # (destination topic, partition) -> (log start, log end) of the flow's destination partitions
+    dest_bounds: Callable[[], dict[Partition, tuple[int, int]]]
+    log: Callable[[str], None] = print
+    write_every_s: float = 30.0
+    maintenance_every_s: float = 60.0
+    # rows appended since the last merge before the upkeep merges them (or the runs known, if more)
+    merge_after_rows: int = 1000
+    # the longest a (re)start spends reading the destination past the index (`_fill_gaps`)
+    scan_timeout_s: float = 60.0
+    # destination partition -> the [first, end) a timed-out start-up scan left unread
+    unscanned: dict[Partition, tuple[int, int]] = field(default_factory=dict)
+    # told each time the store or the processed offsets moved: a feed round, or a restart's catch-up
+    on_advanced: Callable[[], None] = lambda: None
+    # told every run read from the runs topic, in publication order (not runs rebuilt at start)
+    on_runs: Callable[[list[Run]], None] = lambda runs: None
+    store: RunStore = field(default_factory=RunStore)
+    malformed: int = 0
+    # the table read without Spark while the session started (`IndexReads.runs_and_positions`);
+    # None, or a read that failed: `load` reads it through Spark
+    prefetched: Future | None = None
+    _reader: RunsReader | None = None
+    _unwritten: list[tuple[Run, int | None]] = field(default_factory=list)
+    _last_write: float = field(default_factory=time.monotonic)
+    _last_maintenance: float = field(default_factory=time.monotonic)
+    _rows_unmerged: int = 0  # rows the table holds that no upkeep has merged yet (at most)
+    _deleted_unkept: bool = False  # the store forgot deleted runs the table still holds
+    _progress: list[tuple[int | None, dict[Partition, int]]] = field(default_factory=list)
+    _processed: dict[Partition, int] = field(default_factory=dict)
+    # `_reading` is held while the runs topic is read (the feed thread, and `catch_up` from the
+    # replicate query's start); `_lock` only while the store changes or is asked, so a
+    # translation never waits for a read; `_table` keeps an append and a rewrite apart, since a
+    # rewrite that missed a concurrent append would drop its runs.
+    _reading: threading.RLock = field(default_factory=threading.RLock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _table: threading.RLock = field(default_factory=threading.RLock)
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """The Delta table into memory; the runs topic is read from where the table left off."""
+        runs, position = self._taken_prefetch() or self._read_table()
+        self.store.extend(runs)
+        self._rows_unmerged = len(runs)
+        self._reader = RunsReader(self.destination, self.runs_topic, None if position is None else position + 1)
+
+    def _read_table(self) -> tuple[list[Run], int | None]:
+        frame = self.index.runs().where(F.col("origin_cluster") == self.source_cluster_id)
+        rows = frame.collect()  # one read of the table: the resume point comes from the same rows
+        at = "runs_topic_offset" if "runs_topic_offset" in frame.columns else None
+        reported = [r[at] for r in rows if at and r[at] is not None]
+        return [run_of(r) for r in rows], max(reported) if reported else None
+
+    def _taken_prefetch(self) -> tuple[list[Run], int | None] | None:
+        if self.prefetched is None:
+            return None
+        prefetched, self.prefetched = self.prefetched, None
+        try:
+            runs, positions = prefetched.result(timeout=self.scan_timeout_s)
+        except Exception as exc:  # e.g. a location deltalake cannot open (hdfs://): Spark reads it
+            self.log(f"offset index: read through Spark ({first_line(exc)})")
+            return None
+        return [r for r in runs if r.origin_cluster == self.source_cluster_id], positions.get(self.source_cluster_id)
+
+    def catch_up(self, mark: Callable[[str], None] = lambda phase: None) -> None:
+        """Everything reported, then everything on the destination no report covers; `mark` is
+        told the end of each step (a restart's time is mostly here)."""
+        with self._reading:
+            if self._reader is None:
+                self.load()
+            got = self._reader.read_to_end()
+            self._take(got.runs, got.malformed)
+            mark("runs topic")
+            rebuilt = self._fill_gaps()
+            mark("destination scan")
+        if got.runs or rebuilt:
+            # The feed thread will not read these runs again: a position waiting for them (a
+            # group committed just before this restart) is translated now, not at the next copy.
+            self.on_advanced()
+        # The table is appended by the feed's next round, beside the query's start instead of
+        # before it: until then the runs topic and the destination still hold what it will get.
+        with self._lock:
+            self._last_write = float("-inf")
+
+    def _fill_gaps(self) -> bool:
+        """True when it rebuilt runs from the destination."""
+        bounds = self.dest_bounds()
+        with self._lock:
+            gaps = self.store.uncovered(bounds)
+        self.unscanned = {}
+        if not gaps:
+            return False
+        try:
+            found = self._scan(gaps)
+        except JobTimedOut:
+            # The marks of these partitions stay those of the index: their copies past it may be
+            # written again. Said once here, and by the flow for each partition (`unscanned`).
+            self.unscanned = dict(gaps)
+            self.log(f"offset index: the destination's records past the last known run of {len(gaps)} partitions "
+                     f"({sum(e - f for f, e in gaps.values())} records) were not read within "
+                     f"{self.scan_timeout_s:g} s; those partitions resume from the index's marks")
+            return False
+        self._take([(None, r) for r in found], 0)
+        if found:
+            records = sum(r.records for r in found)
+            self.log(f"offset index: {records} copied records had no published run (the producer stopped "
+                     f"before publishing); rebuilt {len(found)} runs from the destination")
+        return bool(found)
+
+    def _scan(self, gaps: dict[Partition, tuple[int, int]]) -> list[Run]:
+        """One Spark job over every gap at once, cancelled after `scan_timeout_s`."""
+        starts: dict[str, dict[str, int]] = {}
+        ends: dict[str, dict[str, int]] = {}
+        for (topic, partition), (first, end) in gaps.items():
+            starts.setdefault(topic, {})[str(partition)] = first
+            ends.setdefault(topic, {})[str(partition)] = end
+        frame = (
+            self.spark.read.format("kafka").options(**spark_options.batch_range(self.destination, starts, ends)).load()
+            .transform(copied_records(self.source_cluster_id, self.header, self.renamer))
+            .transform(to_runs)
+        )
+        return [run_of(r) for r in within(self.spark, self.scan_timeout_s, frame.collect)]
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _take(self, runs: list[tuple[int | None, Run]], malformed: int) -> None:
+        """Runs with their offset in the runs topic (None: rebuilt from the destination)."""
+        with self._lock:
+            for at, run in runs:
+                if run.origin_cluster != self.source_cluster_id:
+                    continue
+                self.store.add(run)
+                self._unwritten.append((run, at))
+                # The copy reads each partition in offset order: a record copied at origin offset
+                # E means every record before it was handled (copied or skipped) already.
+                key = (run.origin_topic, run.origin_partition)
+                if at is not None and run.origin_end + 1 > self._processed.get(key, -1):
+                    self._processed[key] = run.origin_end + 1
+        published = [run for at, run in runs if at is not None and run.origin_cluster == self.source_cluster_id]
+        if published:
+            self.on_runs(published)
+        if malformed:
+            self.malformed += malformed
+            self.log(f"{self.runs_topic}: skipped {malformed} reports that are not runs ({self.malformed} so far)")
+
+    def replicated(self, progress_end_offsets: str | Mapping | None) -> None:
+        """The replicate query committed a batch ending at these source offsets (its progress)."""
+        ends = spark_offsets(progress_end_offsets)
+        if ends:
+            with self._lock:
+                self._progress.append((None, ends))
+
+    def locate(self, key: RunKey, offset: int) -> Located:
+        """Where `offset` lands, `next` only once the flow has handled every record before it."""
+        with self._lock:
+            return self.store.locate(key, offset, self._processed.get((key[0], key[1])), gated=True)
+
+    def last_copied(self) -> dict[Partition, int]:
+        with self._lock:
+            return self.store.last_copied()
+
+    def next_to_handle(self) -> dict[Partition, int]:
+        """Per source partition, the next origin offset the flow has neither copied nor skipped."""
+        with self._lock:
+            out = {key: last + 1 for key, last in self.store.last_copied().items()}
+            for key, offset in self._processed.items():
+                out[key] = max(out.get(key, 0), offset)
+            return out
+
+    def step(self, timeout: float = 0.1) -> bool:
+        """One round: read new reports, apply batch progress they complete, write and maintain when
+        due. True when the store or the processed offsets moved."""
+        with self._reading:
+            got = self._reader.read(timeout=timeout)
+            self._take(got.runs, got.malformed)
+            moved = self._apply_progress() or bool(got.runs)
+        now = time.monotonic()
+        if self._unwritten and now - self._last_write >= self.write_every_s:
+            self.write()
+        if now - self._last_maintenance >= self.maintenance_every_s:
+            self.maintain_if_due()
+        return moved
+
+    def _apply_progress(self) -> bool:
+        """A batch's progress counts once the feed has read the runs topic as far as it reached
+        when the progress arrived (every run of that batch was published before it committed)."""
+        moved = False
+        while self._progress:
+            with self._lock:
+                needed, ends = self._progress[0]
+            if needed is None:
+                needed = self._reader.end()
+                with self._lock:
+                    self._progress[0] = (needed, ends)
+            if (self._reader.position or 0) < needed:
+                return moved
+            with self._lock:
+                self._progress.pop(0)
+                for key, offset in ends.items():
+                    if offset > self._processed.get(key, -1):
+                        self._processed[key] = offset
+                        moved = True
+        return moved
+
+    def run(self, stop: threading.Event) -> None:
+        """Feeds until `stop` is set, telling `on_advanced` each time something moved."""
+        while not stop.is_set():
+            try:
+                if self.step():
+                    self.on_advanced()
+            except Exception as exc:  # the destination may be briefly unreachable: report, keep going
+                self.log(f"offset index feed: {first_line(exc)}")
+                stop.wait(1.0)
+        self.write()
+
+    # -- the Delta table -----------------------------------------------------------------------
+
+    def write(self) -> None:
+        with self._table:
+            with self._lock:
+                pending, self._unwritten = self._unwritten, []
+                self._last_write = time.monotonic()
+            if pending:
+                rows = coalesced(pending)
+                try:
+                    self.index.append(runs_frame(self.spark, rows))
+                except Exception:
+                    with self._lock:
+                        self._unwritten = pending + self._unwritten
+                    raise
+                self._rows_unmerged += len(rows)
+
+    def maintain_if_due(self) -> None:
+        """The upkeep, when the destination deleted records of a known run or enough rows wait
+        to be merged; otherwise only the look, from memory and one request for log starts."""
+        self._last_maintenance = time.monotonic()
+        bounds = self.dest_bounds()
+        if self._forget_deleted(bounds):
+            self._deleted_unkept = True
+        with self._lock:
+            known = len(self.store)
+        if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
+            self._keep_table(bounds)
+
+    def maintain(self) -> None:
+        """The upkeep now, due or not: drops runs whose records retention removed, and merges
+        rows of one run."""
+        bounds = self.dest_bounds()
+        self._forget_deleted(bounds)
+        self._keep_table(bounds)
+
+    def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
+        """The store forgets runs below each destination partition's log start; True if any."""
+        with self._lock:
+            return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
+
+    def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
+        """The table's rows of runs below the log starts dropped and rows of one run merged.
+        What waited for it is cleared only once it is done: a failed rewrite is tried again."""
+        with self._table:
+            self._last_maintenance = began = time.monotonic()
+            if self.index.exists():
+                before = self.index.runs().count()
+                starts = local_frame(
+                    self.spark, [(t, p, start) for (t, p), (start, _) in bounds.items()],
+                    "dest_topic string, dest_partition int, log_start long",
+                )
+                kept = self.index.runs().transform(drop_deleted_runs(starts))
+                merged = kept.transform(merge_adjacent_runs).localCheckpoint()
+                after = merged.count()
+                if after != before:
+                    self.index.rewrite(merged)
+                    self.log(f"offset index: {before} rows -> {after} in {time.monotonic() - began:.1f} s (merged "
+                             "rows of one run, dropped runs whose records the destination deleted)")
+            self._rows_unmerged, self._deleted_unkept = 0, False
+
+    def close(self) -> None:
+        """Appends what the table does not hold yet (a stopped flow leaves it complete), then
+        closes the runs reader."""
+        try:
+            if self._unwritten:
+                self.write()
+        except Exception as exc:  # the session may be going down with the process
+            self.log(f"offset index: last runs not appended at stop ({exc}); the next start reads them from "
+                     f"{self.runs_topic}")
+        if self._reader is not None:
+            self._reader.close()

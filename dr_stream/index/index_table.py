@@ -1,0 +1,206 @@
+"""The offset index: where each copied record landed on the destination.
+
+A Delta table per flow at `streaming.offset_index`, readable by Spark, the notebooks and (without
+a JVM) the `deltalake` package. It holds *runs* (`run_store.Run`): a stretch where origin and
+destination offsets advance together, so one row stands for every record of a steady copy.
+`index_feed` fills it from the runs the sink's producer publishes (`runs_topic_offset` is where
+in the runs topic a row came from) and, after a crash, from the destination's own records
+(`copied_records`, `to_runs`; `runs_topic_offset` is null there).
+
+Invariants: within a run, destination offset = dest_start + (origin offset - origin_start)
+for every origin offset in [origin_start, origin_end], so translation through runs is as
+exact as through single records; rows may repeat or overlap (a growing run is published
+again), and `merge_adjacent_runs` joins rows that overlap or continue each other with the same
+mapping; runs are deleted only once the destination has deleted every record they describe
+(the index follows the topics' retention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
+
+from dr_stream.core.policy import TopicRenamer
+from dr_stream.index.run_store import Run
+from dr_stream.runtime.local_frame import local_frame
+from dr_stream.runtime.policy_columns import remote_topic
+from dr_stream.runtime.provenance_columns import PROVENANCE, with_provenance
+from dr_stream.runtime.step import Step
+
+RUN_KEY = ["origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition"]
+
+RUN_SCHEMA = StructType([
+    StructField("origin_cluster", StringType(), False),
+    StructField("origin_topic", StringType(), False),
+    StructField("origin_partition", IntegerType(), False),
+    StructField("dest_topic", StringType(), False),
+    StructField("dest_partition", IntegerType(), False),
+    StructField("origin_start", LongType(), False),
+    StructField("origin_end", LongType(), False),
+    StructField("dest_start", LongType(), False),
+    StructField("dest_end", LongType(), False),
+    StructField("records", LongType(), False),
+    StructField("first_timestamp", TimestampType(), True),
+    StructField("last_timestamp", TimestampType(), True),
+    StructField("copied_at", TimestampType(), True),
+    StructField("runs_topic_offset", LongType(), True),
+])
+
+# Runs as plain values, timestamps in epoch ms: Spark turns them into the table's timestamps.
+_PLAIN = ("origin_cluster string, origin_topic string, origin_partition int, dest_topic string, dest_partition int, "
+          "origin_start long, origin_end long, dest_start long, dest_end long, first_ms long, last_ms long, "
+          "copied_ms long, runs_topic_offset long")
+
+
+def runs_frame(spark: SparkSession, runs: list[tuple[Run, int | None]]) -> DataFrame:
+    """(run, its offset in the runs topic or None) pairs -> rows of the index table."""
+    rows = [(r.origin_cluster, r.origin_topic, r.origin_partition, r.dest_topic, r.dest_partition, r.origin_start,
+             r.origin_end, r.dest_start, r.dest_end, r.first_timestamp, r.last_timestamp, r.copied_at, at)
+            for r, at in runs]
+    return local_frame(spark, rows, _PLAIN).select(
+        *RUN_KEY, "origin_start", "origin_end", "dest_start", "dest_end",
+        (F.col("dest_end") - F.col("dest_start") + 1).alias("records"),
+        F.timestamp_millis("first_ms").alias("first_timestamp"), F.timestamp_millis("last_ms").alias("last_timestamp"),
+        F.timestamp_millis("copied_ms").alias("copied_at"), "runs_topic_offset",
+    )
+
+
+def _ms(value) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def run_of(row) -> Run:
+    """A row of the index table (a Spark Row or a dict from `deltalake`) -> a Run."""
+    get = row.get if isinstance(row, dict) else row.__getitem__
+    return Run(get("origin_cluster"), get("origin_topic"), get("origin_partition"), get("dest_topic"),
+               get("dest_partition"), get("origin_start"), get("origin_end"), get("dest_start"), get("dest_end"),
+               _ms(get("first_timestamp")), _ms(get("last_timestamp")), _ms(get("copied_at")))
+
+
+def copied_records(source_cluster_id: str, header: str, renamer: TopicRenamer) -> Step:
+    """Destination Kafka rows -> one row per record this flow copied, with its origin.
+
+    A record belongs to the flow when its newest provenance entry names the source cluster and
+    the destination topic is that entry's topic renamed; records produced on the destination
+    itself, or copied there by another flow, are not this flow's and are left out.
+    """
+
+    def step(df: DataFrame) -> DataFrame:
+        newest = F.try_element_at(F.col(PROVENANCE), F.lit(-1))
+        return (
+            df.transform(with_provenance(header))
+            .withColumn("_newest", newest)
+            .where(
+                (F.col("_newest.cluster") == F.lit(source_cluster_id))
+                & (remote_topic(renamer, F.col("_newest.topic")) == F.col("topic"))
+            )
+            .select(
+                F.col("_newest.cluster").alias("origin_cluster"),
+                F.col("_newest.topic").alias("origin_topic"),
+                F.col("_newest.partition").alias("origin_partition"),
+                F.col("topic").alias("dest_topic"),
+                F.col("partition").alias("dest_partition"),
+                F.col("_newest.offset").alias("origin_offset"),
+                F.col("offset").alias("dest_offset"),
+                F.col("timestamp").alias("origin_timestamp"),
+                F.timestamp_millis(F.col("_newest.timestamp")).alias("copied_at"),
+            )
+        )
+
+    return step
+
+
+def single_record_runs(df: DataFrame) -> DataFrame:
+    """Copied records -> one run of length one each: its start and its end are the record."""
+    starts = {"origin_offset": "origin_start", "dest_offset": "dest_start", "origin_timestamp": "first_timestamp"}
+    ends = {"origin_end": "origin_start", "dest_end": "dest_start", "last_timestamp": "first_timestamp"}
+    return (
+        df.withColumnsRenamed(starts)
+        .withColumns({end: F.col(start) for end, start in ends.items()})
+        .withColumn("records", F.lit(1).cast("long"))
+        .withColumn("runs_topic_offset", F.lit(None).cast("long"))
+        .select(*RUN_SCHEMA.fieldNames())
+    )
+
+
+# How each column of runs that continue each other combines into the merged run.
+_MERGED = {
+    "origin_start": F.min, "origin_end": F.max, "dest_start": F.min, "dest_end": F.max,
+    "first_timestamp": F.min, "last_timestamp": F.max, "copied_at": F.max, "runs_topic_offset": F.max,
+}
+
+
+def merge_adjacent_runs(df: DataFrame) -> DataFrame:
+    """Joins runs that overlap or continue each other with the same mapping (gaps-and-islands):
+    a run continues the rows before it when it starts at most one past their furthest end and
+    its destination-minus-origin distance equals the previous row's."""
+    ordered = Window.partitionBy(*RUN_KEY).orderBy("dest_start", "origin_start")
+    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
+    shift = F.col("dest_start") - F.col("origin_start")
+    continues = (
+        (F.col("dest_start") <= F.max("dest_end").over(before) + 1)
+        & (shift == F.lag(shift).over(ordered))
+    )
+    island = F.sum(F.when(continues, 0).otherwise(1)).over(
+        ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    return (
+        df.withColumn("_island", island)
+        .groupBy(*RUN_KEY, "_island")
+        .agg(*(merge(F.col(column)).alias(column) for column, merge in _MERGED.items()))
+        .withColumn("records", F.col("dest_end") - F.col("dest_start") + 1)
+        .drop("_island")
+        .select(*RUN_SCHEMA.fieldNames())
+    )
+
+
+def to_runs(df: DataFrame) -> DataFrame:
+    return df.transform(single_record_runs).transform(merge_adjacent_runs)
+
+
+def drop_deleted_runs(log_starts: DataFrame) -> Step:
+    """Keeps runs with at least one record still in the destination (`log_starts`: dest_topic,
+    dest_partition, log_start). Partitions missing from `log_starts` keep all their runs."""
+
+    def step(df: DataFrame) -> DataFrame:
+        return (
+            df.join(F.broadcast(log_starts), on=["dest_topic", "dest_partition"], how="left")
+            .where(F.col("log_start").isNull() | (F.col("dest_end") >= F.col("log_start")))
+            .drop("log_start")
+        )
+
+    return step
+
+
+@dataclass
+class OffsetIndex:
+    """The Delta table at `streaming.offset_index`."""
+
+    spark: SparkSession
+    path: str
+
+    def exists(self) -> bool:
+        from delta.tables import DeltaTable
+
+        return DeltaTable.isDeltaTable(self.spark, self.path)
+
+    def runs(self) -> DataFrame:
+        if not self.exists():
+            return local_frame(self.spark, [], RUN_SCHEMA)
+        return self.spark.read.format("delta").load(self.path)
+
+    def append(self, runs: DataFrame) -> None:
+        # mergeSchema: tables written before runs_topic_offset existed gain the column.
+        (runs.select(*RUN_SCHEMA.fieldNames()).write.format("delta").mode("append")
+         .option("mergeSchema", "true").save(self.path))
+
+    def rewrite(self, runs: DataFrame) -> None:
+        runs.select(*RUN_SCHEMA.fieldNames()).write.format("delta").mode("overwrite").save(self.path)
+
+    def size_in_bytes(self) -> int:
+        if not self.exists():
+            return 0
+        return int(self.spark.sql(f"DESCRIBE DETAIL delta.`{self.path}`").first()["sizeInBytes"])

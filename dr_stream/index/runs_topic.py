@@ -1,0 +1,124 @@
+"""The runs topic: where the sink's producer reports what it copied, on the destination cluster.
+
+One topic per flow, `__dr_stream_runs.<flow>`, one partition so every report keeps the order
+it was published in. Key: JSON `{"topic", "partition", "dest_start"}` (destination partition and
+the run's first destination offset); value: JSON with the run's origin cluster, topic and
+partition, origin and destination start/end offsets, first/last record timestamps and the
+time of its newest acknowledgement (ms). A run that grows is published again under the same
+key, so compaction keeps only its newest version; `min.compaction.lag.ms` leaves a day for the
+flow to read every version before compaction may remove it.
+
+Invariants: a report that does not parse is counted and skipped, never fatal; a reader sees
+reports in the order the producers published them (one partition).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.index.run_store import Run
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import create_topic, partition_counts
+
+PREFIX = "__dr_stream_runs."
+CONFIGS = {
+    "cleanup.policy": "compact",
+    "min.compaction.lag.ms": str(24 * 3600 * 1000),
+    # Compaction only cleans closed segments: roll hourly so a run's old versions can go.
+    "segment.ms": str(3600 * 1000),
+}
+
+
+def runs_topic_name(flow_name: str) -> str:
+    return PREFIX + flow_name
+
+
+def ensure_runs_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> bool:
+    """Creates the runs topic if missing; True when it was created."""
+    if topic in partition_counts(admin, timeout):
+        return False
+    return create_topic(admin, topic, 1, CONFIGS, timeout)
+
+
+_FIELDS = ("origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition",
+           "origin_start", "origin_end", "dest_start", "dest_end")
+
+
+def parse_run(value: bytes | None) -> Run | None:
+    """A published run, or None when the value is not one (the key repeats what the value says)."""
+    try:
+        v = json.loads(value)
+        run = Run(*(v[f] for f in _FIELDS), v.get("first_timestamp"), v.get("last_timestamp"), v.get("copied_at"))
+    except (TypeError, ValueError, KeyError):
+        return None
+    if run.origin_end - run.origin_start != run.dest_end - run.dest_start or run.dest_end < run.dest_start:
+        return None
+    return run
+
+
+@dataclass
+class RunsRead:
+    runs: list[tuple[int, Run]]  # (offset in the runs topic, run)
+    malformed: int
+    position: int  # the next offset to read
+
+
+class RunsReader:
+    """Reads the runs topic from a given offset; opens its consumer at the first read."""
+
+    def __init__(self, destination: ClusterConfig, topic: str, start: int | None = None) -> None:
+        self.topic = topic
+        self.position = start
+        self._consumer = clients.OnDemandConsumer(destination, "dr-stream-runs",
+                                                  {"enable.partition.eof": True, "fetch.wait.max.ms": 50})
+        self._assigned = False
+
+    def end(self, timeout: float = 10.0) -> int:
+        """The runs topic's current end offset."""
+        _, high = self._consumer.get().get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout)
+        return high
+
+    def read(self, timeout: float = 0.2, most: int = 10000) -> RunsRead:
+        """What was published since the last read, waiting at most `timeout` for something new."""
+        consumer = self._consumer.get()
+        if not self._assigned:
+            start = OFFSET_BEGINNING if self.position is None else self.position
+            consumer.assign([TopicPartition(self.topic, 0, start)])
+            self._assigned = True
+        runs, malformed = [], 0
+        for msg in consumer.consume(num_messages=most, timeout=timeout):
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    self.position = max(self.position or 0, msg.offset())
+                continue
+            self.position = msg.offset() + 1
+            run = parse_run(msg.value())
+            if run is None:
+                malformed += 1
+            else:
+                runs.append((msg.offset(), run))
+        return RunsRead(runs, malformed, self.position or 0)
+
+    def read_to_end(self, timeout: float = 30.0) -> RunsRead:
+        """Everything published up to now."""
+        end = self.end()
+        deadline = time.monotonic() + timeout
+        out = RunsRead([], 0, self.position or 0)
+        while (self.position or 0) < end:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.topic}: could not read to offset {end} in {timeout:g} s "
+                                   f"(at {self.position})")
+            got = self.read(timeout=clients.CONSUME_WAIT_S)
+            out.runs += got.runs
+            out.malformed += got.malformed
+            out.position = got.position
+        return out
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,68 @@
+"""The offset index as it stands now, for a command run beside (or after) the flow.
+
+Three layers, oldest first: the Delta table; the runs the flow published after its last table
+write (read from the runs topic from where the table's rows stop); and copies at the end of
+destination partitions that no published run covers (the flow was killed between a write and
+its publication). The result is a `RunStore` that knows every copy on the destination for the
+partitions asked about.
+
+Invariant: each layer that cannot be read is reported and the snapshot is built from the
+others; nothing is silently left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from dr_stream.core.config import FlowConfig
+from dr_stream.index.destination_tail import read_tail
+from dr_stream.index.index_reads import IndexReads
+from dr_stream.index.run_store import RunStore
+from dr_stream.index.runs_topic import RunsReader, runs_topic_name
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import log_bounds, partition_counts
+
+# A failover reads at most this many records past the last known run of a partition.
+TAIL_LIMIT = 200_000
+
+
+def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | None,
+                   partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print) -> RunStore:
+    """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
+    partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
+    runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
+    store = RunStore(index.runs(origin_cluster))
+    admin = clients.admin(config.destination)
+    topic = runs_topic_name(config.name)
+    if topic in partition_counts(admin, timeout=10):
+        position = index.runs_topic_position()
+        reader = RunsReader(config.destination, topic, None if position is None else position + 1)
+        try:
+            got = reader.read_to_end(timeout=15)
+            store.extend(run for _, run in got.runs if origin_cluster in (None, run.origin_cluster))
+        finally:
+            reader.close()
+        log(f"offset index: {len(store)} runs ({len(got.runs)} published since the table's last write)")
+    else:
+        log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
+    if origin_cluster is not None:
+        _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log)
+    return store
+
+
+def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,
+              partitions: list[tuple[str, int]], log: Callable[[str], None]) -> None:
+    indexed = {(r.dest_topic, r.dest_partition) for r in store}
+    gaps = {}
+    for dest, (first, end) in store.uncovered(log_bounds(admin, [p for p in partitions if p in indexed])).items():
+        if end - first > TAIL_LIMIT:
+            log(f"{dest[0]}[{dest[1]}]: {end - first} records after the last indexed copy; not read (more than "
+                f"{TAIL_LIMIT}), so a translation there may be early until the flow runs again")
+        else:
+            gaps[dest] = (first, end)
+    if gaps:
+        found = read_tail(config.destination, gaps, config.provenance.header, origin_cluster, config.renamer)
+        store.extend(found)
+        if found:
+            log(f"offset index: {sum(r.records for r in found)} copies at the end of the destination had no "
+                "published run yet; taken from the destination")

@@ -1,0 +1,79 @@
+"""Group positions: where consumer groups stand on the source, and the same place on the destination.
+
+The one face other wings use; what is behind it may change without them knowing.
+- `GroupCommit`, `RecordTimestamps`, `ensure_consumer_timestamps`, `CONSUMER_TIMESTAMPS`: the
+  topic of group positions and the timestamps of the records they point at
+  (`consumer_timestamps`); `CommittedOffsetPoller`, `current_commits`, `stamped`: dr-stream's
+  own writer of it, from committed offsets (`poller`).
+- `Translation`: one position translated (`translation_rule`, pure); `OffsetTranslator`: the
+  rule applied with its inputs from the index and the clusters (`offset_translator`);
+  `ReturnedRecords`, `maps_back`: copies that map back to originals (`returned_records`).
+- `LiveTranslation`: a running flow's translation of each new position (`live_translation`),
+  recorded in the `TranslationLog` (`translation_log`).
+- `GroupSync`, `SyncAction`, `sync_translations`: when and how a destination group is written
+  (`group_sync`).
+
+Names resolve at first use, so a command that only translates does not import Spark.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dr_stream.positions.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
+    from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps
+    from dr_stream.positions.consumer_timestamps import ensure_topic as ensure_consumer_timestamps
+    from dr_stream.positions.group_sync import GroupSync, SyncAction, sync_translations
+    from dr_stream.positions.live_translation import LiveTranslation
+    from dr_stream.positions.offset_translator import OffsetTranslator
+    from dr_stream.positions.poller import CommittedOffsetPoller, current_commits, stamped
+    from dr_stream.positions.returned_records import ReturnedRecords, maps_back
+    from dr_stream.positions.translation_log import TranslationLog
+    from dr_stream.positions.translation_rule import Translation
+
+# name on the face -> (module, name there)
+_FACE = {
+    "GroupCommit": ("consumer_timestamps", "GroupCommit"),
+    "RecordTimestamps": ("consumer_timestamps", "RecordTimestamps"),
+    "CONSUMER_TIMESTAMPS": ("consumer_timestamps", "TOPIC"),
+    "ensure_consumer_timestamps": ("consumer_timestamps", "ensure_topic"),
+    "CommittedOffsetPoller": ("poller", "CommittedOffsetPoller"),
+    "current_commits": ("poller", "current_commits"),
+    "stamped": ("poller", "stamped"),
+    "Translation": ("translation_rule", "Translation"),
+    "OffsetTranslator": ("offset_translator", "OffsetTranslator"),
+    "ReturnedRecords": ("returned_records", "ReturnedRecords"),
+    "maps_back": ("returned_records", "maps_back"),
+    "LiveTranslation": ("live_translation", "LiveTranslation"),
+    "TranslationLog": ("translation_log", "TranslationLog"),
+    "GroupSync": ("group_sync", "GroupSync"),
+    "SyncAction": ("group_sync", "SyncAction"),
+    "sync_translations": ("group_sync", "sync_translations"),
+}
+__all__ = [
+    "CONSUMER_TIMESTAMPS",
+    "CommittedOffsetPoller",
+    "GroupCommit",
+    "GroupSync",
+    "LiveTranslation",
+    "OffsetTranslator",
+    "RecordTimestamps",
+    "ReturnedRecords",
+    "SyncAction",
+    "Translation",
+    "TranslationLog",
+    "current_commits",
+    "ensure_consumer_timestamps",
+    "maps_back",
+    "stamped",
+    "sync_translations",
+]
+
+
+def __getattr__(name: str) -> object:
+    if name not in _FACE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _FACE[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)

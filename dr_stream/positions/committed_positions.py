@@ -1,0 +1,74 @@
+"""Where the poller reads the source groups' committed offsets: two readers, one contract.
+
+* `TopicPositions` follows `__consumer_offsets` (`kafka/consumer_offsets_topic`): a round reads
+  the commits made since the last one, so its cost follows the commit rate, not the group
+  count. It needs READ on `TOPIC __consumer_offsets`.
+* `AdminPositions` asks the group coordinators (`kafka/group_offsets`, the Java admin client
+  in the driver): the group listing, then one batched offset fetch per coordinator for every
+  selected group, each round. It needs DESCRIBE on the groups.
+
+`read(full)` answers {group: {(topic, partition): Committed} or the error that kept the group
+from being read}. With `full` it holds every selected group's positions; without, at least
+those that changed since the previous call (the caller compares with what it reported).
+
+Invariant: only groups `groups` selects are returned; a group that could not be read maps to
+its error, never to "no offsets".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.policy import GroupFilter
+from dr_stream.kafka import clients
+from dr_stream.kafka.consumer_offsets_topic import ConsumerOffsetsTopic
+from dr_stream.kafka.group_offsets import Fetched, GroupOffsets
+
+
+class CommittedPositions(Protocol):
+    name: str
+
+    def read(self, full: bool) -> tuple[int, dict[str, Fetched]]:
+        """(how many selected groups there are, their positions as described above)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class AdminPositions:
+    name = "admin"
+
+    def __init__(self, cluster: ClusterConfig, groups: GroupFilter, offsets: GroupOffsets | None = None) -> None:
+        # the driver's own Java admin client unless one is handed in (a bench's JVM)
+        self._offsets = offsets or clients.group_offsets(cluster)
+        self._groups = groups
+
+    def read(self, full: bool) -> tuple[int, dict[str, Fetched]]:
+        selected = [g for g in self._offsets.list_groups() if self._groups.matches(g)]
+        # Only offsets that changed since the last fetch cross from the JVM, so an idle round at
+        # thousands of groups parses nothing.
+        fetch = self._offsets.committed if full else self._offsets.committed_changes
+        return len(selected), fetch(selected)
+
+    def close(self) -> None:
+        self._offsets.close()
+
+
+class TopicPositions:
+    name = "__consumer_offsets"
+
+    def __init__(self, cluster: ClusterConfig, groups: GroupFilter,
+                 on_undecodable: Callable[[int, str], None] = lambda n, why: None) -> None:
+        self._topic = ConsumerOffsetsTopic(cluster, on_undecodable)
+        self._groups = groups
+
+    def read(self, full: bool) -> tuple[int, dict[str, Fetched]]:
+        changed = self._topic.catch_up()
+        source = self._topic.positions if full else changed
+        found: dict[str, Fetched] = {g: dict(p) for g, p in source.items() if self._groups.matches(g)}
+        return sum(1 for g in self._topic.positions if self._groups.matches(g)), found
+
+    def close(self) -> None:
+        self._topic.close()

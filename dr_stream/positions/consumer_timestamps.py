@@ -1,0 +1,242 @@
+"""`__consumer_timestamps`: where each consumer group stands on the source.
+
+A compacted topic on the source cluster. Key: JSON `{"group", "topic", "partition"}`;
+value: JSON `{"offset": committed offset (next record to read), "timestamp": ms of the last
+consumed record}`. Two writers fill it: `ConsumerTimestamps` (a helper for confluent-kafka
+consumers, reporting at each commit) and `CommittedOffsetPoller` (dr-stream itself, from the
+groups' committed offsets, so unmodified consumers in any language are covered).
+
+Invariant: a record that does not parse is counted and skipped; it never stops a reader.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import create_topic, partition_counts
+
+TOPIC = "__consumer_timestamps"
+UNKNOWN_TIMESTAMP = -1
+# Records between two wanted ones that a look-up reads through rather than seek again: a seek
+# costs a fetch round trip, a record in the same fetch costs nothing.
+MAX_SPAN_GAP = 500
+
+
+def read_spans(offsets: list[int], max_gap: int) -> list[tuple[int, int]]:
+    """Sorted record offsets -> (first, last) spans to read, a new span wherever more than
+    `max_gap` records lie between two wanted ones."""
+    spans: list[tuple[int, int]] = []
+    for offset in offsets:
+        if spans and offset - spans[-1][1] <= max_gap + 1:
+            spans[-1] = (spans[-1][0], offset)
+        else:
+            spans.append((offset, offset))
+    return spans
+
+
+
+@dataclass(frozen=True)
+class GroupCommit:
+    """One group's position on one source partition."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int = UNKNOWN_TIMESTAMP
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.group, self.topic, self.partition
+
+    def record_key(self) -> bytes:
+        return json.dumps({"group": self.group, "topic": self.topic, "partition": self.partition},
+                          separators=(",", ":")).encode()
+
+    def record_value(self) -> bytes:
+        return json.dumps({"offset": self.offset, "timestamp": self.timestamp}, separators=(",", ":")).encode()
+
+
+def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0) -> bool:
+    """Creates the compacted topic on the source if missing; True when it was created."""
+    if TOPIC in partition_counts(admin, timeout):
+        return False
+    config = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
+    return create_topic(admin, TOPIC, partitions, config, timeout)
+
+
+TOMBSTONE = "tombstone"
+
+
+def parse_commit(key: bytes | None, value: bytes | None) -> GroupCommit | str | None:
+    """One record of the topic -> the position it reports; TOMBSTONE for a null value (compaction's
+    way of forgetting a key); None when it lacks a field or is not JSON (counted by the reader)."""
+    if value is None:
+        return TOMBSTONE
+    try:
+        k, v = json.loads(key), json.loads(value)
+        commit = GroupCommit(k["group"], k["topic"], int(k["partition"]), int(v["offset"]),
+                             int(v.get("timestamp", UNKNOWN_TIMESTAMP) if v.get("timestamp") is not None
+                                 else UNKNOWN_TIMESTAMP))
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    if not isinstance(commit.group, str) or not isinstance(commit.topic, str) or commit.partition < 0 \
+            or commit.offset < 0:
+        return None
+    return commit
+
+
+def report(producer: Producer, commits: Iterable[GroupCommit],
+           on_delivery: Callable[[GroupCommit, KafkaError | None], None] | None = None) -> int:
+    """Produces each commit; `on_delivery` is told each one's outcome when the producer is polled."""
+    n = 0
+    for commit in commits:
+        done = None if on_delivery is None else functools.partial(_delivered, on_delivery, commit)
+        producer.produce(TOPIC, key=commit.record_key(), value=commit.record_value(), on_delivery=done)
+        n += 1
+    producer.poll(0)
+    return n
+
+
+def _delivered(tell: Callable[[GroupCommit, KafkaError | None], None], commit: GroupCommit,
+               error: KafkaError | None, _: Message) -> None:
+    tell(commit, error)
+
+
+def _as_cluster(where: ClusterConfig | Mapping[str, str]) -> ClusterConfig:
+    """Applications pass their own client properties; dr-stream passes a cluster of its config."""
+    if isinstance(where, ClusterConfig):
+        return where
+    properties = {k: str(v) for k, v in where.items()}
+    bootstrap = properties.pop("bootstrap.servers")
+    return ClusterConfig("application", bootstrap, properties)
+
+
+class ConsumerTimestamps:
+    """Client helper: makes a confluent-kafka consumer report its commits to `__consumer_timestamps`.
+
+        stamps = ConsumerTimestamps(consumer, group_id, {"bootstrap.servers": ...})
+        for msg in consumer.consume(...):
+            process(msg)
+            stamps.observe(msg)
+        stamps.commit()          # commits the consumed positions and reports them
+
+    Invariant: what is reported is exactly what was committed (next offset to read, and the
+    timestamp of the last record consumed before it).
+    """
+
+    def __init__(self, consumer: Consumer, group: str, cluster: ClusterConfig | Mapping[str, str]) -> None:
+        self.consumer = consumer
+        self.group = group
+        self.producer = clients.producer(_as_cluster(cluster), {"linger.ms": 0})
+        self._last: dict[tuple[str, int], tuple[int, int]] = {}
+
+    def observe(self, message: Message) -> None:
+        if message.error() is None:
+            self._last[(message.topic(), message.partition())] = (message.offset(), message.timestamp()[1])
+
+    def commit(self, timeout: float = 10.0) -> list[GroupCommit]:
+        if not self._last:
+            return []
+        commits = [GroupCommit(self.group, t, p, offset + 1, ts) for (t, p), (offset, ts) in sorted(self._last.items())]
+        self.consumer.commit(offsets=[TopicPartition(c.topic, c.partition, c.offset) for c in commits],
+                             asynchronous=False)
+        report(self.producer, commits)
+        self.producer.flush(timeout)
+        return commits
+
+    def close(self) -> None:
+        self.producer.flush(10)
+        self.producer.close()
+
+
+class RecordTimestamps:
+    """Looks up the timestamp of the record just before a committed offset (its consumer is
+    opened at the first look-up and closed by `close`)."""
+
+    def __init__(self, cluster: ClusterConfig) -> None:
+        self._consumer = clients.OnDemandConsumer(cluster, "dr-stream-timestamps",
+                                                  {"enable.partition.eof": True, "fetch.wait.max.ms": 10})
+
+    def before_each(self, offsets: Iterable[tuple[str, int, int]],
+                    timeout: float = 5.0) -> dict[tuple[str, int, int], int]:
+        """The timestamp of record `offset - 1` for each (topic, partition, offset), or
+        UNKNOWN_TIMESTAMP where it is not readable (nothing consumed yet, deleted by retention or
+        compaction, a transaction marker). All partitions are read side by side, each over the
+        spans `read_spans` makes of its offsets, so a round of thousands of groups is a few
+        passes, not a look-up per group."""
+        out = {at: UNKNOWN_TIMESTAMP for at in offsets}
+        records: dict[tuple[str, int], set[int]] = {}
+        for topic, partition, offset in out:
+            if offset > 0:
+                records.setdefault((topic, partition), set()).add(offset - 1)
+        if not records:
+            return out
+        spans = {tp: read_spans(sorted(wanted), MAX_SPAN_GAP) for tp, wanted in records.items()}
+        found: dict[tuple[str, int, int], int] = {}
+        deadline = time.monotonic() + timeout
+        for k in range(max(len(s) for s in spans.values())):
+            self._read_spans({tp: s[k] for tp, s in spans.items() if k < len(s)}, records, found, deadline)
+        for (topic, partition, record), timestamp in found.items():
+            out[(topic, partition, record + 1)] = timestamp
+        return out
+
+    def _read_spans(self, spans: dict[tuple[str, int], tuple[int, int]], records: dict[tuple[str, int], set[int]],
+                    found: dict[tuple[str, int, int], int], deadline: float) -> None:
+        consumer = self._consumer.get()
+        assigned = [TopicPartition(t, p, first) for (t, p), (first, _) in spans.items()]
+        consumer.assign(assigned)
+        open_spans = set(spans)
+        try:
+            while open_spans and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
+                    tp = (msg.topic(), msg.partition())
+                    if tp not in open_spans:
+                        continue
+                    error = msg.error()
+                    if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                        continue
+                    if error is None and msg.offset() in records[tp]:
+                        found[(*tp, msg.offset())] = msg.timestamp()[1]
+                    if error is not None or msg.offset() >= spans[tp][1]:
+                        open_spans.discard(tp)
+                        consumer.pause([TopicPartition(*tp)])
+        finally:
+            # librdkafka keeps a partition paused across assignments: the next pass would read nothing
+            consumer.resume(assigned)
+            consumer.unassign()
+
+    def of_records(self, offsets: dict[tuple[str, int], int], timeout: float = 5.0) -> dict[tuple[str, int], int]:
+        """The timestamp of the record at each (topic, partition)'s offset, read in one pass over
+        all of them; a record that could not be read within `timeout` is left out."""
+        if not offsets:
+            return {}
+        consumer = self._consumer.get()
+        assigned = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        consumer.assign(assigned)
+        found: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            while len(found) < len(offsets) and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=1000, timeout=0.2):
+                    key = (msg.topic(), msg.partition())
+                    if msg.error() is None and key not in found and key in offsets:
+                        found[key] = msg.timestamp()[1]
+                        consumer.pause([TopicPartition(*key)])
+            return found
+        finally:
+            # librdkafka keeps a partition paused across assignments: the next look-up would read nothing
+            consumer.resume(assigned)
+            consumer.unassign()
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,110 @@
+"""Gathers what the translation rule needs from the offset index and the clusters, and applies it.
+
+The rule itself is in `translation` and `run_store`; this class only reads: where a commit
+lands in the index runs (`locate`: the flow's live store, or a store loaded from the table),
+the destination's log bounds and, where the rule asks, offsets by timestamp (admin client and
+consumer), the source's log ends, and returned records. No Spark: `failover` runs it without
+a JVM.
+
+Invariant: constructing a translator opens no connection; its clients are opened at first use
+and released by `close`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.policy import TopicRenamer
+from dr_stream.index import Located, RunKey
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import log_bounds
+from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.returned_records import LookUp, ReturnedRecords
+from dr_stream.positions.translation_rule import (
+    Translation,
+    needs_timestamp,
+    returned_look_ups,
+    settle,
+    through_returned,
+)
+
+
+class OffsetTranslator:
+    """Translates commits through the flow's offset index and the destination's logs."""
+
+    def __init__(self, locate: Callable[[RunKey, int], Located], renamer: TopicRenamer,
+                 destination: ClusterConfig, source: ClusterConfig | None = None,
+                 known_source_ends: dict[tuple[str, int], int] | None = None,
+                 returned: ReturnedRecords | None = None) -> None:
+        self.locate = locate
+        self.renamer = renamer
+        self.destination = destination
+        # None when the source is gone: the log ends it last reported stand in for the live ones.
+        self.source = source
+        self.known_source_ends = known_source_ends or {}
+        self.returned = returned
+        self._admins: dict[str, AdminClient] = {}
+        self._dest_consumer = clients.OnDemandConsumer(destination, "dr-stream-translate")
+
+    def _admin(self, cluster: ClusterConfig) -> AdminClient:
+        if cluster.alias not in self._admins:
+            self._admins[cluster.alias] = clients.admin(cluster)
+        return self._admins[cluster.alias]
+
+    def located(self, commit: GroupCommit, now: int, source_log_end: int | None = None) -> Translation:
+        """The commit placed through the index runs, before the destination's logs are consulted."""
+        dest_topic = self.renamer.format_remote_topic(commit.topic)
+        found = self.locate((commit.topic, commit.partition, dest_topic, commit.partition), commit.offset)
+        method = "timestamp" if found.method == "unknown" else found.method
+        return Translation(commit.group, commit.topic, commit.partition, commit.offset, commit.timestamp, dest_topic,
+                           commit.partition, found.offset, method, "", False, None, None, found.last_copied,
+                           source_log_end, now)
+
+    def translate(self, commits: Iterable[GroupCommit]) -> list[Translation]:
+        now = int(time.time() * 1000)
+        commits = list(commits)
+        if not commits:
+            return []
+        source_ends = self._source_ends(sorted({(c.topic, c.partition) for c in commits}))
+        placed = [self.located(c, now, source_ends.get((c.topic, c.partition))) for c in commits]
+        bounds = log_bounds(self._admin(self.destination), sorted({(t.dest_topic, t.dest_partition) for t in placed}))
+        originals = self._originals(placed, source_ends)
+        out = []
+        for t in placed:
+            if self.returned is not None:
+                t = through_returned(t, lambda o, t=t: originals[(t.topic, t.partition, o, t.dest_topic)])
+            found = bounds.get((t.dest_topic, t.dest_partition))
+            by_timestamp = self._offset_for_time(t) if needs_timestamp(t, found) else None
+            out.append(settle(t, found, by_timestamp))
+        return sorted(out, key=lambda t: t.key)
+
+    def _originals(self, placed: list[Translation], source_ends: dict[tuple[str, int], int]
+                   ) -> dict[LookUp, int | None]:
+        """Every returned-record look-up the round's translations need, in one batch."""
+        if self.returned is None:
+            return {}
+        return self.returned.originals({(t.topic, t.partition, o, t.dest_topic) for t in placed
+                                        for o in returned_look_ups(t)}, source_ends)
+
+    def _offset_for_time(self, t: Translation) -> int | None:
+        wanted = TopicPartition(t.dest_topic, t.dest_partition, t.source_timestamp)
+        found = self._dest_consumer.get().offsets_for_times([wanted], timeout=15)[0]
+        return found.offset if found.offset >= 0 else None
+
+    def _source_ends(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if self.source is None:
+            return dict(self.known_source_ends)
+        try:
+            return {k: end for k, (_, end) in log_bounds(self._admin(self.source), partitions, timeout=5).items()}
+        except Exception:  # the source may be down (that is what failover is for): ends unknown
+            return {}
+
+    def close(self) -> None:
+        self._dest_consumer.close()
+        if self.returned is not None:
+            self.returned.close()

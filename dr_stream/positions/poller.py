@@ -1,0 +1,212 @@
+"""The second writer of `__consumer_timestamps`: dr-stream itself, from committed offsets.
+
+Unmodified consumers (any language, no helper) commit offsets to the source cluster as
+usual; this poller reads them each round, looks up the timestamp of the last record each
+group consumed, and reports the positions that changed.
+
+Positions come from `__consumer_offsets` itself by default (a round reads the commits made
+since the last one, so its cost follows the commit rate, not the group count), or from the
+group coordinators through the admin API (`offsets.positions_from: admin`; see
+`committed_positions`). A principal refused READ on `__consumer_offsets` falls back to the
+admin path, said in one line. A timestamp is looked up only for positions that moved, all of a
+round's in one pass. Rounds never overlap and never come closer than the last one took
+(`LoopPace`); each round's duration, group count and period go to `on_round`. The commands
+(status, failover) run without a JVM and read the same offsets through librdkafka
+(`group_commits`).
+
+Invariants: only groups the flow translates and topics it replicates are reported; a
+position dr-stream itself committed (metadata `dr-stream:...`, written by the flow running
+the other way) is never reported, so two flows can not echo a translation back and forth; a
+group whose offsets could not be read is reported, never taken as having none.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.core.policy import GroupFilter, TopicFilter
+from dr_stream.failure_notes import FailureNotes, first_line
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import matching_partitions
+from dr_stream.kafka.authorization import NotAuthorized
+from dr_stream.kafka.group_offsets import Fetched
+from dr_stream.kafka.groups import committed_offsets, list_groups
+from dr_stream.loop_pace import LoopPace
+from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
+from dr_stream.positions.consumer_timestamps import TOPIC, GroupCommit, RecordTimestamps, report
+
+PARALLEL = 16
+
+
+def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+                  group_pattern: str | None = None) -> dict[str, list[GroupCommit] | Exception]:
+    """Each selected group's own committed positions on the replicated topics (timestamps not
+    looked up), or the error that kept them from being read: one group whose coordinator is
+    moving does not hide the others."""
+    selected = [g for g in list_groups(admin)
+                if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
+    partitions = matching_partitions(admin, topics) if selected else []
+
+    def of(group: str) -> list[GroupCommit] | Exception:
+        try:
+            return [GroupCommit(group, topic, partition, committed.offset)
+                    for (topic, partition), committed in committed_offsets(cluster, group, partitions).items()
+                    if not committed.written_by_dr_stream]
+        except Exception as exc:
+            return exc
+
+    if len(selected) <= 1:
+        return {group: of(group) for group in selected}
+    # Each group's offsets come from its own coordinator through a consumer of the group: mostly waiting.
+    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="poller") as pool:
+        return dict(zip(selected, pool.map(of, selected), strict=True))
+
+
+def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+                    group_pattern: str | None = None) -> list[GroupCommit]:
+    """`group_commits`, all of them or the first group's error (a command reports it and stops)."""
+    out = []
+    for found in group_commits(cluster, admin, groups, topics, group_pattern).values():
+        if isinstance(found, Exception):
+            raise found
+        out.extend(found)
+    return out
+
+
+def stamped(commits: list[GroupCommit], timestamps: RecordTimestamps) -> list[GroupCommit]:
+    """The commits with the timestamp of the last record each group consumed, looked up together."""
+    looked_up = timestamps.before_each({(c.topic, c.partition, c.offset) for c in commits})
+    return [GroupCommit(c.group, c.topic, c.partition, c.offset, looked_up[(c.topic, c.partition, c.offset)])
+            for c in commits]
+
+
+def moved_commits(fetched: dict[str, Fetched], topics: TopicFilter,
+                  reported: dict[tuple[str, str, int], int]) -> tuple[list[GroupCommit], dict[str, Exception]]:
+    """One round's fetch -> the consumers' own positions on replicated topics that differ from
+    what was last reported, and the groups whose fetch failed."""
+    moved, failed = [], {}
+    for group, result in sorted(fetched.items()):
+        if isinstance(result, Exception):
+            failed[group] = result
+            continue
+        for (topic, partition), committed in sorted(result.items()):
+            if topics.matches(topic) and not committed.written_by_dr_stream \
+                    and reported.get((group, topic, partition)) != committed.offset:
+                moved.append(GroupCommit(group, topic, partition, committed.offset))
+    return moved, failed
+
+
+@dataclass
+class CommittedOffsetPoller:
+    source: ClusterConfig
+    groups: GroupFilter
+    topics: TopicFilter
+    # Half a second between rounds: the poll is most of the delay from a commit on the source to
+    # the destination group (goal: 2 s), and a round costs a few requests at any group count.
+    interval_s: float = 0.5
+    log: Callable[[str], None] = print
+    # `__consumer_offsets` or `admin` (OffsetsConfig.positions_from)
+    positions_from: str = "__consumer_offsets"
+    # told each round's duration in seconds, the groups it read, and the period its pace set
+    on_round: Callable[[float, int, float], None] = lambda seconds, groups, period_s: None
+    # told each round's moved positions before they are written to the topic (the flow's translate
+    # loop takes them from here rather than after the write and its read back)
+    on_stamped: Callable[[list[GroupCommit]], None] = lambda commits: None
+    reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    errors: int = 0
+    pace: LoopPace = field(init=False)
+    _failures: FailureNotes = field(init=False)
+    # the next fetch reads every selected group in full, not only what changed: the first round,
+    # and any round after one whose positions were not all acknowledged
+    _resend: bool = True
+
+    def __post_init__(self) -> None:
+        self.pace = LoopPace(self.interval_s)
+        self._failures = FailureNotes(
+            self.log, lambda group, cause: f"group poller: {group}: committed offsets not read: {cause}",
+            lambda group: f"group poller: {group}: committed offsets read again")
+
+    def poll_once(self) -> int:
+        """Reports the positions that moved since the last round; returns how many were delivered.
+        A position is taken as reported only once the source acknowledged it."""
+        began = time.monotonic()
+        # A round that did not end with every position acknowledged (or did not end) is followed
+        # by a full read, which returns what it lost.
+        full, self._resend = self._resend, True
+        try:
+            selected, fetched = self._positions.read(full)
+        except NotAuthorized as refused:
+            if self._positions.name == "admin":
+                raise
+            self.log(f"group poller: {first_line(refused)}; reading committed offsets through the admin API "
+                     "instead (offsets.positions_from: admin)")
+            self._positions.close()
+            self._positions = AdminPositions(self.source, self.groups)
+            selected, fetched = self._positions.read(True)
+        moved, unread = moved_commits(fetched, self.topics, self.reported)
+        self._failures.round({g: str(exc) for g, exc in unread.items()}, fetched)
+        commits = stamped(moved, self._timestamps)
+        if commits:
+            self.on_stamped(commits)
+        delivered: list[GroupCommit] = []
+        failed: list[str] = []
+
+        def tell(commit: GroupCommit, error: KafkaError | None) -> None:
+            if error is None:
+                delivered.append(commit)
+            else:
+                failed.append(error.str())
+
+        report(self._producer, commits, tell)
+        self._producer.flush(10)
+        for c in delivered:
+            self.reported[c.key] = c.offset
+        self._resend = len(delivered) < len(commits)
+        self.pace.done(time.monotonic() - began)
+        self.on_round(self.pace.last_round_s, selected, self.pace.period_s)
+        if self._resend:
+            raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to {TOPIC} "
+                               f"({failed[0] if failed else 'not acknowledged within 10 s'}); written again next round")
+        return len(delivered)
+
+    def _open_positions(self) -> CommittedPositions:
+        if self.positions_from == "admin":
+            return AdminPositions(self.source, self.groups)
+        return TopicPositions(self.source, self.groups, lambda n, why: self.log(
+            f"group poller: {n} records of __consumer_offsets on {self.source.alias} not decoded, skipped "
+            f"(last: {why})"))
+
+    def open(self, positions: CommittedPositions | None = None) -> None:
+        """Opens the clients a round uses (`run` does; a bench hands in its own positions reader)."""
+        self._positions = positions or self._open_positions()
+        self._producer = clients.producer(self.source, {"linger.ms": 0, "acks": "all"})
+        self._timestamps = RecordTimestamps(self.source)
+
+    def close(self) -> None:
+        self._timestamps.close()
+        self._producer.close()
+        self._positions.close()
+
+    def run(self, stop: threading.Event) -> None:
+        """Polls until `stop` is set; its clients live exactly as long as this call."""
+        self.open()
+        try:
+            while not stop.is_set():
+                try:
+                    self.poll_once()
+                except Exception as exc:  # the source may be briefly unreachable; report, keep polling
+                    self.errors += 1
+                    if self.errors == 1 or self.errors % 60 == 0:
+                        self.log(f"group poller: {first_line(exc)} ({self.errors} failed polls so far)")
+                stop.wait(self.pace.wait_s())
+        finally:
+            self.close()

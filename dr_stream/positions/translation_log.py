@@ -1,0 +1,100 @@
+"""The record of every translation a flow made: a Delta table at `streaming.translations`.
+
+`status` and the notebooks read it, and `failover` takes from it each group's last known
+source position when the source cluster is gone. A row is written when a translation or
+its action changes, not on every pass.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.translation_rule import Translation
+from dr_stream.runtime.delta_reads import DeltaReads
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+
+# The table's columns, in order. A function: pyspark is imported only by what writes (the
+# commands read the table without it).
+def schema() -> StructType:
+    from pyspark.sql.types import (
+        BooleanType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    return StructType([
+        StructField("group", StringType(), False),
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("source_offset", LongType(), False),
+        StructField("source_timestamp", LongType(), True),
+        StructField("dest_topic", StringType(), False),
+        StructField("dest_partition", IntegerType(), False),
+        StructField("offset", LongType(), True),
+        StructField("method", StringType(), False),
+        StructField("note", StringType(), True),
+        StructField("clamped", BooleanType(), False),
+        StructField("log_start", LongType(), True),
+        StructField("log_end", LongType(), True),
+        StructField("last_copied", LongType(), True),
+        StructField("source_log_end", LongType(), True),
+        StructField("action", StringType(), True),
+        StructField("translated_at", TimestampType(), False),
+    ])
+
+
+_LATEST = ('SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" '
+           'ORDER BY translated_at DESC) AS _n FROM t) WHERE _n = 1 ORDER BY "group", topic, "partition"')
+_SOURCE_ENDS = ('SELECT topic, "partition", source_log_end FROM (SELECT topic, "partition", source_log_end, '
+                'row_number() OVER (PARTITION BY topic, "partition" ORDER BY translated_at DESC) AS _n FROM t '
+                'WHERE source_log_end IS NOT NULL) WHERE _n = 1')
+
+
+class TranslationLog:
+    """Appended to by a flow through Spark; read by the commands and the flow through `DeltaReads`
+    (without a JVM where the `deltalake` package can open the location)."""
+
+    def __init__(self, path: str, reads: DeltaReads | None = None, spark: SparkSession | None = None) -> None:
+        self.path = path
+        self.reads = reads or DeltaReads(None if spark is None else lambda: spark)
+        self.spark = spark
+
+    def append(self, rows: list[tuple[Translation, str]]) -> None:
+        if not rows:
+            return
+        if self.spark is None:
+            raise RuntimeError(f"{self.path}: the translation log is appended to through Spark; no session given")
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        from dr_stream.runtime.local_frame import local_frame
+
+        # Attributes read directly: `asdict` deep-copies every row, and a round can hold 50,000.
+        names = schema().fieldNames()
+        records = [tuple(action if f == "action" else getattr(t, f) for f in names) for t, action in rows]
+        # translated_at travels as epoch ms (JSON has no timestamps) and becomes one here.
+        plain = StructType([StructField(f.name, LongType()) if f.name == "translated_at" else f for f in schema()])
+        frame = local_frame(self.spark, records, plain)
+        frame = frame.withColumn("translated_at", F.timestamp_millis("translated_at"))
+        frame.write.format("delta").mode("append").save(self.path)
+
+    def latest(self) -> list[dict]:
+        """The newest row per (group, topic, partition)."""
+        return self.reads.query(self.path, _LATEST)
+
+    def last_commits(self) -> list[GroupCommit]:
+        return [GroupCommit(r["group"], r["topic"], r["partition"], r["source_offset"], r["source_timestamp"])
+                for r in self.latest()]
+
+    def last_source_ends(self) -> dict[tuple[str, int], int]:
+        """The newest source log end recorded per source partition."""
+        return {(r["topic"], r["partition"]): r["source_log_end"] for r in self.reads.query(self.path, _SOURCE_ENDS)}

@@ -1,0 +1,268 @@
+"""The JVM side of dr-stream: which Maven artifacts it needs and where they are cached.
+
+Pins live in `pyproject.toml` under `[tool.dr-stream.jvm]`, next to the Python pins, so
+one file says every version. They are read when the jars are fetched, never when a flow
+runs: an installed package (a packed driver environment, a container image) runs from jars
+handed to it by spark-submit and has no `pyproject.toml`. Three jar sets are fetched from
+Maven Central with Maven:
+
+* `spark`: Spark's Kafka connector and Delta, added to Spark's classpath. Fetched
+  *without* transitive dependencies, because pyspark already ships Scala, Jackson,
+  Hadoop and the compression codecs and a second copy on the classpath breaks it.
+* `kafka`: the Apache Kafka broker and MirrorMaker 2 with all their dependencies,
+  run as plain `java -cp` processes for the local clusters.
+* `hadoop`: Hadoop's mini-cluster (HDFS and YARN in one JVM) for `dr-stream dev yarn`, at the
+  Hadoop version pyspark's own client jars carry, so the cluster speaks the client's protocol.
+
+Invariant: a set whose stamp matches its artifact list is never fetched again, so
+`make setup` is idempotent and a second run downloads nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dr_stream.runtime.paths import cache_dir, project_root
+
+_STAMP = ".artifacts"
+
+
+@dataclass(frozen=True)
+class JvmPins:
+    scala: str
+    spark: str
+    spark_token_provider: str
+    delta: str
+    kafka: str
+    commons_pool2: str
+    hadoop: str
+
+    @classmethod
+    def load(cls, pyproject: Path | None = None) -> JvmPins:
+        import tomllib  # only where the pins are read: at setup, in a checkout
+
+        path = pyproject or project_root() / "pyproject.toml"
+        try:
+            table = tomllib.loads(path.read_text())["tool"]["dr-stream"]["jvm"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
+            raise RuntimeError(f"{path}: cannot read [tool.dr-stream.jvm] ({exc})") from exc
+        return cls(
+            scala=table["scala"],
+            spark=table["spark"],
+            spark_token_provider=table["spark-token-provider"],
+            delta=table["delta"],
+            kafka=table["kafka"],
+            commons_pool2=table["commons-pool2"],
+            hadoop=table["hadoop"],
+        )
+
+    def spark_artifacts(self) -> list[str]:
+        spark_minor = ".".join(self.spark.split(".")[:2])
+        return [
+            f"org.apache.spark:spark-sql-kafka-0-10_{self.scala}:{self.spark}",
+            f"org.apache.spark:spark-token-provider-kafka-0-10_{self.scala}:{self.spark_token_provider}",
+            f"org.apache.kafka:kafka-clients:{self.kafka}",
+            f"org.apache.commons:commons-pool2:{self.commons_pool2}",
+            f"io.delta:delta-spark_{spark_minor}_{self.scala}:{self.delta}",
+            f"io.delta:delta-storage:{self.delta}",
+        ]
+
+    def kafka_artifacts(self) -> list[str]:
+        return [
+            f"org.apache.kafka:kafka_{self.scala}:{self.kafka}",
+            f"org.apache.kafka:connect-mirror:{self.kafka}",
+            # Kafka 3.x logs through slf4j 1.7 + reload4j, as its own distribution does.
+            "org.slf4j:slf4j-reload4j:1.7.36",
+        ]
+
+    def hadoop_artifacts(self) -> list[str]:
+        return [
+            f"org.apache.hadoop:hadoop-client-minicluster:{self.hadoop}",
+            # The mini-cluster's own test helpers call JUnit's assertions and Bouncy Castle, which
+            # its POM leaves to the test classpath it was written for (versions: Hadoop's own).
+            "org.junit.jupiter:junit-jupiter-api:5.13.3",
+            "org.bouncycastle:bcprov-jdk18on:1.82",
+            "org.bouncycastle:bcpkix-jdk18on:1.82",
+            "org.slf4j:slf4j-reload4j:1.7.36",
+        ]
+
+
+def jar_dir(name: str) -> Path:
+    return cache_dir() / "jars" / name
+
+
+def _pom(artifacts: list[str], transitive: bool) -> str:
+    deps = []
+    for coord in artifacts:
+        group, artifact, version = coord.split(":")
+        # A wildcard exclusion also keeps Maven from walking parent POMs, some of which
+        # (Spark's) declare extra repositories that are not reachable from here.
+        exclusions = (
+            ""
+            if transitive
+            else "<exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>"
+        )
+        deps.append(
+            f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
+            f"<version>{version}</version>{exclusions}</dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>dr-stream</groupId><artifactId>jvm-deps</artifactId><version>0</version>"
+        "<packaging>pom</packaging><dependencies>" + "".join(deps) + "</dependencies></project>\n"
+    )
+
+
+def fetch(name: str, artifacts: list[str], transitive: bool) -> bool:
+    """Copy the artifacts into `.cache/jars/<name>`; returns False when already there."""
+    dest = jar_dir(name)
+    pom = _pom(artifacts, transitive)
+    digest = hashlib.sha256(pom.encode()).hexdigest()
+    stamp = dest / _STAMP
+    if stamp.exists() and stamp.read_text().strip() == digest and any(dest.glob("*.jar")):
+        return False
+    if shutil.which("mvn") is None:
+        raise RuntimeError("mvn not found on PATH: Maven is needed to fetch the JVM dependencies")
+    work = cache_dir() / "maven" / name
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "pom.xml").write_text(pom)
+    staging = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    print(f"fetching {len(artifacts)} {name} artifacts from Maven Central ...", file=sys.stderr, flush=True)
+    subprocess.run(
+        [
+            "mvn", "-q", "-B", "-f", str(work / "pom.xml"), "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
+        ],
+        check=True,
+    )
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.rename(dest)
+    stamp.write_text(digest + "\n")
+    print(f"{name}: {len(list(dest.glob('*.jar')))} jars in {dest}", file=sys.stderr)
+    return True
+
+
+def pyspark_jar(prefix: str) -> Path:
+    """One of pyspark's own jars, by the start of its name (`spark-sql-api_`)."""
+    import pyspark
+
+    found = sorted((Path(pyspark.__file__).parent / "jars").glob(f"{prefix}*.jar"))
+    if not found:
+        raise RuntimeError(f"pyspark ships no {prefix}*.jar: is pyspark installed (make setup)?")
+    return found[0]
+
+
+def build_own_jar(pins: JvmPins) -> bool:
+    """Build jvm/ (interceptors, record path functions) into `.cache/jars/dr-stream`; False when up to date."""
+    source = project_root() / "jvm"
+    inputs = sorted([source / "pom.xml", *(source / "src").rglob("*.java")])
+    spark_jars_used = {"spark.sql.api.jar": pyspark_jar("spark-sql-api_"),
+                       "spark.common.jar": pyspark_jar("spark-common-utils_"),
+                       "scala.library.jar": pyspark_jar("scala-library-"),
+                       "scala.reflect.jar": pyspark_jar("scala-reflect-")}
+    digest = hashlib.sha256(f"{pins.kafka} {pins.hadoop} {sorted(p.name for p in spark_jars_used.values())}".encode())
+    for path in inputs:
+        digest.update(path.read_bytes())
+    dest = jar_dir("dr-stream")
+    stamp = dest / _STAMP
+    if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
+        return False
+    print("building jvm/ (interceptors, record path functions, connection check, dev Hadoop) ...", file=sys.stderr,
+          flush=True)
+    subprocess.run(
+        ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), "package", f"-Dkafka.version={pins.kafka}",
+         f"-Dhadoop.version={pins.hadoop}", *(f"-D{key}={path}" for key, path in spark_jars_used.items())],
+        check=True,
+    )
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for jar in (source / "target").glob("*.jar"):
+        shutil.copy2(jar, dest / jar.name)
+    stamp.write_text(digest.hexdigest() + "\n")
+    return True
+
+
+def check_pyspark_matches(pins: JvmPins) -> None:
+    installed = importlib.metadata.version("pyspark")
+    if installed != pins.spark:
+        raise RuntimeError(
+            f"pyproject.toml: [tool.dr-stream.jvm] spark = {pins.spark} but pyspark {installed} is installed; "
+            "the Kafka connector must match the Spark it runs in"
+        )
+    import pyspark
+
+    bundled = sorted(Path(pyspark.__file__).parent.glob("jars/hadoop-client-api-*.jar"))
+    version = bundled[0].stem.removeprefix("hadoop-client-api-") if bundled else None
+    if version != pins.hadoop:
+        raise RuntimeError(
+            f"pyproject.toml: [tool.dr-stream.jvm] hadoop = {pins.hadoop} but pyspark carries Hadoop {version}; "
+            "the dev cluster must speak the protocol of the client that submits to it"
+        )
+
+
+def setup_jars() -> None:
+    pins = JvmPins.load()
+    check_pyspark_matches(pins)
+    fetched = fetch("spark", pins.spark_artifacts(), transitive=False)
+    fetched |= fetch("kafka", pins.kafka_artifacts(), transitive=True)
+    fetched |= fetch("hadoop", pins.hadoop_artifacts(), transitive=True)
+    fetched |= build_own_jar(pins)
+    if not fetched:
+        print("JVM dependencies already in place: nothing downloaded", file=sys.stderr)
+
+
+def _jars(*names: str) -> list[Path]:
+    """The jars of these sets, in order; fails with the fix when `make setup` has not run."""
+    jars: list[Path] = []
+    for name in names:
+        found = sorted(jar_dir(name).glob("*.jar"))
+        if not found:
+            raise RuntimeError(f"no jars in {jar_dir(name)}: run `make setup` first")
+        jars += found
+    return jars
+
+
+def spark_jars() -> list[Path]:
+    """Jars for Spark's classpath: the connector, Delta, dr-stream's interceptor."""
+    return _jars("spark", "dr-stream")
+
+
+def local_file_system_jar() -> Path:
+    """The jar of dr-stream's local file system (jvm/, classifier local-fs): it needs only
+    Hadoop, so it can go on a JVM's own classpath, where the Kafka client is not."""
+    found = [jar for jar in _jars("dr-stream") if jar.name.endswith("-local-fs.jar")]
+    if not found:
+        raise RuntimeError(f"no local-fs jar in {jar_dir('dr-stream')}: run `make setup` first")
+    return found[0]
+
+
+def connection_check_classpath() -> str:
+    """dr-stream's jar, the Kafka connector's jars (kafka-clients) and pyspark's own (logging)."""
+    import pyspark
+
+    return ":".join([*(str(j) for j in spark_jars()), os.path.join(os.path.dirname(pyspark.__file__), "jars", "*")])
+
+
+def _classpath(*names: str) -> str:
+    return ":".join(str(j) for j in _jars(*names))
+
+
+def kafka_classpath() -> str:
+    return _classpath("kafka")
+
+
+def hadoop_classpath() -> str:
+    """dr-stream's jar (the cluster's main class) and Hadoop's mini-cluster."""
+    return _classpath("dr-stream", "hadoop")
+
+
+if __name__ == "__main__":
+    setup_jars()

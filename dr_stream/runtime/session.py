@@ -1,0 +1,189 @@
+"""The SparkSession dr-stream runs in: Kafka connector, Delta and the interceptor on the classpath."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from pyspark.sql import SparkSession
+
+from dr_stream.runtime.jvm import local_file_system_jar, spark_jars
+from dr_stream.runtime.paths import cache_dir
+
+# Spark's Kafka source keeps a consumer per partition between micro-batches; at its default of 64,
+# every batch over more partitions closed and opened most of them again (kafka/spark_options says
+# what else keeps a batch's cost per partition low).
+CONSUMER_CACHE = {"spark.kafka.consumer.cache.capacity": "2048"}
+
+# Kafka client properties reach Spark as source and sink options; plan strings (explain, the
+# SQL tab, the event log) show option values unless their names match this. Spark's own
+# `spark.redaction.regex` covers conf keys and environment variables the same way; it also
+# hides every variable spark-submit.sh hands a cluster-mode driver (`${env:NAME}` values are
+# often secrets whatever their names).
+REDACTED_OPTIONS = r"(?i)url|password|secret|token|jaas|credential|keystore\.key|key\.pem|truststore\.certificates"
+REDACTED_CONF = r"(?i)secret|password|token|access[.]?key|jaas|credential|appMasterEnv|driverEnv"
+
+# The replicate query's tasks go first when the driver's own jobs (the offset index's Delta
+# writes, a scan of the destination at start) want the same cores: they only follow the copy, and
+# a replicate batch waiting behind them is latency on every record.
+_POOLS = """<?xml version="1.0"?>
+<allocations>
+  <pool name="replicate"><schedulingMode>FIFO</schedulingMode><weight>4</weight><minShare>1</minShare></pool>
+</allocations>
+"""
+LOG4J2 = {"text": "log4j2.properties", "json": "log4j2-json.properties"}
+
+# Hadoop's local file system starts a `chmod` per file it creates and a `readlink` per rename
+# when its native library is absent (pyspark ships none): some twenty processes per micro-batch
+# for the checkpoint logs and the offset index, each CPU and latency on the batch, and each one a
+# SIGTERM to the flow's process group ends, failing the write. dr-stream's makes those calls in the
+# JVM (io.drstream.hadoop.NioRawLocalFileSystem). Only `file:` paths use it; its jar must be on
+# the JVM's own classpath, since spark-submit opens the local file system before it adds jars: the
+# local driver's `extraClassPath`, a YARN container's working directory, a Kubernetes image's jars.
+LOCAL_FILE_SYSTEM = {
+    "spark.hadoop.fs.file.impl": "io.drstream.hadoop.NioLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "io.drstream.hadoop.NioLocalFs",
+}
+
+_log = logging.getLogger("dr_stream.runtime.session")
+T = TypeVar("T")
+
+
+def is_ui_start_race(error: BaseException) -> bool:
+    """Whether a session failed in Spark's own start-up race on YARN in client mode: the
+    application master sends its web-proxy filter to the driver while the driver's UI is still
+    starting its page handlers, and Jetty fails the start with a ConcurrentModificationException
+    (nothing of the flow had run yet)."""
+    text = str(error)
+    return "ConcurrentModificationException" in text and "attachAllHandlers" in text
+
+
+def started(create: Callable[[], T], attempts: int = 3) -> T:
+    """`create()`, again (up to `attempts` times) when it failed in Spark's UI start-up race:
+    each attempt is a new application whose filter and handlers race anew, and a failed
+    SparkContext has stopped itself before the next starts. Any other failure is raised as is."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return create()
+        except Exception as error:
+            if attempt == attempts or not is_ui_start_race(error):
+                raise
+            _log.warning("spark: the driver's UI lost a start-up race with YARN's web-proxy filter "
+                         "(ConcurrentModificationException in Spark); starting the session again (%d of %d)",
+                         attempt + 1, attempts)
+    raise AssertionError("unreachable")
+
+
+def log4j2_file(log_format: str = "text") -> Path:
+    """dr-stream's log4j2 configuration for Spark's JVMs (shipped inside the package)."""
+    return Path(__file__).resolve().parent / LOG4J2[log_format]
+
+
+def _metrics_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Spark's streaming metrics on, served by its UI (when the UI is on) in the Prometheus
+    format at /metrics/prometheus/; as conf keys, so they reach a driver on YARN or Kubernetes
+    without a metrics.properties file (conf/metrics.properties holds the same for spark-submit)."""
+    return (
+        builder.config("spark.sql.streaming.metricsEnabled", "true")
+        .config("spark.metrics.conf.*.sink.prometheusServlet.class",
+                "org.apache.spark.metrics.sink.PrometheusServlet")
+        .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
+        .config("spark.metrics.appStatusSource.enabled", "true")
+    )
+
+
+def scheduler_pools() -> str:
+    path = cache_dir() / "spark" / "fairscheduler.xml"
+    if not path.exists() or path.read_text() != _POOLS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_POOLS)
+    return str(path)
+
+
+# C1 alone gets a 48 MB code cache by default, which a flow fills within minutes: the JVM then
+# stops compiling and says so on the console. The parallel collector, not G1: the record path
+# allocates several short-lived copies of every record, and G1's write barriers and concurrent
+# refinement cost more than the parallel collector's young collections. In `make bench`'s
+# workloads (medians of 2 alternating runs beside MirrorMaker 2) it copied 52k records/s against
+# 45k, took 77 CPU-seconds against 83 and peaked at 944 MiB against 1,081; at 1,000 partitions
+# (`make bench-scale`'s largest size, dr-stream alone) 1,529 MiB against 1,986 and 92 CPU-seconds
+# against 105. The heap is kept at most 30% free, so a driver whose live data is a few hundred MB
+# does not sit on its whole -Xmx. C2 measured worse on both counts (README: Benchmark).
+DRIVER_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC "
+                       "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30")
+
+
+def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_port: int | None = None,
+                  log_format: str = "text") -> SparkSession:
+    """Get or create the session. Under spark-submit the jars, master and JVM options come from
+    the command line (submission.py). `ui_port`: Spark's UI (with its metrics) on that port."""
+    builder = _metrics_conf(SparkSession.builder.appName(app_name))
+    # spark-submit starts the Python driver with a gateway already open: jars and master are set.
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = _local_launch_conf(builder, master, ui_port, log_format)
+    return started(_flow_conf(builder).getOrCreate)
+
+
+def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_port: int | None,
+                       log_format: str) -> SparkSession.Builder:
+    """What spark-submit's command line would set: master, jars, driver memory and JVM options."""
+    master = master or os.environ.get("DR_STREAM_MASTER", "local[2]")
+    if master.startswith("local"):
+        # Everything runs in this process: no need for the host's outward address (and no
+        # warning that the hostname resolves to a loopback one).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS)
+    return (
+        builder.master(master)
+        .config("spark.jars", ",".join(str(j) for j in spark_jars()))
+        .config("spark.driver.extraClassPath", str(local_file_system_jar()))
+        .config("spark.driver.memory", os.environ.get("DR_STREAM_DRIVER_MEMORY", "2g"))
+        .config("spark.ui.enabled", "true" if ui_port else "false")
+        .config("spark.ui.port", str(ui_port or 4040))
+        .config("spark.ui.showConsoleProgress", "false")
+        .config(map=CONSUMER_CACHE)
+        # The JVM this process starts runs on the same few cores as everything else: C1 alone
+        # compiles Spark's and the generated code with a fraction of the CPU that C2 spends
+        # in the first minutes, and measured no slower at a flow's rates (README: Benchmark).
+        # log4j2 reads its configuration before Spark's first line: no start-up WARN lines.
+        .config("spark.driver.extraJavaOptions",
+                f"{java_options} -Dlog4j2.configurationFile=file:{log4j2_file(log_format)}")
+    )
+
+
+def _flow_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """The settings every flow's session has, however it was launched."""
+    return (
+        builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(map=LOCAL_FILE_SYSTEM)
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        # The record path never shuffles; the few aggregations on the driver side stay small.
+        .config("spark.sql.shuffle.partitions", "4")
+        # Every query, each micro-batch included, describes its plan for the SQL tab before it runs,
+        # whether the UI is on or not: Spark's default (`formatted`) writes out every operator's
+        # details, 3% of the JVM's samples in `make bench`'s steady micro-batch phase. The tree is
+        # enough for the tab.
+        .config("spark.sql.ui.explainMode", "simple")
+        # The driver's small frames (runs, translations) become one Delta file per write, however
+        # many task slots the application has (real-time mode wants one per source partition).
+        .config("spark.sql.leafNodeDefaultParallelism", "1")
+        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        # The offset index and the translation log are small Delta tables written every second or
+        # so: rebuilding their snapshot over Delta's default 50 partitions costs more than the data.
+        # One partition, not two: the rebuild's tasks take task slots the replicate batch is
+        # waiting for and cannot be preempted, and with two of them on a 2-slot driver the index's
+        # upkeep held a steady micro-batch back for about a second (`make bench`, 3 runs
+        # each: steady p99 641 -> 479 ms, catch-up and CPU unchanged).
+        .config("spark.databricks.delta.snapshotPartitions", "1")
+        .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
+        .config("spark.redaction.regex", REDACTED_CONF)
+        .config("spark.scheduler.mode", "FAIR")
+        # A scheme, or Spark would look for it on the default file system (HDFS on YARN).
+        .config("spark.scheduler.allocation.file", "file://" + scheduler_pools())
+        # Replication must see each task failure as a query failure: the restart path is what
+        # drops already-written records (replication/resume.py); a silent task retry would not.
+        .config("spark.task.maxFailures", "1")
+    )

@@ -1,0 +1,266 @@
+"""How one flow is handed to spark-submit: `./spark-submit.sh FLOW.yaml [spark-submit options]`.
+
+`plan` is the rule, a pure function from the user's options, the flow and the built artifacts to
+spark-submit's argument list; `main` is the shell around it (validate, build, write the private
+properties file, run). What the rule guarantees, per where the driver runs:
+
+* local or client mode: the driver is this checkout's venv; the flow file is read where it is.
+* YARN, either mode: the packed environment (`make dist`) goes with `--archives` as `./pyenv`,
+  and every Python process Spark starts on the cluster uses it; in cluster mode the driver
+  itself does, and reads the flow file that `--files` put in its working directory.
+* Kubernetes cluster mode: the image has the package, its environment and the jars
+  (deploy/kubernetes/Dockerfile); the job file is the image's own.
+* cluster mode anywhere: each `${env:NAME}` the flow file uses is set on the remote driver
+  from this shell (YARN: `spark.yarn.appMasterEnv.NAME`, Kubernetes:
+  `spark.kubernetes.driverEnv.NAME`), through a properties file only this user can read,
+  never on a command line that `ps` shows; Spark redacts those keys in its UI and logs.
+* the user's own `--files`, `--jars`, `--archives` are merged with dr-stream's, since
+  spark-submit keeps only the last of each.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from dr_stream.core.config import env_names
+
+_LISTS = ("--files", "--jars", "--archives", "--py-files")
+IMAGE_JOB = "local:///opt/dr-stream/jobs/replicate.py"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the application goes, as spark-submit will read it from the options."""
+
+    master: str = "local[2]"
+    deploy_mode: str = "client"
+
+    @property
+    def on_yarn(self) -> bool:
+        return self.master == "yarn"
+
+    @property
+    def on_kubernetes(self) -> bool:
+        return self.master.startswith("k8s://")
+
+    @property
+    def cluster_mode(self) -> bool:
+        return self.deploy_mode == "cluster"
+
+    @classmethod
+    def of(cls, options: list[str]) -> Target:
+        found = {"master": cls.master, "deploy_mode": cls.deploy_mode}
+        conf_keys = {"spark.master": "master", "spark.submit.deployMode": "deploy_mode"}
+        for name, value in _pairs(options, {"--master", "--deploy-mode", "--conf"}):
+            if name in ("--master", "--deploy-mode"):
+                found[name[2:].replace("-", "_")] = value
+            elif name == "--conf" and "=" in value and value.split("=", 1)[0] in conf_keys:
+                found[conf_keys[value.split("=", 1)[0]]] = value.split("=", 1)[1]
+        return cls(**found)
+
+
+def _pairs(options: list[str], names: set[str]):
+    """(option, value) for each `--opt value` and `--opt=value` among spark-submit options whose
+    option is in `names` (options outside it may take no value, like `--verbose`)."""
+    i = 0
+    while i < len(options):
+        name, equals, inline = options[i].partition("=")
+        if name in names and equals:
+            yield name, inline
+        elif name in names and i + 1 < len(options):
+            yield name, options[i + 1]
+            i += 1
+        i += 1
+
+
+def driver_environment(target: Target, names: list[str], environ: dict[str, str]) -> dict[str, str]:
+    """The properties that set the remote driver's environment; none when the driver runs here."""
+    if not target.cluster_mode:
+        return {}
+    prefix = "spark.yarn.appMasterEnv." if target.on_yarn else "spark.kubernetes.driverEnv."
+    return {prefix + name: environ[name] for name in names if name in environ}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """What a submission ships: the Spark jars, the packed environment, the job file."""
+
+    jars: tuple[str, ...]
+    pyenv: str
+    job: str
+
+
+def _merged(options: list[str], ours: dict[str, list[str]]) -> list[str]:
+    """The user's options with each comma-list option given once, dr-stream's entries first."""
+    rest: list[str] = []
+    lists = {name: list(values) for name, values in ours.items()}
+    i = 0
+    while i < len(options):
+        item = options[i]
+        name, _, inline = item.partition("=")
+        if name in _LISTS:
+            value = inline if inline else (options[i + 1] if i + 1 < len(options) else "")
+            lists.setdefault(name, []).extend(v for v in value.split(",") if v)
+            i += 1 if inline else 2
+            continue
+        rest.append(item)
+        i += 1
+    merged = [x for name, values in lists.items() if values for x in (name, ",".join(values))]
+    return merged + rest
+
+
+def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifacts, redaction: str,
+         properties_file: str | None) -> list[str]:
+    """spark-submit's arguments (without the program itself) for one flow."""
+    from dr_stream.runtime.session import CONSUMER_CACHE
+
+    target = Target.of(options)
+    conf = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.redaction.regex": redaction,
+        "spark.driver.memory": "2g",
+        **CONSUMER_CACHE,
+    }
+    ours: dict[str, list[str]] = {}
+    flow_argument = str(Path(flow_path).resolve())
+    job = artifacts.job
+    if target.on_yarn:
+        ours["--archives"] = [f"{artifacts.pyenv}#pyenv"]
+        conf["spark.yarn.appMasterEnv.PYSPARK_PYTHON"] = "./pyenv/bin/python"
+        conf["spark.yarn.appMasterEnv.PYSPARK_DRIVER_PYTHON"] = "./pyenv/bin/python"
+        conf["spark.executorEnv.PYSPARK_PYTHON"] = "./pyenv/bin/python"
+        # A driver that dies is restarted once by YARN; failures older than an hour are
+        # forgotten, so a flow running for months is not given up after its second lost node.
+        conf["spark.yarn.maxAppAttempts"] = "2"
+        conf["spark.yarn.am.attemptFailuresValidityInterval"] = "1h"
+    if target.on_kubernetes and target.cluster_mode:
+        job = IMAGE_JOB  # the image carries the jars and the package
+    else:
+        ours["--jars"] = list(artifacts.jars)
+    if target.cluster_mode:
+        ours["--files"] = [flow_argument]
+        flow_argument = Path(flow_path).name  # where --files puts it: the driver's working directory
+    _log4j2(target, conf, ours)
+    head = ["--master", target.master, "--deploy-mode", target.deploy_mode, "--name", f"dr-stream-{flow_name}"]
+    if properties_file:
+        head += ["--properties-file", properties_file, "--load-spark-defaults"]
+    for key, value in conf.items():
+        head += ["--conf", f"{key}={value}"]
+    return [*head, *_merged(options, ours), job, "--config", flow_argument]
+
+
+def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]]) -> None:
+    """dr-stream's log4j2 configuration for every JVM of the application, read before its first
+    line. A driver here reads the package's file; YARN containers get it with `--files` in their
+    working directory. A Kubernetes image brings its own (its SPARK_CONF_DIR)."""
+    if target.on_kubernetes and target.cluster_mode:
+        return
+    from dr_stream.runtime.session import log4j2_file
+
+    log_format = os.environ.get("DR_STREAM_LOG_FORMAT", "text")
+    local = log4j2_file(log_format)
+    if log_format != "text" and target.cluster_mode:  # the remote driver's Python lines too
+        prefix = "spark.yarn.appMasterEnv." if target.on_yarn else "spark.kubernetes.driverEnv."
+        conf[prefix + "DR_STREAM_LOG_FORMAT"] = log_format
+    shipped = f"-Dlog4j2.configurationFile={local.name}"
+    here = f"-Dlog4j2.configurationFile=file:{local}"
+    conf["spark.driver.extraJavaOptions"] = shipped if target.cluster_mode else here
+    if target.on_yarn:
+        ours.setdefault("--files", []).append(str(local))
+        conf["spark.executor.extraJavaOptions"] = shipped
+
+
+def _python_environment(target: Target, root: Path) -> dict[str, str]:
+    """The submitting process's environment: which Python runs the driver here and the executors."""
+    import pyspark
+
+    env = dict(os.environ)
+    # spark-submit would otherwise ask PYSPARK_DRIVER_PYTHON where Spark is, and that may name
+    # an interpreter that exists only inside the containers.
+    env.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
+    local_python = str(root / ".venv" / "bin" / "python")
+    if target.on_yarn:
+        # Spark hands both variables on to a cluster-mode driver: there, both mean the packed one.
+        env["PYSPARK_PYTHON"] = "./pyenv/bin/python"  # inside the containers
+        if target.cluster_mode:
+            env["PYSPARK_DRIVER_PYTHON"] = "./pyenv/bin/python"
+        else:
+            env.setdefault("PYSPARK_DRIVER_PYTHON", local_python)
+    else:
+        env.setdefault("PYSPARK_PYTHON", local_python)
+    return env
+
+
+def main(argv: list[str]) -> int:
+    from dr_stream.core.config import ConfigError, load_flow
+    from dr_stream.runtime.dist import dist_dir
+    from dr_stream.runtime.jvm import spark_jars
+    from dr_stream.runtime.paths import project_root
+    from dr_stream.runtime.session import REDACTED_CONF
+    from dr_stream.runtime.state_paths import require_shared
+
+    flow_path, options = argv[0], argv[1:]
+    target = Target.of(options)
+    names = env_names(Path(flow_path).read_text())
+    unset = [n for n in names if n not in os.environ] if target.cluster_mode else []
+    if unset:
+        # The remote driver may get them from its cluster (a Kubernetes secretKeyRef, a YARN
+        # appMasterEnv set elsewhere); the flow is checked here with stand-ins.
+        print(f"spark-submit.sh: {', '.join(unset)} not set here: the driver must get them from its cluster",
+              file=sys.stderr)
+        os.environ.update({n: "unset-at-submit" for n in unset})
+    try:
+        flow = load_flow(flow_path)
+        if target.cluster_mode:
+            require_shared(flow)
+    except ConfigError as exc:
+        print(f"spark-submit.sh: config error: {exc}", file=sys.stderr)
+        return 2
+    root = project_root()
+    if target.on_yarn:
+        subprocess.run(["make", "-s", "-C", str(root), "dist"], check=True, stdout=sys.stderr)
+    artifacts = Artifacts(tuple(str(j) for j in spark_jars()), str(dist_dir() / "pyenv.tar.gz"),
+                          str(root / "jobs" / "replicate.py"))
+    for name in unset:
+        del os.environ[name]
+    properties = driver_environment(target, names, dict(os.environ))
+    with tempfile.TemporaryDirectory(prefix="dr-stream-submit-") as private:  # mode 0700
+        properties_file = None
+        if properties:
+            properties_file = os.path.join(private, "driver-env.properties")
+            with open(properties_file, "w", opener=lambda p, f: os.open(p, f, 0o600)) as out:
+                out.writelines(f"{k}={_escape(v)}\n" for k, v in properties.items())
+            print(f"spark-submit.sh: passing {', '.join(k.rsplit('.', 1)[1] for k in properties)} "
+                  "to the driver", file=sys.stderr)
+        arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file)
+        submit = str(root / ".venv" / "bin" / "spark-submit")
+        return _run_forwarding_signals([submit, *arguments], _python_environment(target, root))
+
+
+def _run_forwarding_signals(command: list[str], env: dict[str, str]) -> int:
+    """Runs spark-submit as a child and hands it every SIGTERM, SIGINT and SIGHUP this process
+    gets: a scheduler or a test that signals spark-submit.sh must stop Spark, not orphan it.
+    (A child, not an exec, so the private properties file can be removed once it exits.)"""
+    child = subprocess.Popen(command, env=env)
+    forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, lambda number, _frame: child.send_signal(number)) for sig in forwarded}
+    try:
+        return child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _escape(value: str) -> str:
+    """A value as a Java properties file reads it back unchanged."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("=", "\\=").replace(":", "\\:")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

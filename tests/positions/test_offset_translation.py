@@ -1,0 +1,472 @@
+"""Scenario tests of exact offset translation and failover, on real brokers with a running flow.
+
+One flow dc1 -> dc2 runs for the whole module (topics `xlate.*`, groups `xg-*`); each test uses
+its own topics and groups. "Re-read" counts records a group reads again on dc2 that it had
+consumed on dc1; "skipped" counts copied records it had not consumed and never reads on dc2.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from dr_stream.background import Background
+from dr_stream.core.provenance import newest_entry
+from dr_stream.operations.failover import failover, translate_positions
+from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.positions.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
+from tests.conftest import flow_config, flow_file, running_flow
+from tests.kafka_tools import (
+    admin,
+    committed,
+    consume_all,
+    consume_and_commit,
+    create_on_both,
+    create_topic,
+    delete_records_before,
+    delete_topics,
+    end_offsets,
+    produce,
+    resume_as_group,
+    topic_exists,
+    unique,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def records(n: int, partitions: int = 1):
+    return ({"key": f"k{i}".encode(), "value": f"v{i}".encode(), "partition": i % partitions} for i in range(n))
+
+
+def resumed_origins(bootstrap: str, topic: str, group: str, partitions: int = 1) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    for r in resume_as_group(bootstrap, topic, group, partitions):
+        origin = newest_entry(r.headers, "__replicator_id")
+        if origin:  # records produced on dc2 itself carry none
+            out[origin["partition"]].append(origin["offset"])
+    return out
+
+
+def reread_and_skipped(resumed: list[int], committed_at: int, copied_end: int) -> tuple[int, int]:
+    reread = sum(1 for o in resumed if o < committed_at) + (len(resumed) - len(set(resumed)))
+    skipped = len(set(range(committed_at, copied_end)) - set(resumed))
+    return reread, skipped
+
+
+def copied_count(dc2, topic: str) -> int:
+    return sum(high - low for low, high in end_offsets(dc2.bootstrap, topic).values())
+
+
+def indexed_up_to(flow, topic: str, partition: int, origin_offset: int) -> bool:
+    """The flow's index holds the copy of `origin_offset`: its run was published on the runs topic,
+    which is where `failover` reads the runs the Delta table does not hold yet (the table takes
+    them every 30 s; a test that reads the table itself writes it first)."""
+    return flow.feed.last_copied().get((topic, partition), -1) >= origin_offset
+
+
+@pytest.fixture(scope="module")
+def mid_topic(dc1, dc2):
+    """Source topic whose first 200 records retention already removed, and a destination that
+    already held 300 records of its own: offsets differ by +100 between the clusters."""
+    name = unique("xlate.mid.")
+    create_topic(dc1.bootstrap, name, partitions=1)
+    create_topic(dc2.bootstrap, name, partitions=1)
+    produce(dc1.bootstrap, name, records(1000))
+    delete_records_before(dc1.bootstrap, name, 0, 200)
+    produce(dc2.bootstrap, name, ({"key": b"local", "value": f"dc2-{i}".encode(), "partition": 0} for i in range(300)))
+    return name
+
+
+@pytest.fixture(scope="module")
+def flow(spark, dc1, dc2, tmp_path_factory, mid_topic):
+    work = tmp_path_factory.mktemp("xlate")
+    config = flow_config(dc1, dc2, work, topics={"include": [r"xlate\..*"]},
+                         offsets={"groups": {"include": ["xg-.*"]}})
+    with running_flow(spark, config) as running:
+        yield running
+    for cluster in (dc1, dc2):
+        client = admin(cluster.bootstrap)
+        names = [t for t in client.list_topics(timeout=10).topics if t.startswith("xlate.")]
+        delete_topics(cluster.bootstrap, names)
+        groups = [g.group_id for g in client.list_consumer_groups().result(timeout=15).valid
+                  if g.group_id.startswith("xg-")]
+        if groups:
+            for future in client.delete_consumer_groups(groups, request_timeout=15).values():
+                future.exception(timeout=15)  # a group already gone is fine
+
+
+def wait_replicated(flow, dc2, topic: str, partition: int, origin_last: int, timeout: float = 120) -> None:
+    assert wait_until(lambda: indexed_up_to(flow, topic, partition, origin_last), timeout, interval=1), (
+        f"{topic}[{partition}] not copied and indexed up to origin offset {origin_last}")
+
+
+def position(rows, group: str, partition: int = 0):
+    found = [p for p in rows if p.translation.group == group and p.translation.partition == partition]
+    assert len(found) == 1, f"expected one row for {group}[{partition}], got {rows}"
+    return found[0]
+
+
+class TestWhitePaperCase:
+    def test_group_committed_at_8000_of_10000_resumes_on_dc2_at_origin_8000(self, spark, flow, dc1, dc2):
+        topic, group = unique("xlate.wp."), unique("xg-wp-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(10_000))
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 8000}, helper=True)
+        wait_replicated(flow, dc2, topic, 0, 9999)
+
+        result = failover(flow.config, FlowTables.of(flow.config), group)
+
+        row = position(result.rows, group)
+        assert row.translation.method == "exact"
+        assert row.translation.source_offset == 8000
+        assert row.translation.unreplicated == 0
+        reread, skipped = reread_and_skipped(resumed_origins(dc2.bootstrap, topic, group)[0], 8000, 10_000)
+        assert (reread, skipped) == (0, 0)
+
+    def test_two_records_never_replicated_are_reported_lost_and_the_rest_resume_exactly(
+            self, spark, dc1, dc2, tmp_path):
+        topic, group = unique("rpo."), unique("xg-rpo-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(9998))
+        config = flow_config(dc1, dc2, tmp_path, name="rpo", topics={"include": [r"rpo\..*"]},
+                             offsets={"groups": {"include": [group]}})
+        try:
+            with running_flow(spark, config) as rpo_flow:
+                wait_replicated(rpo_flow, dc2, topic, 0, 9997)
+                consume_and_commit(dc1.bootstrap, topic, group, {0: 8000}, helper=True)
+                assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 8000, 60), (
+                    "the flow did not sync the translated offset to dc2")
+            # the flow is down: dc1 keeps taking writes that never reach dc2
+            produce(dc1.bootstrap, topic, ({"key": b"late", "value": b"late", "partition": 0} for _ in range(2)))
+
+            result = failover(config, FlowTables.of(config), group)
+
+            assert result.source_reachable, result.origin
+            row = position(result.rows, group)
+            assert (row.translation.offset, row.translation.method) == (8000, "exact")
+            assert row.translation.last_copied == 9997
+            assert row.translation.unreplicated == 2
+            reread, skipped = reread_and_skipped(resumed_origins(dc2.bootstrap, topic, group)[0], 8000, 9998)
+            assert (reread, skipped) == (0, 0)
+
+            # dc1 gone: the positions the flow recorded stand in for the live ones
+            gone = replace(config, source=replace(config.source, bootstrap_servers="127.0.0.1:9"))
+            result = failover(gone, FlowTables.of(gone), group)
+            assert not result.source_reachable
+            row = position(result.rows, group)
+            assert (row.translation.source_offset, row.translation.offset) == (8000, 8000)
+            assert row.action == "unchanged"
+        finally:
+            delete_topics(dc1.bootstrap, [topic])
+            delete_topics(dc2.bootstrap, [topic])
+
+
+class TestLagDistances:
+    @pytest.mark.parametrize("behind", [0, 1_000, 100_000])
+    def test_group_resumes_exactly_whatever_its_lag(self, spark, flow, dc1, dc2, lag_topic, behind):
+        topic, total = lag_topic
+        group = unique(f"xg-lag{behind}-")
+        consume_and_commit(dc1.bootstrap, topic, group, {0: total - behind}, helper=True)
+
+        result = failover(flow.config, FlowTables.of(flow.config), group)
+
+        row = position(result.rows, group)
+        assert row.translation.method == ("next" if behind == 0 else "exact")
+        resumed = resumed_origins(dc2.bootstrap, topic, group)[0]
+        assert reread_and_skipped(resumed, total - behind, total) == (0, 0)
+        assert len(resumed) == behind
+
+
+@pytest.fixture(scope="module")
+def lag_topic(flow, dc1, dc2):
+    topic, total = unique("xlate.lag."), 110_000
+    create_topic(dc1.bootstrap, topic, partitions=1)
+    produce(dc1.bootstrap, topic, records(total))
+    wait_replicated(flow, dc2, topic, 0, total - 1, timeout=240)
+    return topic, total
+
+
+class TestDifferentOffsets:
+    def test_offsets_shifted_by_retention_and_local_records_translate_exactly(self, spark, flow, dc1, dc2, mid_topic):
+        wait_replicated(flow, dc2, mid_topic, 0, 999)
+        group = unique("xg-mid-")
+        consume_and_commit(dc1.bootstrap, mid_topic, group, {0: 250}, helper=True)
+
+        result = failover(flow.config, FlowTables.of(flow.config), group)
+
+        row = position(result.rows, group)
+        # dc2 held 300 records of its own; origin 200 landed at 300, so origin 250 is at 350
+        assert (row.translation.source_offset, row.translation.offset) == (250, 350)
+        resumed = resumed_origins(dc2.bootstrap, mid_topic, group)[0]
+        assert reread_and_skipped(resumed, 250, 1000) == (0, 0)
+
+
+class TestUnmodifiedConsumer:
+    def test_plain_commits_are_polled_translated_and_synced_within_seconds(self, flow, dc1, dc2):
+        topic, group = unique("xlate.plain."), unique("xg-plain-")
+        create_topic(dc1.bootstrap, topic, partitions=3)
+        produce(dc1.bootstrap, topic, records(3000, partitions=3))
+        for p in range(3):
+            wait_replicated(flow, dc2, topic, p, 999)
+
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 100, 1: 500, 2: 999}, helper=False)
+        committed_at = time.monotonic()
+
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 3) == {0: 100, 1: 500, 2: 999}, 60,
+                          interval=0.2), committed(dc2.bootstrap, group, topic, 3)
+        freshness = time.monotonic() - committed_at
+        print(f"translation freshness (plain commit on dc1 -> offset on dc2): {freshness:.1f}s")
+        for p, at in ((0, 100), (1, 500), (2, 999)):
+            resumed = resumed_origins(dc2.bootstrap, topic, group, 3)[p]
+            assert reread_and_skipped(resumed, at, 1000) == (0, 0)
+
+
+class TestSyncRules:
+    def test_a_group_active_on_dc2_is_not_overwritten(self, spark, flow, dc1, dc2):
+        topic, group = unique("xlate.active."), unique("xg-active-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(2000))
+        wait_replicated(flow, dc2, topic, 0, 1999)
+        stop = threading.Event()
+        member = Background(f"member of {group}", lambda: stay_subscribed(dc2.bootstrap, topic, group, stop)).start()
+        try:
+            assert wait_until(lambda: member.check() or group_state(dc2.bootstrap, group) == "STABLE", 60)
+            consume_and_commit(dc1.bootstrap, topic, group, {0: 1500}, helper=True)
+
+            result = failover(flow.config, FlowTables.of(flow.config), group)
+
+            row = position(result.rows, group)
+            assert row.translation.offset == 1500
+            assert row.action.startswith("skipped: group is STABLE")
+            assert committed(dc2.bootstrap, group, topic, 1).get(0) != 1500
+        finally:
+            stop.set()
+            member.join(timeout=30)
+
+    def test_a_higher_dc2_offset_is_not_rewound_unless_forced(self, spark, flow, dc1, dc2):
+        topic, group = unique("xlate.ahead."), unique("xg-ahead-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(2000))
+        wait_replicated(flow, dc2, topic, 0, 1999)
+        commit_plain(dc2.bootstrap, group, topic, 0, 1800)  # the group already got further on dc2
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 1000}, helper=True)
+
+        row = position(failover(flow.config, FlowTables.of(flow.config), group).rows, group)
+        assert row.translation.offset == 1000
+        assert row.action.startswith("skipped: destination is ahead at 1800")
+        assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
+
+        dry = position(failover(flow.config, FlowTables.of(flow.config), group, dry_run=True, force=True).rows, group)
+        assert dry.action == "would rewind (--force)"
+        assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
+
+        forced = position(failover(flow.config, FlowTables.of(flow.config), group, force=True).rows, group)
+        assert forced.action == "rewound (--force)"
+        assert committed(dc2.bootstrap, group, topic, 1)[0] == 1000
+
+
+class TestClamp:
+    def test_an_index_pointing_past_the_destination_log_end_is_clamped_and_reported(self, spark, flow, dc1, dc2):
+        topic, group = unique("xlate.clamp."), unique("xg-clamp-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(500))
+        wait_replicated(flow, dc2, topic, 0, 499)
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 300}, helper=True)
+        # dc2 loses the topic's data (recreated empty); the index still says origin 300 is at 300
+        delete_topics(dc2.bootstrap, [topic])
+        # the flow's topics loop may recreate it within a second, so "gone" alone can be missed between polls
+        assert wait_until(lambda: gone_or_empty(dc2.bootstrap, topic), 30)
+        try:
+            create_topic(dc2.bootstrap, topic, partitions=1)
+        except Exception as exc:  # the flow's topic sync may have recreated it first
+            assert "TOPIC_ALREADY_EXISTS" in str(exc)
+        assert wait_until(lambda: end_offsets(dc2.bootstrap, topic).get(0, (None, None))[1] == 0, 60)
+
+        row = position(translate_positions(flow.config, FlowTables.of(flow.config), group).rows, group)
+
+        assert row.translation.clamped
+        assert row.translation.offset == 0
+        assert "clamped 300 -> 0 (destination log end)" in row.translation.note
+
+
+class TestMalformedConsumerTimestamps:
+    def test_malformed_records_are_counted_and_translation_goes_on(self, flow, dc1, dc2):
+        before = flow.translate_loop.totals["malformed"]
+        junk = [{"key": b"not json", "value": b"{}"},
+                {"key": b'{"group":"xg-x","topic":"xlate.x","partition":0}', "value": b"oops"},
+                {"key": b'{"group":"xg-x"}', "value": b'{"offset":5,"timestamp":1}'}]
+        produce(dc1.bootstrap, CONSUMER_TIMESTAMPS, junk)
+        topic, group = unique("xlate.junk."), unique("xg-junk-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(100))
+        wait_replicated(flow, dc2, topic, 0, 99)
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 40}, helper=True)
+
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 40, 60)
+        assert flow.translate_loop.totals["malformed"] - before == 3
+
+
+def gone_or_empty(bootstrap: str, topic: str) -> bool:
+    if not topic_exists(bootstrap, topic):
+        return True
+    try:
+        return end_offsets(bootstrap, topic).get(0, (None, None))[1] == 0
+    except Exception:  # a topic being deleted may answer with an error for a moment
+        return False
+
+
+def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "latest"})
+    consumer.subscribe([topic])
+    try:
+        while not stop.is_set():
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+
+
+def group_state(bootstrap: str, group: str) -> str:
+    from dr_stream.kafka.groups import group_states
+
+    found = group_states(admin(bootstrap), [group])[group]
+    if isinstance(found, Exception):
+        raise found
+    return found[0]
+
+
+def commit_plain(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+class TestActiveActive:
+    def test_records_the_flow_copied_translate_exactly_with_identical_topic_names(self, spark, flow, dc1, dc2,
+                                                                                 tmp_path):
+        topic, group = unique("xlate.aa."), unique("xg-aa-")
+        create_on_both(dc1.bootstrap, dc2.bootstrap, topic, 1)  # the module's flow may make it on dc2 first
+        back = flow_config(dc2, dc1, tmp_path, name="aa-back", topics={"include": [r"xlate\.aa\..*"]},
+                           offsets={"groups": {"include": ["xg-aa-.*"]}})
+        with running_flow(spark, back):
+            for chunk in range(6):  # both sides write while both flows copy, so the logs interleave
+                for cluster in (dc1, dc2):
+                    produce(cluster.bootstrap, topic, ({"key": f"{cluster.alias}-{chunk}-{i}".encode(),
+                                                        "value": b"x", "partition": 0} for i in range(500)))
+                time.sleep(0.5)
+            assert wait_until(lambda: copied_count(dc1, topic) == 6000 and copied_count(dc2, topic) == 6000, 120)
+            local_on_dc1 = [r.offset for r in consume_all(dc1.bootstrap, topic)
+                            if newest_entry(r.headers, "__replicator_id") is None]
+            assert len(local_on_dc1) == 3000
+            committed_at = local_on_dc1[len(local_on_dc1) // 2]  # mid-way through dc1's own records
+            wait_replicated(flow, dc2, topic, 0, max(local_on_dc1))
+            consume_and_commit(dc1.bootstrap, topic, group, {0: committed_at}, helper=True)
+
+            row = position(failover(flow.config, FlowTables.of(flow.config), group).rows, group)
+
+        assert row.translation.method == "exact"
+        resumed = resumed_origins(dc2.bootstrap, topic, group)[0]
+        expected = {o for o in local_on_dc1 if o >= committed_at}
+        assert len(expected) == 1500
+        assert sorted(resumed) == sorted(expected)  # each once: nothing re-read, nothing skipped
+
+
+class TestNotebook:
+    def test_offset_index_notebook_runs_against_this_run_and_its_hand_worked_translation_matches(
+            self, flow, dc1, dc2, tmp_path):
+        import os
+
+        import nbformat
+        from nbclient import NotebookClient
+
+        from dr_stream.runtime.paths import project_root
+
+        topic, group = unique("xlate.nb."), unique("xg-nb-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(1000))
+        wait_replicated(flow, dc2, topic, 0, 999)
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 600}, helper=True)
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 600, 60)
+        flow.feed.write()  # the notebook reads the Delta table as it stands
+        config_file = flow_file(flow.config, tmp_path)
+        notebook = nbformat.read(project_root() / "notebooks" / "offset_index.ipynb", as_version=4)
+        os.environ["DR_STREAM_CONFIG"] = str(config_file)
+        try:
+            NotebookClient(notebook, timeout=300, kernel_name="python3",
+                           resources={"metadata": {"path": str(project_root())}}).execute()
+        finally:
+            os.environ.pop("DR_STREAM_CONFIG", None)
+
+        text = "\n".join(o.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
+                         for o in cell.get("outputs", []))
+        assert "worked by hand: matches" in text
+        assert "runs stand for" in text
+        images = [o for cell in notebook.cells for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        assert images, "the lag plot was not rendered"
+
+
+class TestIndexUpkeep:
+    def test_runs_merge_and_follow_the_destination_retention(self, spark, flow, dc1, dc2):
+        topic = unique("xlate.keep.")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        for _ in range(3):  # three batches -> at least three runs before upkeep
+            produce(dc1.bootstrap, topic, records(20_000))
+            time.sleep(1.5)
+        wait_replicated(flow, dc2, topic, 0, 59_999)
+        mine = f"origin_topic = '{topic}'"
+
+        flow.feed.write()
+        flow.feed.maintain()
+        runs = flow.index.runs().where(mine).collect()
+        assert [(r.origin_start, r.origin_end, r.dest_start, r.dest_end) for r in runs] == [(0, 59_999, 0, 59_999)]
+        size = flow.index.size_in_bytes()
+        total = flow.index.runs().agg({"records": "sum"}).first()[0]
+        print(f"offset index after upkeep: {size} bytes for {total} records "
+              f"({size / total * 1e6:.0f} bytes per million replicated records)")
+
+        delete_records_before(dc2.bootstrap, topic, 0, 60_000)  # retention removed every copy on dc2
+        flow.feed.write()
+        flow.feed.maintain()
+        assert flow.index.runs().where(mine).count() == 0
+
+
+class TestCommandLine:
+    def test_failover_dry_run_status_and_reset_offsets_print_json(self, flow, dc1, dc2, tmp_path):
+        import json
+        import subprocess
+        import sys
+
+        topic, group = unique("xlate.cli."), unique("xg-cli-")
+        create_topic(dc1.bootstrap, topic, partitions=1)
+        produce(dc1.bootstrap, topic, records(500))
+        wait_replicated(flow, dc2, topic, 0, 499)
+        consume_and_commit(dc1.bootstrap, topic, group, {0: 123}, helper=False)
+        config_file = flow_file(flow.config, tmp_path, topics={"include": [r"xlate\..*"]},
+                                offsets={"groups": {"include": ["xg-.*"]}, "sync_to_destination": False})
+
+        def cli(*args: str) -> dict | list:
+            done = subprocess.run([sys.executable, "-m", "dr_stream.cli", *args, "--config", str(config_file),
+                                   "--json"], capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+            return json.loads(done.stdout)
+
+        out = cli("failover", "--group", group, "--dry-run")
+        [row] = out["positions"]
+        assert (row["source_offset"], row["offset"], row["method"]) == (123, 123, "exact")
+        assert row["action"] in ("would commit", "unchanged")
+
+        status = cli("status")
+        mine = [p for p in status["replication"] if p["topic"] == topic]
+        assert mine and mine[0]["lag_records"] == 0 and mine[0]["last_copied"] == 499
+
+        reset = cli("reset-offsets", "--cluster", "dc2", "--group", unique("xg-reset-"), "--topic", topic,
+                    "--to-datetime", "2000-01-01T00:00:00")
+        assert [(a["partition"], a["offset"], a["action"]) for a in reset] == [(0, 0, "committed")]
