@@ -1,4 +1,7 @@
-"""Session-scoped real infrastructure: one Spark session, test KRaft clusters, running flows.
+"""The suite's fixtures: one Spark session, the test KRaft clusters, topics deleted after a test.
+
+Helpers that are not fixtures live beside it: `tests/clusters.py` (how a test cluster starts,
+the secured cluster's ACLs), `tests/flows.py` (flow configs and running flows).
 
 The test clusters use their own ports and directory so a developer's `dr-stream dev up`
 clusters are never touched. Ports stay below 32768, the start of Linux's ephemeral range: a
@@ -11,17 +14,35 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dr_stream.background import Background
-from dr_stream.core.config import FlowConfig, parse_flow
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.runtime.paths import cache_dir
+from tests.clusters import DESTINATION_ACLS, FLOW_PRINCIPALS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS, started_cluster
+
+# Fixtures that start a JVM (Spark) or a broker: a test that asks for one is an integration test
+# whether or not its module says so, and `make unit` (-m "not integration") never starts either.
+STARTS_INFRASTRUCTURE = {"spark", "dc1", "dc2", "dc3", "sec", "pki"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if STARTS_INFRASTRUCTURE & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A unit run that started Spark's JVM anyway fails: something reached it without the fixture."""
+    if "not integration" not in (session.config.getoption("markexpr") or ""):
+        return
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nmake unit started Spark's JVM: the test that did must be marked integration")
 
 
 @pytest.fixture(scope="session")
@@ -44,43 +65,19 @@ def cluster_home() -> Iterator[Path]:
     shutil.rmtree(home, ignore_errors=True)
 
 
-def _cluster(home: Path, alias: str, port: int) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(alias, port, home / alias)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
 @pytest.fixture(scope="session")
 def dc1(cluster_home) -> Iterator[LocalCluster]:
-    yield from _cluster(cluster_home, "dc1", 21092)
+    yield from started_cluster(cluster_home, "dc1", 21092)
 
 
 @pytest.fixture(scope="session")
 def dc2(cluster_home) -> Iterator[LocalCluster]:
-    yield from _cluster(cluster_home, "dc2", 22092)
+    yield from started_cluster(cluster_home, "dc2", 22092)
 
 
 @pytest.fixture(scope="session")
 def dc3(cluster_home) -> Iterator[LocalCluster]:
-    yield from _cluster(cluster_home, "dc3", 23092)
-
-
-# The secured cluster's SCRAM password, made at test time and reachable only through the
-# environment, the way a flow file names it: ${env:DR_TEST_SEC_PASSWORD}.
-SEC_PASSWORD_VARIABLE = "DR_TEST_SEC_PASSWORD"
-FLOW_PRINCIPALS = ("User:drs", "User:drs-client")
-# What a flow's principal needs, by the cluster's role (least privilege; see README "Secured clusters").
-SOURCE_ACLS = [("TOPIC", "*", "LITERAL", op) for op in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")] + [
-    ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
-    ("TOPIC", "__consumer_timestamps", "LITERAL", op) for op in ("WRITE", "CREATE")] + [
-    ("CLUSTER", "kafka-cluster", "LITERAL", "DESCRIBE")]
-DESTINATION_ACLS = [("TOPIC", "*", "LITERAL", op) for op in
-                    ("CREATE", "ALTER", "ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")] + [
-    ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
-    ("CLUSTER", "kafka-cluster", "LITERAL", op) for op in ("DESCRIBE", "IDEMPOTENT_WRITE")]
+    yield from started_cluster(cluster_home, "dc3", 23092)
 
 
 @pytest.fixture(scope="session")
@@ -112,78 +109,6 @@ def sec(cluster_home, pki) -> Iterator[LocalCluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, name: str | None = None,
-                **sections) -> FlowConfig:
-    """A flow between two test clusters; `name` must differ from any flow running at the same time
-    (Spark query names are unique within the session)."""
-    raw = {
-        "source": {"alias": source.alias, "bootstrap_servers": source.bootstrap},
-        "destination": {"alias": destination.alias, "bootstrap_servers": destination.bootstrap},
-        "streaming": {
-            "checkpoint_dir": str(work / f"{source.alias}-to-{destination.alias}" / "checkpoints"),
-            "offset_index": str(work / f"{source.alias}-to-{destination.alias}" / "offset-index"),
-            "trigger": "500ms",
-        },
-    }
-    if name:
-        raw["name"] = name
-    for key, value in sections.items():
-        raw[key] = {**raw.get(key, {}), **value}
-    return parse_flow(raw, "<test>")
-
-
-def flow_file(config: FlowConfig, directory: Path, **sections) -> str:
-    """The flow as a YAML file, for the command line and the notebook."""
-    import yaml
-
-    c = config
-    path = directory / "flow.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": c.name,
-        "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
-        "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
-        "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
-                      "translations": c.streaming.translations},
-        **sections,
-    }))
-    return str(path)
-
-
-def one_topic_flow_file(directory: Path, name: str, source: str, destination: str, topic: str, **streaming) -> Path:
-    """A dc1 -> dc2 flow of one topic as a YAML file with its state under `directory`, for
-    tests that run it as its own process."""
-    import yaml
-
-    path = directory / "flow.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": name,
-        "source": {"alias": "dc1", "bootstrap_servers": source},
-        "destination": {"alias": "dc2", "bootstrap_servers": destination},
-        "topics": {"include": [topic.replace(".", "\\.")]},
-        "streaming": {"checkpoint_dir": str(directory / "checkpoints"), "offset_index": str(directory / "index"),
-                      **streaming},
-    }))
-    return path
-
-
-@contextmanager
-def running_flow(spark, config: FlowConfig, log: Callable[[str], None] | None = None):
-    """Runs a flow's replication query in this process until the block ends (its lines to `log`
-    when given)."""
-    from dr_stream.replication.flow import ReplicationFlow
-    from dr_stream.replication.supervisor import run_until_stopped
-
-    flow = ReplicationFlow(config, spark, log=log)
-    flow.connect()
-    stop = threading.Event()
-    runner = Background(f"flow {config.name}", lambda: run_until_stopped(flow, stop)).start()
-    try:
-        yield flow
-    finally:
-        stop.set()
-        runner.join(timeout=60)
 
 
 @pytest.fixture

@@ -176,8 +176,8 @@ def test_filters_and_query_names_are_built_once_per_config():
     assert config.topic_filter is config.topic_filter
     assert config.remote_topic_filter.matches("a.orders") and not config.remote_topic_filter.matches("orders")
     assert config.group_filter.matches("app-1") and not config.group_filter.matches("other")
-    assert (config.query_name("replicate"), config.checkpoint("translate")) == (
-        "replicate-a-to-b", ".cache/flows/a-to-b/checkpoints/translate")
+    assert (config.replicate_query, config.replicate_checkpoint) == (
+        "replicate-a-to-b", ".cache/flows/a-to-b/checkpoints/replicate")
 
 
 

@@ -92,6 +92,7 @@ def test_a_box_narrower_than_a_pixel_is_left_out():
     assert "<title>a " in svg and "<title>b " not in svg
 
 
+@pytest.mark.integration  # starts two JVMs
 def test_the_jfr_folder_writes_each_windows_samples(tmp_path: Path):
     """JfrStacks.java against a real recording of a busy JVM."""
     program = tmp_path / "Busy.java"

@@ -16,6 +16,9 @@ import pytest
 from dr_stream.runtime.jvm import local_file_system_jar
 from dr_stream.runtime.session import LOCAL_FILE_SYSTEM
 
+# Each test starts a JVM (a probe program or Spark).
+pytestmark = pytest.mark.integration
+
 PROBE = Path(__file__).resolve().parent / "jvm_probes" / "LocalStateWrites.java"
 HADOOP_OWN = ("org.apache.hadoop.fs.LocalFileSystem", "org.apache.hadoop.fs.local.LocalFs")
 OURS = (LOCAL_FILE_SYSTEM["spark.hadoop.fs.file.impl"],

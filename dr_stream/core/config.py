@@ -187,13 +187,15 @@ class FlowConfig:
     def group_filter(self) -> GroupFilter:
         return GroupFilter(self.offsets.groups.include, self.offsets.groups.exclude)
 
-    def query_name(self, kind: str) -> str:
-        """`replicate-<flow>`, `index-<flow>`, `translate-<flow>`: unique within a Spark session."""
-        return f"{kind}-{self.name}"
+    @property
+    def replicate_query(self) -> str:
+        """`replicate-<flow>`: the replication query's name, unique within a Spark session."""
+        return f"replicate-{self.name}"
 
-    def checkpoint(self, kind: str) -> str:
-        """Where the query of that kind keeps its Spark checkpoint."""
-        return f"{self.streaming.checkpoint_dir.rstrip('/')}/{kind}"
+    @property
+    def replicate_checkpoint(self) -> str:
+        """Where the replication query keeps its Spark checkpoint."""
+        return f"{self.streaming.checkpoint_dir.rstrip('/')}/replicate"
 
 
 def sibling(location: str, name: str) -> str:
@@ -313,7 +315,7 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     return StreamingConfig(
         checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
         offset_index=offset_index,
-        # Where the translate query records each translation: a Delta table beside the offset
+        # Where the flow records each translation: a Delta table beside the offset
         # index unless set. Derived as a string, since the index may be a URI (hdfs://, s3a://).
         translations=r.string(s, "translations", "streaming", default=sibling(offset_index, "translations")),
         trigger=trigger,

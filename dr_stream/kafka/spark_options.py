@@ -1,7 +1,7 @@
 """Every option map handed to Spark's Kafka source and sink.
 
 Spark's connector runs Apache Kafka's Java clients, which take the flow's `kafka:` properties
-unchanged under a `kafka.` prefix. The maps for the replicate, index and translate queries,
+unchanged under a `kafka.` prefix. The maps for the replication query, the index's resume scan,
 the failback batch reads and the sink are all built here, from one `cluster_options`.
 """
 
@@ -77,11 +77,6 @@ def replicate_source(config: FlowConfig, topics: list[str] | None = None) -> dic
     if not config.streaming.realtime:
         options["maxOffsetsPerTrigger"] = str(config.streaming.max_records_per_batch)
     return options
-
-
-def topic_source(cluster: ClusterConfig, topic: str) -> dict[str, str]:
-    """One topic from its first record (`__consumer_timestamps`; compacted, so gaps are normal)."""
-    return {**_reading(cluster), "subscribe": topic, "startingOffsets": "earliest"}
 
 
 def batch_source(cluster: ClusterConfig, pattern: str) -> dict[str, str]:

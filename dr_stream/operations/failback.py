@@ -126,7 +126,7 @@ def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callabl
     while True:
         time.sleep(every_s)
         running()
-        copied = _progress(flow.spark, config.query_name("replicate"))
+        copied = _progress(flow.spark, config.replicate_query)
         lag = _lag(source_admin, config.topic_filter, copied) if copied else None
         totals = flow.progress.totals
         elapsed = time.monotonic() - started

@@ -88,9 +88,9 @@ class ReplicationFlow:
         self._launches = 0
         self.log = summarised(self.log or flow_logger(self.config.name).info)
         config = self.config
-        self.metrics = FlowMetrics(config.name, config.query_name("replicate"),
+        self.metrics = FlowMetrics(config.name, config.replicate_query,
                                    (config.source.alias, config.destination.alias))
-        self.progress = ProgressPrinter(config.name, config.query_name("replicate"), self.metrics, log=self.log,
+        self.progress = ProgressPrinter(config.name, config.replicate_query, self.metrics, log=self.log,
                                         on_batch=self._on_replicated, runs_published=config.provenance.enabled,
                                         on_cost=self._on_cost)
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
@@ -228,7 +228,7 @@ class ReplicationFlow:
         return loop
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
-        return [(self.config.query_name("replicate"), self._in_pool("replicate", self.start))]
+        return [(self.config.replicate_query, self._in_pool("replicate", self.start))]
 
     def workers(self) -> list[Worker]:
         """The flow's driver threads by name: each runs until the event it is given is set."""
@@ -286,14 +286,14 @@ class ReplicationFlow:
             source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         stream = source.transform(prepare(self.plan, Resume(self._marks, self._left_out))).transform(
             to_sink_rows(self.plan))
-        checkpoint = config.checkpoint("replicate")
+        checkpoint = config.replicate_checkpoint
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:
             self.log(f"checkpoint {checkpoint}: removed {len(dropped)} files a stopped run left half-written "
                      f"({', '.join(dropped)}); no batch had completed, so the query starts as new and the resume "
                      "marks skip what was copied")
         writer = (
-            stream.writeStream.queryName(config.query_name("replicate")).format("kafka")
+            stream.writeStream.queryName(config.replicate_query).format("kafka")
             .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
                                           self.plan.header))
             .option("checkpointLocation", checkpoint)

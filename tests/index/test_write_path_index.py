@@ -30,7 +30,7 @@ from dr_stream.kafka.groups import read_committed
 from dr_stream.operations.failover import translate_positions
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.runtime.paths import project_root
-from tests.conftest import flow_config, flow_file, running_flow
+from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     admin,
     consume_all,

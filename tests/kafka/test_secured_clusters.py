@@ -16,7 +16,8 @@ import yaml
 from dr_stream.core.config import load_flow
 from dr_stream.dev.certificates import STORE_PASSWORD
 from dr_stream.runtime.paths import project_root
-from tests.conftest import DESTINATION_ACLS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS, running_flow
+from tests.clusters import DESTINATION_ACLS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS
+from tests.flows import running_flow
 from tests.kafka_tools import (
     committed,
     consume_all,

@@ -27,7 +27,8 @@ from dr_stream.operations.failback import FailbackError, failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.reset_flow import reset_flow
-from tests.conftest import _cluster, flow_config, flow_file, running_flow
+from tests.clusters import started_cluster
+from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     committed,
     consume_all,
@@ -47,12 +48,12 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def fb1(cluster_home):
-    yield from _cluster(cluster_home, "fb1", 24092)
+    yield from started_cluster(cluster_home, "fb1", 24092)
 
 
 @pytest.fixture(scope="module")
 def fb2(cluster_home):
-    yield from _cluster(cluster_home, "fb2", 25092)
+    yield from started_cluster(cluster_home, "fb2", 25092)
 
 
 @pytest.fixture

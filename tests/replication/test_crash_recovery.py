@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dr_stream.runtime.paths import project_root
-from tests.conftest import one_topic_flow_file
+from tests.flows import one_topic_flow_file
 from tests.kafka_tools import (
     consume_all,
     count,

@@ -26,7 +26,7 @@ def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state
     assert flow.index.path == "s3a://b/flows/x/offset-index"
     assert flow.runs_topic == "__dr_stream_runs.dc1-to-dc2"
     assert flow.progress.query_name == "replicate-dc1-to-dc2"
-    assert NOWHERE.checkpoint("replicate") == "hdfs://nn/flows/x/checkpoints/replicate"
+    assert NOWHERE.replicate_checkpoint == "hdfs://nn/flows/x/checkpoints/replicate"
 
 
 def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):

@@ -9,7 +9,7 @@ import pytest
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_history import lag_topic, read_samples
 from dr_stream.replication.lag_sampler import LagSampler, StuckQueue
-from tests.conftest import flow_config
+from tests.flows import flow_config
 from tests.kafka_tools import admin, unique
 
 

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dr_stream.kafka import clients
 from dr_stream.replication.lag_history import lag_topic
 from dr_stream.runtime.paths import project_root
-from tests.conftest import _cluster
+from tests.clusters import started_cluster
 from tests.kafka_tools import consume_and_commit, count, create_topic, delete_topics, produce, unique, wait_until
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def mx(cluster_home):
-    yield from _cluster(cluster_home, "mx", 28092)
+    yield from started_cluster(cluster_home, "mx", 28092)
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ import pytest
 
 from dr_stream.core.config import ConfigError
 from dr_stream.replication.flow import ReplicationFlow
-from tests.conftest import flow_config, running_flow
+from tests.flows import flow_config, running_flow
 from tests.index.test_write_path_index import GroupWatch, commit_at, dest_offset_of, records
 from tests.kafka_tools import (
     add_partitions,

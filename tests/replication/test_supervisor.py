@@ -18,7 +18,7 @@ from dr_stream.log_format import JsonFormatter
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, spark_running
 from dr_stream.runtime.paths import project_root
-from tests.conftest import one_topic_flow_file
+from tests.flows import one_topic_flow_file
 from tests.kafka_tools import count, create_topic, produce, topic_exists, unique, wait_until
 
 

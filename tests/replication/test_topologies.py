@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from dr_stream.background import Background
-from tests.conftest import flow_config, running_flow
+from tests.flows import flow_config, running_flow
 from tests.kafka_tools import (
     consume_all,
     count,

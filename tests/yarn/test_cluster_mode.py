@@ -169,7 +169,7 @@ def test_yarn_cluster_mode_survives_a_killed_driver_container_copies_exactly_onc
 
 def test_reset_flow_moves_state_on_hdfs_aside_and_a_fresh_run_starts_clean(hadoop, spark, dc1, dc2, topics, tmp_path):
     from dr_stream.core.config import load_flow
-    from tests.conftest import running_flow
+    from tests.flows import running_flow
 
     topic = _source_topic(dc1, topics, "yarn.reset.", 2, 2000)
     state = f"{hadoop.fs_uri}/dr-stream/yarn-reset"
