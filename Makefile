@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-scale down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -34,8 +34,12 @@ lint: $(STAMP)
 unit: setup
 	$(PY) -m pytest -q -m "not integration"
 
-test: setup lint dist
+test: setup lint dist test-jvm
 	$(PY) -m pytest -q
+
+# jvm/'s JUnit tests, the golden contract fixtures (tests/contracts/) among them.
+test-jvm: setup
+	$(PY) -m dr_stream.runtime.jvm --test
 
 # Only the cases on the local HDFS and YARN (cluster and client mode, restarts, state on HDFS).
 test-yarn: setup dist

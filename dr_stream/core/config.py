@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from dr_stream.core.config_reader import DURATION, ENV, ConfigError, YamlReader, milliseconds
+from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.core.policy import GroupFilter, TopicFilter, TopicRenamer
 
@@ -74,7 +75,7 @@ class FilterOverride:
 @dataclass(frozen=True)
 class ProvenanceConfig:
     enabled: bool = True
-    header: str = "__replicator_id"
+    header: str = PROVENANCE_HEADER
     filter_overrides: tuple[FilterOverride, ...] = ()
 
 
@@ -265,7 +266,7 @@ def _provenance(r: YamlReader, raw: Any) -> ProvenanceConfig:
     p = r.mapping(raw, "provenance", {"enabled", "header", "filter_overrides"})
     return ProvenanceConfig(
         enabled=r.boolean(p, "enabled", "provenance", True),
-        header=r.string(p, "header", "provenance", default="__replicator_id"),
+        header=r.string(p, "header", "provenance", default=PROVENANCE_HEADER),
         filter_overrides=r.each(p, "filter_overrides", "provenance", lambda v, k: _override(r, v, k)),
     )
 

@@ -15,25 +15,17 @@ a look-up.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+
+from dr_stream.core.contracts import provenance_entry
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 
 
 def entries(headers: Headers, header: str) -> list[dict | None]:
     """Every value under the provenance key of a consumed record, oldest hop first; a value that
-    is not a JSON object is None in its place."""
-    out: list[dict | None] = []
-    for key, value in headers or ():
-        if key != header:
-            continue
-        try:
-            entry = json.loads(value or b"")
-        except (ValueError, UnicodeDecodeError):
-            entry = None
-        out.append(entry if isinstance(entry, dict) else None)
-    return out
+    is not an entry (`contracts.provenance_entry`) is None in its place."""
+    return [provenance_entry(value) for key, value in headers or () if key == header]
 
 
 def newest_entry(headers: Headers, header: str) -> dict | None:
@@ -44,7 +36,7 @@ def newest_entry(headers: Headers, header: str) -> dict | None:
 
 def origin_offset(entry: dict | None, cluster_id: str, topic: str, partition: int) -> int | None:
     """The origin offset an entry names when it names exactly that cluster, topic and partition."""
-    if (entry and entry.get("cluster") == cluster_id and entry.get("topic") == topic
-            and entry.get("partition") == partition and isinstance(entry.get("offset"), int)):
+    if (entry and (entry.get("cluster"), entry.get("topic"), entry.get("partition")) == (cluster_id, topic, partition)
+            and isinstance(entry.get("offset"), int)):
         return entry["offset"]
     return None

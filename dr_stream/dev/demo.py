@@ -25,9 +25,9 @@ from confluent_kafka.admin import NewTopic
 
 from dr_stream.background import Background, BackgroundFailed
 from dr_stream.core.config import ClusterConfig, FlowConfig, load_flow
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, PROVENANCE_HEADER, lag_topic, runs_topic
 from dr_stream.core.provenance import newest_entry
 from dr_stream.dev.clusters import LocalCluster, dev_clusters
-from dr_stream.index import runs_topic_name
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.groups import committed_offsets, delete_group
@@ -35,9 +35,7 @@ from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.report import format_failback, format_positions
-from dr_stream.positions import CONSUMER_TIMESTAMPS
 from dr_stream.replication.flow import ReplicationFlow
-from dr_stream.replication.lag_history import lag_topic
 from dr_stream.replication.supervisor import run_until_stopped
 from dr_stream.runtime.paths import cache_dir, project_root
 from dr_stream.runtime.session import spark_session
@@ -51,13 +49,13 @@ LATE, OUTAGE_RECORDS, OUTAGE_CONSUMED = 2, 600, 50
 
 # The flows' own topics from an earlier demo would tell the new flows that records of today's
 # recreated topics were copied already.
-FLOW_TOPICS = [topic(f) for f in ("dc1-to-dc2", "dc2-to-dc1") for topic in (runs_topic_name, lag_topic)]
+FLOW_TOPICS = [topic(f) for f in ("dc1-to-dc2", "dc2-to-dc1") for topic in (runs_topic, lag_topic)]
 
 
 def _fresh_topics(cluster: ClusterConfig, topics: dict[str, int]) -> None:
     admin = clients.admin(cluster)
     delete_group(admin, GROUP)
-    delete_topics(admin, list(topics) + FLOW_TOPICS + [CONSUMER_TIMESTAMPS])
+    delete_topics(admin, list(topics) + FLOW_TOPICS + [CONSUMER_TIMESTAMPS_TOPIC])
     created = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
     for future in created.values():
         future.result(timeout=30)
@@ -263,7 +261,7 @@ def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threadi
 
     resumed = {p: [] for p in range(SHIPMENTS_PARTITIONS)}
     for partition, _, headers in _read_as_group(dc2):
-        resumed[partition].append(newest_entry(headers, "__replicator_id")["offset"])
+        resumed[partition].append(newest_entry(headers, PROVENANCE_HEADER)["offset"])
     reread = sum(1 for p, offsets in resumed.items() for o in offsets if o < committed[p])
     reread += sum(len(o) - len(set(o)) for o in resumed.values())
     per_partition = SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS

@@ -14,7 +14,6 @@ reports in the order the producers published them (one partition).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 
@@ -22,21 +21,17 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import read_run
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
 
-PREFIX = "__dr_stream_runs."
 CONFIGS = {
     "cleanup.policy": "compact",
     "min.compaction.lag.ms": str(24 * 3600 * 1000),
     # Compaction only cleans closed segments: roll hourly so a run's old versions can go.
     "segment.ms": str(3600 * 1000),
 }
-
-
-def runs_topic_name(flow_name: str) -> str:
-    return PREFIX + flow_name
 
 
 def ensure_runs_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> bool:
@@ -46,20 +41,10 @@ def ensure_runs_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> 
     return create_topic(admin, topic, 1, CONFIGS, timeout)
 
 
-_FIELDS = ("origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition",
-           "origin_start", "origin_end", "dest_start", "dest_end")
-
-
 def parse_run(value: bytes | None) -> Run | None:
     """A published run, or None when the value is not one (the key repeats what the value says)."""
-    try:
-        v = json.loads(value)
-        run = Run(*(v[f] for f in _FIELDS), v.get("first_timestamp"), v.get("last_timestamp"), v.get("copied_at"))
-    except (TypeError, ValueError, KeyError):
-        return None
-    if run.origin_end - run.origin_start != run.dest_end - run.dest_start or run.dest_end < run.dest_start:
-        return None
-    return run
+    members = read_run(value)
+    return None if members is None else Run(**members)
 
 
 @dataclass

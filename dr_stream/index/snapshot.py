@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from dr_stream.core.config import FlowConfig
+from dr_stream.core.contracts import runs_topic
 from dr_stream.index.destination_tail import read_tail
 from dr_stream.index.index_reads import IndexReads
 from dr_stream.index.run_store import RunStore
-from dr_stream.index.runs_topic import RunsReader, runs_topic_name
+from dr_stream.index.runs_topic import RunsReader
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, partition_counts
 
@@ -33,7 +34,7 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
     store = RunStore(index.runs(origin_cluster))
     admin = clients.admin(config.destination)
-    topic = runs_topic_name(config.name)
+    topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):
         position = index.runs_topic_position()
         reader = RunsReader(config.destination, topic, None if position is None else position + 1)

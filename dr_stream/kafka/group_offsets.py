@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import SYNC_METADATA_PREFIX
 from dr_stream.kafka.authorization import not_authorized
 
 Partition = tuple[str, int]
 T = TypeVar("T")
 # Offsets dr-stream commits carry this metadata, so the flow running the other way can tell a
 # translated position from a consumer's own progress and never echoes it back.
-SYNC_METADATA_PREFIX = "dr-stream:"
 
 
 @dataclass(frozen=True)

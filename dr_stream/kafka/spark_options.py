@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
-
-# Spark's Kafka sink (through 4.2) cannot set a record's timestamp. The record path carries the
-# source timestamp in this header, and the interceptor dr-stream adds to the sink's producer
-# (built from jvm/) moves it into the record timestamp and drops the header before the send.
-TIMESTAMP_HEADER = "__dr_stream_ts"
-TIMESTAMP_INTERCEPTOR = "io.drstream.kafka.TimestampInterceptor"
-# Reports each run of copied records the sink's producer wrote to the flow's runs topic.
-RUNS_INTERCEPTOR = "io.drstream.kafka.CopyRunInterceptor"
+from dr_stream.core.contracts import (
+    PROVENANCE_HEADER,
+    PROVENANCE_HEADER_SETTING,
+    RUNS_INTERCEPTOR,
+    RUNS_TOPIC_SETTING,
+    TIMESTAMP_INTERCEPTOR,
+)
 
 
 def cluster_options(cluster: ClusterConfig) -> dict[str, str]:
@@ -93,11 +92,14 @@ def batch_range(cluster: ClusterConfig, starts: dict[str, dict[str, int]],
             "endingOffsets": json.dumps(ends)}
 
 
-def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = "__replicator_id") -> dict[str, str]:
+def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER) -> dict[str, str]:
     """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.
 
-    The timestamp interceptor goes first, so the runs interceptor sees each record's final
-    timestamp; both read their settings from the producer's own configuration."""
+    Spark's Kafka sink (through 4.2) cannot set a record's timestamp: the record path carries the
+    source timestamp in `TIMESTAMP_HEADER`, and the timestamp interceptor (jvm/) moves it into the
+    record timestamp and drops the header before the send. It goes first, so the runs
+    interceptor, which reports each run of copied records to the flow's runs topic, sees each
+    record's final timestamp; both read their settings from the producer's own configuration."""
     options = {
         # Ordering per partition, with retries, is what makes the crash-resume filter exact.
         "kafka.acks": "all",
@@ -110,8 +112,8 @@ def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str 
     ours = [TIMESTAMP_INTERCEPTOR]
     if runs_topic:
         ours.append(RUNS_INTERCEPTOR)
-        options["kafka.dr.stream.runs.topic"] = runs_topic
-        options["kafka.dr.stream.provenance.header"] = header
+        options[f"kafka.{RUNS_TOPIC_SETTING}"] = runs_topic
+        options[f"kafka.{PROVENANCE_HEADER_SETTING}"] = header
     interceptors = options.get("kafka.interceptor.classes", "")
     options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, *ours) if c)
     return options

@@ -13,9 +13,10 @@ import time
 from pyspark.sql import SparkSession
 
 from dr_stream.core.config import FlowConfig
+from dr_stream.core.contracts import left_out_group
 from dr_stream.kafka import clients
 from dr_stream.kafka.reachability import require_cluster_id
-from dr_stream.replication.left_out import forget_left_out, left_out_group
+from dr_stream.replication.left_out import forget_left_out
 from dr_stream.runtime.state_paths import move_aside
 
 

@@ -1,7 +1,7 @@
 """Group positions: where consumer groups stand on the source, and the same place on the destination.
 
 The one face other wings use; what is behind it may change without them knowing.
-- `GroupCommit`, `RecordTimestamps`, `ensure_consumer_timestamps`, `CONSUMER_TIMESTAMPS`: the
+- `GroupCommit`, `RecordTimestamps`, `ensure_consumer_timestamps`: the
   topic of group positions and the timestamps of the records they point at
   (`consumer_timestamps`); `CommittedOffsetPoller`, `current_commits`, `stamped`: dr-stream's
   own writer of it, from committed offsets (`poller`).
@@ -22,7 +22,6 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dr_stream.positions.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
     from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps
     from dr_stream.positions.consumer_timestamps import ensure_topic as ensure_consumer_timestamps
     from dr_stream.positions.group_sync import GroupSync, SyncAction, sync_translations
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 _FACE = {
     "GroupCommit": ("consumer_timestamps", "GroupCommit"),
     "RecordTimestamps": ("consumer_timestamps", "RecordTimestamps"),
-    "CONSUMER_TIMESTAMPS": ("consumer_timestamps", "TOPIC"),
     "ensure_consumer_timestamps": ("consumer_timestamps", "ensure_topic"),
     "CommittedOffsetPoller": ("poller", "CommittedOffsetPoller"),
     "current_commits": ("poller", "current_commits"),
@@ -53,7 +51,6 @@ _FACE = {
     "sync_translations": ("group_sync", "sync_translations"),
 }
 __all__ = [
-    "CONSUMER_TIMESTAMPS",
     "CommittedOffsetPoller",
     "GroupCommit",
     "GroupSync",

@@ -12,7 +12,6 @@ Invariant: a record that does not parse is counted and skipped; it never stops a
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -21,10 +20,11 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, position_key, position_value, read_position
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
 
-TOPIC = "__consumer_timestamps"
+TOPIC = CONSUMER_TIMESTAMPS_TOPIC
 UNKNOWN_TIMESTAMP = -1
 # Records between two wanted ones that a look-up reads through rather than seek again: a seek
 # costs a fetch round trip, a record in the same fetch costs nothing.
@@ -59,11 +59,10 @@ class GroupCommit:
         return self.group, self.topic, self.partition
 
     def record_key(self) -> bytes:
-        return json.dumps({"group": self.group, "topic": self.topic, "partition": self.partition},
-                          separators=(",", ":")).encode()
+        return position_key(self.group, self.topic, self.partition)
 
     def record_value(self) -> bytes:
-        return json.dumps({"offset": self.offset, "timestamp": self.timestamp}, separators=(",", ":")).encode()
+        return position_value(self.offset, self.timestamp)
 
 
 def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0) -> bool:
@@ -82,17 +81,8 @@ def parse_commit(key: bytes | None, value: bytes | None) -> GroupCommit | str | 
     way of forgetting a key); None when it lacks a field or is not JSON (counted by the reader)."""
     if value is None:
         return TOMBSTONE
-    try:
-        k, v = json.loads(key), json.loads(value)
-        commit = GroupCommit(k["group"], k["topic"], int(k["partition"]), int(v["offset"]),
-                             int(v.get("timestamp", UNKNOWN_TIMESTAMP) if v.get("timestamp") is not None
-                                 else UNKNOWN_TIMESTAMP))
-    except (TypeError, ValueError, KeyError, AttributeError):
-        return None
-    if not isinstance(commit.group, str) or not isinstance(commit.topic, str) or commit.partition < 0 \
-            or commit.offset < 0:
-        return None
-    return commit
+    position = read_position(key, value)
+    return None if position is None else GroupCommit(*position)
 
 
 def report(producer: Producer, commits: Iterable[GroupCommit],

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import SYNC_METADATA_PREFIX
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.clients import consuming
-from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX, Fetched, GroupOffsets
+from dr_stream.kafka.group_offsets import Fetched, GroupOffsets
 from dr_stream.kafka.groups import INACTIVE_STATES, group_states, read_committed, write_committed
 from dr_stream.positions.translation_rule import Translation
 

@@ -34,8 +34,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import ConfigError, FlowConfig
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, left_out_group, runs_topic
 from dr_stream.core.lag import spark_offsets
-from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic, runs_topic_name
+from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.client_log import summarised
@@ -44,7 +45,6 @@ from dr_stream.log_format import flow_logger
 from dr_stream.loop_pace import LoopPace
 from dr_stream.phase_clock import PhaseClock
 from dr_stream.positions import (
-    CONSUMER_TIMESTAMPS,
     CommittedOffsetPoller,
     GroupSync,
     LiveTranslation,
@@ -56,7 +56,7 @@ from dr_stream.positions import (
 )
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_sampler import LagSampler
-from dr_stream.replication.left_out import left_out_group, read_left_out
+from dr_stream.replication.left_out import read_left_out
 from dr_stream.replication.progress import ProgressPrinter
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
 from dr_stream.replication.resume import Resume, resume_marks
@@ -96,7 +96,7 @@ class ReplicationFlow:
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
-        self.runs_topic = runs_topic_name(self.config.name)
+        self.runs_topic = runs_topic(self.config.name)
         self.connected = False
         self.translate_loop: LiveTranslation | None = None
         self.feed: IndexFeed | None = None
@@ -211,7 +211,7 @@ class ReplicationFlow:
             self.log("warning: offset translation needs preserve_partitions: true; offsets are not translated")
             return None
         if ensure_consumer_timestamps(self._source_admin):
-            self.log(f"topic {CONSUMER_TIMESTAMPS}: created on {config.source.alias} (compacted)")
+            self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
         returned = (ReturnedRecords(config.source, config.provenance.header, self.destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(self.feed.locate, config.renamer, config.destination, source=config.source,

@@ -21,16 +21,12 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import lag_topic
 from dr_stream.core.lag import PartitionLag
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
 
-PREFIX = "__dr_stream_lag."
 RETENTION_MS = 7 * 24 * 3600 * 1000
-
-
-def lag_topic(flow_name: str) -> str:
-    return PREFIX + flow_name
 
 
 @dataclass(frozen=True)

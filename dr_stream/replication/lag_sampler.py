@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import FlowConfig
+from dr_stream.core.contracts import lag_topic
 from dr_stream.core.lag import Partition, PartitionLag, first_waiting, partition_lags
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
@@ -32,7 +33,7 @@ from dr_stream.kafka.admin import answers, log_bounds, matching_partitions
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions import RecordTimestamps
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.lag_history import encode, ensure_lag_topic, lag_topic, sample_of
+from dr_stream.replication.lag_history import encode, ensure_lag_topic, sample_of
 
 
 @dataclass

@@ -15,13 +15,8 @@ from collections.abc import Iterable
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.kafka.group_offsets import SYNC_METADATA_PREFIX
+from dr_stream.core.contracts import SYNC_METADATA_PREFIX, left_out_group
 from dr_stream.kafka.groups import commit_offsets, committed_offsets, delete_group
-
-
-def left_out_group(destination_cluster_id: str) -> str:
-    """The group, on a flow's source, whose offsets mark records that flow must not copy."""
-    return f"dr-stream-left-out.{destination_cluster_id}"
 
 
 def read_left_out(source: ClusterConfig, destination_cluster_id: str,

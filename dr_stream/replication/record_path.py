@@ -15,8 +15,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dr_stream.core.config import FilterOverride
+from dr_stream.core.contracts import PROVENANCE_HEADER, TIMESTAMP_HEADER
 from dr_stream.core.policy import TopicRenamer
-from dr_stream.kafka.spark_options import TIMESTAMP_HEADER
 from dr_stream.replication.resume import Resume
 from dr_stream.runtime.policy_columns import remote_topic
 from dr_stream.runtime.provenance_columns import (
@@ -38,7 +38,7 @@ class ReplicationPlan:
     source_cluster_id: str
     destination_cluster_id: str
     renamer: TopicRenamer = field(default_factory=TopicRenamer)
-    header: str = "__replicator_id"
+    header: str = PROVENANCE_HEADER
     provenance_enabled: bool = True
     filter_overrides: Sequence[FilterOverride] = ()
     preserve_partitions: bool = True

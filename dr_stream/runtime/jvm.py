@@ -164,10 +164,7 @@ def build_own_jar(pins: JvmPins) -> bool:
     """Build jvm/ (interceptors, record path functions) into `.cache/jars/dr-stream`; False when up to date."""
     source = project_root() / "jvm"
     inputs = sorted([source / "pom.xml", *(source / "src").rglob("*.java")])
-    spark_jars_used = {"spark.sql.api.jar": pyspark_jar("spark-sql-api_"),
-                       "spark.common.jar": pyspark_jar("spark-common-utils_"),
-                       "scala.library.jar": pyspark_jar("scala-library-"),
-                       "scala.reflect.jar": pyspark_jar("scala-reflect-")}
+    spark_jars_used = _spark_jars_used()
     digest = hashlib.sha256(f"{pins.kafka} {pins.hadoop} {sorted(p.name for p in spark_jars_used.values())}".encode())
     for path in inputs:
         digest.update(path.read_bytes())
@@ -177,17 +174,30 @@ def build_own_jar(pins: JvmPins) -> bool:
         return False
     print("building jvm/ (interceptors, record path functions, connection check, dev Hadoop) ...", file=sys.stderr,
           flush=True)
-    subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), "package", f"-Dkafka.version={pins.kafka}",
-         f"-Dhadoop.version={pins.hadoop}", *(f"-D{key}={path}" for key, path in spark_jars_used.items())],
-        check=True,
-    )
+    # The tests run in `make test` (`run_own_tests`), not at every build.
+    subprocess.run([*_maven(pins, spark_jars_used), "package", "-DskipTests"], check=True)
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for jar in (source / "target").glob("*.jar"):
         shutil.copy2(jar, dest / jar.name)
     stamp.write_text(digest.hexdigest() + "\n")
     return True
+
+
+def _maven(pins: JvmPins, spark_jars_used: dict[str, Path]) -> list[str]:
+    source = project_root() / "jvm"
+    return ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), f"-Dkafka.version={pins.kafka}",
+            f"-Dhadoop.version={pins.hadoop}", *(f"-D{key}={path}" for key, path in spark_jars_used.items())]
+
+
+def _spark_jars_used() -> dict[str, Path]:
+    return {"spark.sql.api.jar": pyspark_jar("spark-sql-api_"), "spark.common.jar": pyspark_jar("spark-common-utils_"),
+            "scala.library.jar": pyspark_jar("scala-library-"), "scala.reflect.jar": pyspark_jar("scala-reflect-")}
+
+
+def run_own_tests(pins: JvmPins) -> None:
+    """jvm/'s JUnit tests (the golden contract fixtures among them); raises when one fails."""
+    subprocess.run([*_maven(pins, _spark_jars_used()), "test"], check=True)
 
 
 def check_pyspark_matches(pins: JvmPins) -> None:
@@ -231,8 +241,8 @@ def _jars(*names: str) -> list[Path]:
 
 
 def spark_jars() -> list[Path]:
-    """Jars for Spark's classpath: the connector, Delta, dr-stream's interceptor."""
-    return _jars("spark", "dr-stream")
+    """Jars for Spark's classpath: the connector, Delta, dr-stream's interceptor (not its dev jar)."""
+    return [jar for jar in _jars("spark", "dr-stream") if not jar.name.endswith("-dev.jar")]
 
 
 def local_file_system_jar() -> Path:
@@ -260,9 +270,12 @@ def kafka_classpath() -> str:
 
 
 def hadoop_classpath() -> str:
-    """dr-stream's jar (the cluster's main class) and Hadoop's mini-cluster."""
+    """dr-stream's jars (the dev jar holds the cluster's main class) and Hadoop's mini-cluster."""
     return _classpath("dr-stream", "hadoop")
 
 
 if __name__ == "__main__":
-    setup_jars()
+    if sys.argv[1:] == ["--test"]:
+        run_own_tests(JvmPins.load())
+    else:
+        setup_jars()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dr_stream.core.config import parse_flow
+from dr_stream.core.contracts import RUNS_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.clients import client_properties
 
@@ -36,14 +37,14 @@ def test_the_sink_is_idempotent_user_settings_win_and_the_timestamp_interceptor_
     options = spark_options.sink(FLOW.destination)
     assert (options["kafka.acks"], options["kafka.enable.idempotence"]) == ("all", "true")
     assert options["kafka.linger.ms"] == "20"
-    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{spark_options.TIMESTAMP_INTERCEPTOR}"
+    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{TIMESTAMP_INTERCEPTOR}"
     assert "kafka.dr.stream.runs.topic" not in options
 
 
 def test_with_a_runs_topic_the_runs_interceptor_follows_the_timestamp_one_and_gets_its_settings():
     options = spark_options.sink(FLOW.destination, "__dr_stream_runs.f", "__hdr")
     assert options["kafka.interceptor.classes"].endswith(
-        f"{spark_options.TIMESTAMP_INTERCEPTOR},{spark_options.RUNS_INTERCEPTOR}")
+        f"{TIMESTAMP_INTERCEPTOR},{RUNS_INTERCEPTOR}")
     assert (options["kafka.dr.stream.runs.topic"], options["kafka.dr.stream.provenance.header"]) == (
         "__dr_stream_runs.f", "__hdr")
 

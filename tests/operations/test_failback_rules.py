@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from dr_stream.core.config import FilterOverride, parse_flow
+from dr_stream.core.contracts import left_out_group
 from dr_stream.operations.failback import FailbackError, FailbackReport, check_preconditions, restore_config
 from dr_stream.operations.failover import Positions
 from dr_stream.operations.report import format_failback
 from dr_stream.operations.unreplicated import UnreplicatedPartition
 from dr_stream.positions.returned_records import maps_back
-from dr_stream.replication.left_out import left_out_group
 
 
 def config(**sections):

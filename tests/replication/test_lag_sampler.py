@@ -6,8 +6,9 @@ import time
 
 import pytest
 
+from dr_stream.core.contracts import lag_topic
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.lag_history import lag_topic, read_samples
+from dr_stream.replication.lag_history import read_samples
 from dr_stream.replication.lag_sampler import LagSampler, StuckQueue
 from tests.flows import flow_config
 from tests.kafka_tools import admin, unique

@@ -21,8 +21,8 @@ import yaml
 from confluent_kafka import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from dr_stream.core.contracts import lag_topic
 from dr_stream.kafka import clients
-from dr_stream.replication.lag_history import lag_topic
 from dr_stream.runtime.paths import project_root
 from tests.clusters import started_cluster
 from tests.kafka_tools import consume_and_commit, count, create_topic, delete_topics, produce, unique, wait_until

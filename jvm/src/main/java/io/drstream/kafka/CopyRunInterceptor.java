@@ -49,6 +49,8 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
   public static final String RUNS_TOPIC = "dr.stream.runs.topic";
   public static final String HEADER = "dr.stream.provenance.header";
   public static final String HOLD_MS = "dr.stream.runs.hold.ms";
+  /** The provenance header a flow uses unless its `provenance.header` names another. */
+  public static final String DEFAULT_PROVENANCE_HEADER = "__replicator_id";
   static final long DEFAULT_INTERVAL_MS = 500;
 
   private static final Logger LOG = LoggerFactory.getLogger(CopyRunInterceptor.class);
@@ -61,7 +63,7 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
   private final Object publishing = new Object();
   private final Map<String, Object> publisherConfig = new HashMap<>();
   private String runsTopic;
-  private String header = "__replicator_id";
+  private String header = DEFAULT_PROVENANCE_HEADER;
   private long holdMs;
   private Producer<byte[], byte[]> publisher;
   private ScheduledExecutorService timer;

@@ -21,6 +21,7 @@ public final class ProvenanceOrigin {
   private static final byte[] TOPIC = ascii("\",\"topic\":\"");
   private static final byte[] PARTITION = ascii("\",\"partition\":");
   private static final byte[] OFFSET = ascii(",\"offset\":");
+  private static final byte[] TIMESTAMP = ascii(",\"timestamp\":");
 
   /** The last cluster and topic read, with their bytes: shared by the producer's sending threads. */
   private record Seen(byte[] bytes, String text) {}
@@ -47,13 +48,25 @@ public final class ProvenanceOrigin {
     int offsetStart = partitionEnd < 0 ? -1 : after(v, partitionEnd, OFFSET);
     int offsetEnd = offsetStart < 0 ? -1 : digitsEnd(v, offsetStart);
     if (offsetEnd < 0 || offsetEnd - offsetStart > 18 || partitionEnd - partitionStart > 9
-        || offsetEnd >= v.length || (v[offsetEnd] != ',' && v[offsetEnd] != '}')) {
+        || !endsOwnLayout(v, offsetEnd)) {
       return null;
     }
     Seen c = cluster = reuse(cluster, v, clusterStart, clusterEnd);
     Seen t = topic = reuse(topic, v, topicStart, topicEnd);
     return new CopyRuns.Origin(c.text(), t.text(), (int) number(v, partitionStart, partitionEnd),
         number(v, offsetStart, offsetEnd), timestamp);
+  }
+
+  /** The rest of the value from {@code at} is the own layout's tail: {@code }} or a timestamp and {@code }}. */
+  private static boolean endsOwnLayout(byte[] v, int at) {
+    if (at == v.length - 1) {
+      return v[at] == '}';
+    }
+    int timestampStart = after(v, at, TIMESTAMP);
+    int from = timestampStart >= 0 && timestampStart < v.length && v[timestampStart] == '-'
+        ? timestampStart + 1 : timestampStart;
+    int timestampEnd = from < 0 ? -1 : digitsEnd(v, from);
+    return timestampEnd == v.length - 1 && timestampEnd - from <= 18 && v[timestampEnd] == '}';
   }
 
   private static CopyRuns.Origin readAnyLayout(byte[] value, long timestamp) {

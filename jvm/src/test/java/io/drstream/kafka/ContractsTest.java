@@ -1,0 +1,82 @@
+package io.drstream.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The JVM side of the contracts against the golden fixtures in tests/contracts/, which the Python
+ * tests read too (tests/test_contracts.py): a change on one side alone fails one of them.
+ */
+class ContractsTest {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private static JsonNode golden(String name) throws IOException {
+    return JSON.readTree(Path.of(System.getProperty("contracts.dir", "../tests/contracts"), name).toFile());
+  }
+
+  private static byte[] utf8(JsonNode text) {
+    return text.asText().getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void everyNameTheJvmUsesIsTheOneTheFixtureStates() throws IOException {
+    JsonNode names = golden("names.json");
+    Map<String, String> said = Map.of(
+        "timestamp_header", TimestampInterceptor.HEADER,
+        "provenance_header", CopyRunInterceptor.DEFAULT_PROVENANCE_HEADER,
+        "timestamp_interceptor", TimestampInterceptor.class.getName(),
+        "runs_interceptor", CopyRunInterceptor.class.getName(),
+        "runs_topic_setting", CopyRunInterceptor.RUNS_TOPIC,
+        "provenance_header_setting", CopyRunInterceptor.HEADER,
+        "runs_hold_setting", CopyRunInterceptor.HOLD_MS);
+    said.forEach((name, value) -> assertEquals(names.get(name).asText(), value, name));
+  }
+
+  @Test
+  void aRunIsWrittenAsTheFixtureStatesByteForByte() throws IOException {
+    for (JsonNode c : golden("runs_records.json").get("written")) {
+      JsonNode r = c.get("run");
+      CopyRuns.Origin first = new CopyRuns.Origin(r.get("origin_cluster").asText(), r.get("origin_topic").asText(),
+          r.get("origin_partition").asInt(), r.get("origin_start").asLong(), r.get("first_timestamp").asLong());
+      CopyRuns.Run run = new CopyRuns.Run(r.get("dest_topic").asText(), r.get("dest_partition").asInt(), first,
+          r.get("dest_start").asLong(), r.get("copied_at").asLong());
+      run.originEnd = r.get("origin_end").asLong();
+      run.destEnd = r.get("dest_end").asLong();
+      run.lastTimestamp = r.get("last_timestamp").asLong();
+      assertEquals(c.get("key").asText(), run.key());
+      assertEquals(c.get("value").asText(), run.value());
+    }
+  }
+
+  @Test
+  void aProvenanceValueReadsAsTheEntryTheFixtureStatesOnEveryJvmReader() throws IOException {
+    JsonNode fixture = golden("provenance_header.json");
+    for (String part : new String[] {"written", "read"}) {
+      for (JsonNode c : fixture.get(part)) {
+        byte[] value = utf8(c.get("value"));
+        JsonNode e = c.get("entry");
+        ProvenanceEntry parsed = ProvenanceEntry.parse(value);
+        CopyRuns.Origin origin = new ProvenanceOrigin().read(value, 7L);
+        if (e.isNull()) {
+          assertNull(parsed, c.get("value").asText());
+          assertNull(origin, c.get("value").asText());
+          continue;
+        }
+        long timestamp = e.get("timestamp").isNull() ? -1 : e.get("timestamp").asLong();
+        ProvenanceEntry expected = new ProvenanceEntry(e.get("cluster").asText(), e.get("topic").asText(),
+            e.get("partition").asInt(), e.get("offset").asLong(), timestamp);
+        assertEquals(expected, parsed, c.get("value").asText());
+        assertEquals(new CopyRuns.Origin(expected.cluster(), expected.topic(), expected.partition(),
+            expected.offset(), 7L), origin, c.get("value").asText());
+      }
+    }
+  }
+}

@@ -1,0 +1,77 @@
+"""The Python side of the contracts against the golden fixtures in tests/contracts/ (the JVM side
+reads the same files: jvm/src/test/java/io/drstream/kafka/ContractsTest.java)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dr_stream.core import contracts
+from dr_stream.core.provenance import entries, newest_entry
+from dr_stream.index.run_store import Run
+from dr_stream.index.runs_topic import parse_run
+from dr_stream.positions.consumer_timestamps import GroupCommit, parse_commit
+
+FIXTURES = Path(__file__).parent / "contracts"
+
+
+def golden(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def test_every_internal_name_is_the_one_the_fixture_states():
+    names = golden("names.json")
+    said = {
+        "provenance_header": contracts.PROVENANCE_HEADER, "timestamp_header": contracts.TIMESTAMP_HEADER,
+        "consumer_timestamps_topic": contracts.CONSUMER_TIMESTAMPS_TOPIC,
+        "runs_topic_prefix": contracts.RUNS_TOPIC_PREFIX, "lag_topic_prefix": contracts.LAG_TOPIC_PREFIX,
+        "left_out_group_prefix": contracts.LEFT_OUT_GROUP_PREFIX,
+        "sync_metadata_prefix": contracts.SYNC_METADATA_PREFIX,
+        "timestamp_interceptor": contracts.TIMESTAMP_INTERCEPTOR, "runs_interceptor": contracts.RUNS_INTERCEPTOR,
+        "runs_topic_setting": contracts.RUNS_TOPIC_SETTING,
+        "provenance_header_setting": contracts.PROVENANCE_HEADER_SETTING,
+        "runs_hold_setting": contracts.RUNS_HOLD_SETTING,
+    }
+    assert said == {k: v for k, v in names.items() if k != "_"}
+    assert contracts.runs_topic("a-to-b") == names["runs_topic_prefix"] + "a-to-b"
+
+
+@pytest.mark.parametrize("case", golden("runs_records.json")["written"], ids=lambda c: c["run"]["origin_topic"])
+def test_a_run_the_jvm_writes_reads_back_as_that_run(case):
+    assert parse_run(case["value"].encode()) == Run(**case["run"])
+
+
+def test_a_run_without_timestamps_reads_with_none_and_a_malformed_one_not_at_all():
+    fixture = golden("runs_records.json")
+    run = parse_run(fixture["readable_without_timestamps"].encode())
+    assert run is not None and (run.first_timestamp, run.last_timestamp, run.copied_at) == (None, None, None)
+    assert [v for v in fixture["unreadable"] if parse_run(v.encode()) is not None] == []
+
+
+@pytest.mark.parametrize("case", golden("provenance_header.json")["written"], ids=lambda c: c["entry"]["topic"])
+def test_one_hop_writes_the_provenance_bytes_the_fixture_states(case):
+    assert contracts.provenance_value(case["entry"]) == case["value"].encode()
+    assert contracts.provenance_entry(case["value"].encode()) == case["entry"]
+
+
+@pytest.mark.parametrize("case", golden("provenance_header.json")["read"], ids=lambda c: c["value"][:40])
+def test_a_provenance_value_reads_as_the_entry_the_fixture_states(case):
+    assert contracts.provenance_entry(case["value"].encode()) == case["entry"]
+    headers = [("other", b"x"), (contracts.PROVENANCE_HEADER, case["value"].encode())]
+    assert entries(headers, contracts.PROVENANCE_HEADER) == [case["entry"]]
+    assert newest_entry(headers, contracts.PROVENANCE_HEADER) == case["entry"]
+
+
+@pytest.mark.parametrize("case", golden("consumer_timestamps.json")["written"], ids=lambda c: c["position"]["group"])
+def test_a_position_is_written_as_the_fixture_states_and_reads_back(case):
+    commit = GroupCommit(**case["position"])
+    assert (commit.record_key(), commit.record_value()) == (case["key"].encode(), case["value"].encode())
+    assert parse_commit(commit.record_key(), commit.record_value()) == commit
+
+
+@pytest.mark.parametrize("case", golden("consumer_timestamps.json")["read"], ids=lambda c: c["key"][:30] + c["value"])
+def test_a_consumer_timestamps_record_reads_as_the_fixture_states(case):
+    expected = None if case["position"] is None else GroupCommit(**case["position"])
+    assert parse_commit(case["key"].encode(), case["value"].encode()) == expected
