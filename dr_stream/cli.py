@@ -23,29 +23,9 @@ def _dev(args: argparse.Namespace) -> int:
     if len(words) != 1 or words[0] not in ("up", "down", "status"):
         print("dr-stream dev: expected up | down | status, or yarn up | down | status", file=sys.stderr)
         return 2
-    from dr_stream.dev.clusters import dev_clusters
+    from dr_stream.dev.cluster_commands import clusters_command
 
-    clusters = dev_clusters()
-    action = words[0]
-    if action == "up":
-        for cluster in clusters:
-            print(f"{cluster.alias}: starting on {cluster.bootstrap} ...", flush=True)
-            cluster.start()
-        _print_status(clusters)
-    elif action == "down":
-        for cluster in clusters:
-            stopped = cluster.stop()
-            print(f"{cluster.alias}: {'stopped' if stopped else 'was not running'}")
-    else:
-        _print_status(clusters)
-        return 0 if all(c.is_running() for c in clusters) else 1
-    return 0
-
-
-def _print_status(clusters) -> None:
-    for cluster in clusters:
-        state = f"running (pid {cluster.pid()})" if cluster.is_running() else "stopped"
-        print(f"{cluster.alias}\t{cluster.bootstrap}\tcluster.id={cluster.cluster_id()}\t{state}")
+    return clusters_command(words[0])
 
 
 def _run(args: argparse.Namespace) -> int:
