@@ -14,8 +14,9 @@ Names resolve at first use, so a command that reads the table does not import Sp
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from dr_stream.face import resolver
 
 if TYPE_CHECKING:
     from dr_stream.index.index_feed import IndexFeed
@@ -25,10 +26,17 @@ if TYPE_CHECKING:
     from dr_stream.index.runs_topic import ensure_runs_topic
     from dr_stream.index.snapshot import index_snapshot
 
+# name on the face -> (module, name there)
 _FACE = {
-    "Run": "run_store", "RunKey": "run_store", "Located": "run_store", "RunStore": "run_store",
-    "IndexFeed": "index_feed", "OffsetIndex": "index_table", "IndexReads": "index_reads",
-    "index_snapshot": "snapshot", "ensure_runs_topic": "runs_topic",
+    "Run": ("run_store", "Run"),
+    "RunKey": ("run_store", "RunKey"),
+    "Located": ("run_store", "Located"),
+    "RunStore": ("run_store", "RunStore"),
+    "IndexFeed": ("index_feed", "IndexFeed"),
+    "OffsetIndex": ("index_table", "OffsetIndex"),
+    "IndexReads": ("index_reads", "IndexReads"),
+    "index_snapshot": ("snapshot", "index_snapshot"),
+    "ensure_runs_topic": ("runs_topic", "ensure_runs_topic"),
 }
 __all__ = [
     "IndexFeed",
@@ -42,8 +50,4 @@ __all__ = [
     "index_snapshot",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name not in _FACE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
+__getattr__ = resolver(__name__, _FACE)

@@ -18,8 +18,9 @@ Names resolve at first use, so a command that only translates does not import Sp
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from dr_stream.face import resolver
 
 if TYPE_CHECKING:
     from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps
@@ -68,9 +69,4 @@ __all__ = [
     "sync_translations",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name not in _FACE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = _FACE[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+__getattr__ = resolver(__name__, _FACE)
