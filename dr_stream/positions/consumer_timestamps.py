@@ -175,56 +175,56 @@ class RecordTimestamps:
         found: dict[tuple[str, int, int], int] = {}
         deadline = time.monotonic() + timeout
         for k in range(max(len(s) for s in spans.values())):
-            self._read_spans({tp: s[k] for tp, s in spans.items() if k < len(s)}, records, found, deadline)
+            span_ends = {tp: s[k] for tp, s in spans.items() if k < len(s)}
+
+            def take(tp: tuple[str, int], msg: Message, ends: dict = span_ends) -> bool:
+                if msg.offset() in records[tp]:
+                    found[(*tp, msg.offset())] = msg.timestamp()[1]
+                return msg.offset() >= ends[tp][1]
+
+            self._read({tp: first for tp, (first, _) in span_ends.items()}, take, deadline)
         for (topic, partition, record), timestamp in found.items():
             out[(topic, partition, record + 1)] = timestamp
         return out
 
-    def _read_spans(self, spans: dict[tuple[str, int], tuple[int, int]], records: dict[tuple[str, int], set[int]],
-                    found: dict[tuple[str, int, int], int], deadline: float) -> None:
+    def of_records(self, offsets: dict[tuple[str, int], int], timeout: float = 5.0) -> dict[tuple[str, int], int]:
+        """The timestamp of the first readable record at or after each (topic, partition)'s
+        offset, read in one pass over all of them; a partition with none within `timeout` (or
+        none before its end) is left out."""
+        found: dict[tuple[str, int], int] = {}
+
+        def take(tp: tuple[str, int], msg: Message) -> bool:
+            found[tp] = msg.timestamp()[1]
+            return True
+
+        self._read(offsets, take, time.monotonic() + timeout)
+        return found
+
+    def _read(self, starts: dict[tuple[str, int], int], take: Callable[[tuple[str, int], Message], bool],
+              deadline: float) -> None:
+        """The one reader of both look-ups: every partition from its start, side by side, each
+        record handed to `take` until it says the partition is done, the partition ends, or the
+        deadline passes."""
+        if not starts:
+            return
         consumer = self._consumer.get()
-        assigned = [TopicPartition(t, p, first) for (t, p), (first, _) in spans.items()]
+        assigned = [TopicPartition(t, p, offset) for (t, p), offset in starts.items()]
         consumer.assign(assigned)
-        open_spans = set(spans)
+        open_partitions = set(starts)
         try:
-            while open_spans and time.monotonic() < deadline:
+            while open_partitions and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
                     tp = (msg.topic(), msg.partition())
-                    if tp not in open_spans:
+                    if tp not in open_partitions:
                         continue
                     error = msg.error()
                     if error is not None and error.code() != KafkaError._PARTITION_EOF:
                         continue
-                    if error is None and msg.offset() in records[tp]:
-                        found[(*tp, msg.offset())] = msg.timestamp()[1]
-                    if error is not None or msg.offset() >= spans[tp][1]:
-                        open_spans.discard(tp)
+                    if error is not None or take(tp, msg):
+                        open_partitions.discard(tp)
                         consumer.pause([TopicPartition(*tp)])
         finally:
             # librdkafka keeps a partition paused across assignments: the next pass would read nothing
-            consumer.resume(assigned)
-            consumer.unassign()
-
-    def of_records(self, offsets: dict[tuple[str, int], int], timeout: float = 5.0) -> dict[tuple[str, int], int]:
-        """The timestamp of the record at each (topic, partition)'s offset, read in one pass over
-        all of them; a record that could not be read within `timeout` is left out."""
-        if not offsets:
-            return {}
-        consumer = self._consumer.get()
-        assigned = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-        consumer.assign(assigned)
-        found: dict[tuple[str, int], int] = {}
-        deadline = time.monotonic() + timeout
-        try:
-            while len(found) < len(offsets) and time.monotonic() < deadline:
-                for msg in consumer.consume(num_messages=1000, timeout=0.2):
-                    key = (msg.topic(), msg.partition())
-                    if msg.error() is None and key not in found and key in offsets:
-                        found[key] = msg.timestamp()[1]
-                        consumer.pause([TopicPartition(*key)])
-            return found
-        finally:
-            # librdkafka keeps a partition paused across assignments: the next look-up would read nothing
             consumer.resume(assigned)
             consumer.unassign()
 
