@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from dr_stream.core import contracts
+from dr_stream.core.policy import TopicRenamer
 from dr_stream.core.provenance import entries, newest_entry
+from dr_stream.index.destination_tail import runs_of_records
 from dr_stream.index.run_store import Run
 from dr_stream.index.runs_topic import parse_run
 from dr_stream.positions.consumer_timestamps import GroupCommit, parse_commit
@@ -75,3 +77,13 @@ def test_a_position_is_written_as_the_fixture_states_and_reads_back(case):
 def test_a_consumer_timestamps_record_reads_as_the_fixture_states(case):
     expected = None if case["position"] is None else GroupCommit(**case["position"])
     assert parse_commit(case["key"].encode(), case["value"].encode()) == expected
+
+
+@pytest.mark.parametrize("case", golden("copied_records.json")["cases"], ids=lambda c: c["name"])
+def test_destination_records_make_the_runs_the_fixture_states(case):
+    records = [(r["dest_topic"], r["dest_partition"], r["dest_offset"], r["timestamp"],
+                [("other", b"x"), (contracts.PROVENANCE_HEADER, contracts.provenance_value(r["origin"]))])
+               for r in case["records"]]
+    runs = runs_of_records(records, contracts.PROVENANCE_HEADER, "src", TopicRenamer(case.get("rename", "${topic}")))
+    got = sorted(tuple(getattr(run, m) for m in contracts.RUN_MEMBERS[:-1]) for run in runs)
+    assert got == sorted(tuple(r[m] for m in contracts.RUN_MEMBERS[:-1]) for r in case["runs"])

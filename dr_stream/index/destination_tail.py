@@ -1,14 +1,16 @@
 """The runs no report covers yet, read from the end of the destination's partitions.
 
 A flow killed between writing a batch and publishing its runs leaves copies on the destination
-that its offset index does not know. The flow rebuilds them at its next start
-(`index_feed.catch_up`); a failover run while the flow is down cannot wait for that, so it
-reads each destination partition from just past its last known run to its log end (a batch at
-most) and turns the copies it finds into runs.
+that its offset index does not know. Two readers need them: the flow at its next start, before
+it copies anything (`index_feed.catch_up`, within a deadline), and a failover run while the flow
+is down (no JVM). Both read each destination partition from just past its last known run to its
+log end (a batch at most), all partitions side by side, and turn the copies into runs here.
 
 `runs_of_records` is the rule (pure): a record belongs to the flow when its newest provenance
 entry names the flow's source cluster and the topic it was copied from; consecutive records
-whose origin and destination offsets both advance by one form one run.
+whose origin and destination offsets both advance by one form one run. The sink's producer
+applies the same rule as it writes (jvm/ `CopyRuns`); tests/contracts/copied_records.json holds
+cases both must answer alike.
 """
 
 from __future__ import annotations
@@ -54,29 +56,42 @@ def runs_of_records(records: Iterable[Record], header: str, source_cluster_id: s
     return out
 
 
-def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int, int]], header: str,
-              source_cluster_id: str, renamer: TopicRenamer, timeout: float = 10.0) -> list[Run]:
-    """The flow's runs in [first, end) of each destination partition in `gaps`.
+class TailTimedOut(RuntimeError):
+    """The tail was not read whole within the deadline; no run of it is used."""
 
-    A partition's read gives up only after `timeout` seconds without a record, so a long tail is
-    read whole however long it takes.
+
+def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int, int]], header: str,
+              source_cluster_id: str, renamer: TopicRenamer, idle_s: float = 10.0,
+              deadline_s: float | None = None) -> list[Run]:
+    """The flow's runs in [first, end) of each destination partition in `gaps`, every partition
+    read side by side.
+
+    Reading stops early only when no record came for `idle_s` seconds (the partitions still open
+    are left as read), or, with `deadline_s`, when the whole read took longer: then it raises
+    TailTimedOut, since runs of some partitions and not others would look complete.
     """
-    records: list[Record] = []
-    settings = {"enable.partition.eof": True}
-    with consuming(destination, "dr-stream-tail", settings) as consumer:
-        for (topic, partition), (first, end) in sorted(gaps.items()):
-            consumer.assign([TopicPartition(topic, partition, first)])
-            done = False
-            idle_until = time.monotonic() + timeout
-            while not done and time.monotonic() < idle_until:
-                messages = consumer.consume(num_messages=5000, timeout=CONSUME_WAIT_S)
-                if messages:
-                    idle_until = time.monotonic() + timeout
-                for msg in messages:
-                    if msg.error() or msg.offset() >= end:
-                        done = True
-                        break
-                    records.append((topic, partition, msg.offset(), msg.timestamp()[1], msg.headers()))
-                    done = msg.offset() >= end - 1
-            consumer.unassign()
-    return runs_of_records(records, header, source_cluster_id, renamer)
+    wanted = {tp: span for tp, span in gaps.items() if span[1] > span[0]}
+    read: dict[tuple[str, int], list[Record]] = {tp: [] for tp in wanted}
+    began = time.monotonic()
+    with consuming(destination, "dr-stream-tail", {"enable.partition.eof": True}) as consumer:
+        consumer.assign([TopicPartition(t, p, first) for (t, p), (first, _) in wanted.items()])
+        open_partitions = set(wanted)
+        idle_until = time.monotonic() + idle_s
+        while open_partitions and time.monotonic() < idle_until:
+            if deadline_s is not None and time.monotonic() - began > deadline_s:
+                raise TailTimedOut(f"{len(open_partitions)} of {len(wanted)} partitions not read whole within "
+                                   f"{deadline_s:g} s")
+            messages = consumer.consume(num_messages=5000, timeout=CONSUME_WAIT_S)
+            if messages:
+                idle_until = time.monotonic() + idle_s
+            for msg in messages:
+                tp = (msg.topic(), msg.partition())
+                if tp not in open_partitions:
+                    continue
+                end = wanted[tp][1]
+                if msg.error() is None and msg.offset() < end:
+                    read[tp].append((*tp, msg.offset(), msg.timestamp()[1], msg.headers()))
+                if msg.error() is not None or msg.offset() >= end - 1:
+                    open_partitions.discard(tp)
+                    consumer.pause([TopicPartition(*tp)])
+    return runs_of_records((r for tp in sorted(read) for r in read[tp]), header, source_cluster_id, renamer)

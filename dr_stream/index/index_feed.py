@@ -15,10 +15,11 @@ restart): it reads the runs topic to its end, then scans each destination partit
 past its last known run to its log end for records this flow copied that no run reported (the
 producer died between the acknowledgement and the publication), so the store covers every
 copy on the destination before a single new record is written. The Delta table gets them at
-the feed's next round, beside the query's start rather than before it. The scan is one Spark
-job over all those partitions (its tasks read them side by side) with a deadline,
-`scan_timeout_s`: a scan that does not finish by it leaves its partitions in `unscanned`, which
-the flow reports; they resume from the index's marks, at-least-once for the copies past them.
+the feed's next round, beside the query's start rather than before it. The scan reads all those
+partitions side by side in the driver (`destination_tail`, the reader and rule a failover uses
+too) with a deadline, `scan_timeout_s`: a scan that does not finish by it leaves its partitions
+in `unscanned`, which the flow reports; they resume from the index's marks, at-least-once for
+the copies past them.
 
 `processed_through` says, per source partition, below which origin offset the replicate query
 has handled every record (copied or skipped) *and* the feed holds the runs of those copies. Two
@@ -47,19 +48,10 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.lag import spark_offsets
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line
-from dr_stream.index.index_table import (
-    OffsetIndex,
-    copied_records,
-    drop_deleted_runs,
-    merge_adjacent_runs,
-    run_of,
-    runs_frame,
-    to_runs,
-)
+from dr_stream.index.destination_tail import TailTimedOut, read_tail
+from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of, runs_frame
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsReader
-from dr_stream.kafka import spark_options
-from dr_stream.runtime.job_deadline import JobTimedOut, within
 from dr_stream.runtime.local_frame import local_frame
 
 Partition = tuple[str, int]
@@ -167,7 +159,7 @@ class IndexFeed:
             return False
         try:
             found = self._scan(gaps)
-        except JobTimedOut:
+        except TailTimedOut:
             # The marks of these partitions stay those of the index: their copies past it may be
             # written again. Said once here, and by the flow for each partition (`unscanned`).
             self.unscanned = dict(gaps)
@@ -183,18 +175,9 @@ class IndexFeed:
         return bool(found)
 
     def _scan(self, gaps: dict[Partition, tuple[int, int]]) -> list[Run]:
-        """One Spark job over every gap at once, cancelled after `scan_timeout_s`."""
-        starts: dict[str, dict[str, int]] = {}
-        ends: dict[str, dict[str, int]] = {}
-        for (topic, partition), (first, end) in gaps.items():
-            starts.setdefault(topic, {})[str(partition)] = first
-            ends.setdefault(topic, {})[str(partition)] = end
-        frame = (
-            self.spark.read.format("kafka").options(**spark_options.batch_range(self.destination, starts, ends)).load()
-            .transform(copied_records(self.source_cluster_id, self.header, self.renamer))
-            .transform(to_runs)
-        )
-        return [run_of(r) for r in within(self.spark, self.scan_timeout_s, frame.collect)]
+        """Every gap read side by side, given up whole after `scan_timeout_s` (TailTimedOut)."""
+        return read_tail(self.destination, gaps, self.header, self.source_cluster_id, self.renamer,
+                         deadline_s=self.scan_timeout_s)
 
     # -- running -------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ a JVM) the `deltalake` package. It holds *runs* (`run_store.Run`): a stretch whe
 destination offsets advance together, so one row stands for every record of a steady copy.
 `index_feed` fills it from the runs the sink's producer publishes (`runs_topic_offset` is where
 in the runs topic a row came from) and, after a crash, from the destination's own records
-(`copied_records`, `to_runs`; `runs_topic_offset` is null there).
+(`destination_tail`; `runs_topic_offset` is null there).
 
 Invariants: within a run, destination offset = dest_start + (origin offset - origin_start)
 for every origin offset in [origin_start, origin_end], so translation through runs is as
@@ -23,11 +23,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from dr_stream.core.policy import TopicRenamer
 from dr_stream.index.run_store import Run
 from dr_stream.runtime.local_frame import local_frame
-from dr_stream.runtime.policy_columns import remote_topic
-from dr_stream.runtime.provenance_columns import PROVENANCE, with_provenance
 from dr_stream.runtime.step import Step
 
 RUN_KEY = ["origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition"]
@@ -80,52 +77,6 @@ def run_of(row) -> Run:
                _ms(get("first_timestamp")), _ms(get("last_timestamp")), _ms(get("copied_at")))
 
 
-def copied_records(source_cluster_id: str, header: str, renamer: TopicRenamer) -> Step:
-    """Destination Kafka rows -> one row per record this flow copied, with its origin.
-
-    A record belongs to the flow when its newest provenance entry names the source cluster and
-    the destination topic is that entry's topic renamed; records produced on the destination
-    itself, or copied there by another flow, are not this flow's and are left out.
-    """
-
-    def step(df: DataFrame) -> DataFrame:
-        newest = F.try_element_at(F.col(PROVENANCE), F.lit(-1))
-        return (
-            df.transform(with_provenance(header))
-            .withColumn("_newest", newest)
-            .where(
-                (F.col("_newest.cluster") == F.lit(source_cluster_id))
-                & (remote_topic(renamer, F.col("_newest.topic")) == F.col("topic"))
-            )
-            .select(
-                F.col("_newest.cluster").alias("origin_cluster"),
-                F.col("_newest.topic").alias("origin_topic"),
-                F.col("_newest.partition").alias("origin_partition"),
-                F.col("topic").alias("dest_topic"),
-                F.col("partition").alias("dest_partition"),
-                F.col("_newest.offset").alias("origin_offset"),
-                F.col("offset").alias("dest_offset"),
-                F.col("timestamp").alias("origin_timestamp"),
-                F.timestamp_millis(F.col("_newest.timestamp")).alias("copied_at"),
-            )
-        )
-
-    return step
-
-
-def single_record_runs(df: DataFrame) -> DataFrame:
-    """Copied records -> one run of length one each: its start and its end are the record."""
-    starts = {"origin_offset": "origin_start", "dest_offset": "dest_start", "origin_timestamp": "first_timestamp"}
-    ends = {"origin_end": "origin_start", "dest_end": "dest_start", "last_timestamp": "first_timestamp"}
-    return (
-        df.withColumnsRenamed(starts)
-        .withColumns({end: F.col(start) for end, start in ends.items()})
-        .withColumn("records", F.lit(1).cast("long"))
-        .withColumn("runs_topic_offset", F.lit(None).cast("long"))
-        .select(*RUN_SCHEMA.fieldNames())
-    )
-
-
 # How each column of runs that continue each other combines into the merged run.
 _MERGED = {
     "origin_start": F.min, "origin_end": F.max, "dest_start": F.min, "dest_end": F.max,
@@ -155,10 +106,6 @@ def merge_adjacent_runs(df: DataFrame) -> DataFrame:
         .drop("_island")
         .select(*RUN_SCHEMA.fieldNames())
     )
-
-
-def to_runs(df: DataFrame) -> DataFrame:
-    return df.transform(single_record_runs).transform(merge_adjacent_runs)
 
 
 def drop_deleted_runs(log_starts: DataFrame) -> Step:

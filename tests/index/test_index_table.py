@@ -1,4 +1,5 @@
-"""Offset-index steps: copied records -> runs, merging, retention (chispa)."""
+"""Offset-index steps: merging runs, following retention (chispa). Copied records -> runs is a
+contract with the JVM: tests/test_contracts.py and tests/contracts/copied_records.json."""
 
 from __future__ import annotations
 
@@ -6,15 +7,9 @@ import datetime as dt
 
 from chispa import assert_df_equality
 
-from dr_stream.index.index_table import RUN_SCHEMA, drop_deleted_runs, merge_adjacent_runs, to_runs
+from dr_stream.index.index_table import RUN_SCHEMA, drop_deleted_runs, merge_adjacent_runs
 
 T0 = dt.datetime(2026, 1, 1)
-COPIED = ("origin_cluster string, origin_topic string, origin_partition int, dest_topic string, dest_partition int, "
-          "origin_offset long, dest_offset long, origin_timestamp timestamp, copied_at timestamp")
-
-
-def copied(spark, pairs):
-    return spark.createDataFrame([("c1", "t", 0, "t", 0, o, d, T0, T0) for o, d in pairs], COPIED)
 
 
 def runs(spark, rows):
@@ -24,19 +19,6 @@ def runs(spark, rows):
 
 def spans(df):
     return sorted((r.origin_start, r.origin_end, r.dest_start, r.dest_end, r.records) for r in df.collect())
-
-
-class TestToRuns:
-    def test_records_whose_offsets_advance_together_make_one_run(self, spark):
-        assert spans(copied(spark, [(5, 105), (6, 106), (7, 107)]).transform(to_runs)) == [(5, 7, 105, 107, 3)]
-
-    def test_a_gap_on_either_side_starts_a_new_run(self, spark):
-        got = copied(spark, [(5, 105), (6, 106), (8, 107), (9, 110)]).transform(to_runs)
-        assert spans(got) == [(5, 6, 105, 106, 2), (8, 8, 107, 107, 1), (9, 9, 110, 110, 1)]
-
-    def test_a_record_copied_twice_keeps_both_places(self, spark):
-        got = copied(spark, [(5, 10), (6, 11), (5, 12), (6, 13)]).transform(to_runs)
-        assert spans(got) == [(5, 6, 10, 11, 2), (5, 6, 12, 13, 2)]
 
 
 class TestMergeAdjacentRuns:

@@ -8,6 +8,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -77,6 +79,38 @@ class ContractsTest {
         assertEquals(new CopyRuns.Origin(expected.cluster(), expected.topic(), expected.partition(),
             expected.offset(), 7L), origin, c.get("value").asText());
       }
+    }
+  }
+
+  @Test
+  void destinationRecordsMakeTheRunsTheFixtureStates() throws IOException {
+    for (JsonNode c : golden("copied_records.json").get("cases")) {
+      CopyRuns runs = new CopyRuns();
+      for (JsonNode r : c.get("records")) {
+        JsonNode o = r.get("origin");
+        runs.acked(r.get("dest_topic").asText(), r.get("dest_partition").asInt(),
+            new CopyRuns.Origin(o.get("cluster").asText(), o.get("topic").asText(), o.get("partition").asInt(),
+                o.get("offset").asLong(), r.get("timestamp").asLong()),
+            r.get("dest_offset").asLong(), 0L);
+      }
+      List<String> got = new ArrayList<>();
+      for (CopyRuns.Version v : runs.takeChanged()) {
+        CopyRuns.Run run = v.run();
+        got.add(String.join(" ", run.first.cluster(), run.first.topic(), String.valueOf(run.first.partition()),
+            String.valueOf(run.first.offset()), String.valueOf(run.originEnd), run.destTopic,
+            String.valueOf(run.destPartition), String.valueOf(run.destStart), String.valueOf(run.destEnd),
+            String.valueOf(run.first.timestamp()), String.valueOf(run.lastTimestamp)));
+      }
+      List<String> expected = new ArrayList<>();
+      for (JsonNode r : c.get("runs")) {
+        expected.add(String.join(" ", r.get("origin_cluster").asText(), r.get("origin_topic").asText(),
+            r.get("origin_partition").asText(), r.get("origin_start").asText(), r.get("origin_end").asText(),
+            r.get("dest_topic").asText(), r.get("dest_partition").asText(), r.get("dest_start").asText(),
+            r.get("dest_end").asText(), r.get("first_timestamp").asText(), r.get("last_timestamp").asText()));
+      }
+      got.sort(null);
+      expected.sort(null);
+      assertEquals(expected, got, c.get("name").asText());
     }
   }
 }
