@@ -9,18 +9,17 @@ topics (MirrorMaker 2 writes `src.<topic>`): `rename` maps a source topic to its
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
 
 from bench.workloads import bench_cluster
+from dr_stream.dev.workload import Positions, commit_positions, group_positions
 from dr_stream.kafka import clients
 
 PER_TOPIC = 10
-Positions = dict[str, dict[tuple[str, int], int]]  # group -> (topic, partition) -> offset
 Rename = Callable[[str], str]
 
 
@@ -85,49 +84,13 @@ def log_ends_total(bootstrap: str, scale: Scale, rename: Rename = str) -> int:
 
 
 def commit(bootstrap: str, positions: Positions, timeout_s: float = 120) -> dict[str, float]:
-    """Commits every group's positions, all requests in flight at once, as applications would;
-    returns when each group's commit was acknowledged (monotonic seconds). A commit refused
-    for a partition (a coordinator still loading on a new cluster: the request succeeds, the
-    partition carries the error) is made again until `timeout_s`."""
-    admin = clients.admin(bench_cluster(bootstrap))
-    done: dict[str, float] = {}
-    deadline = time.monotonic() + timeout_s
-    todo = dict(positions)
-    while todo:
-        futures = {}
-        for group, at in todo.items():
-            request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])
-            futures[group] = next(iter(admin.alter_consumer_group_offsets([request], request_timeout=60).values()))
-            futures[group].add_done_callback(lambda _f, g=group: done.setdefault(g, time.monotonic()))
-        refused = {}
-        for group, future in futures.items():
-            result = future.result(timeout=120)
-            errors = [tp.error for tp in result.topic_partitions if tp.error is not None]
-            if errors:
-                refused[group] = errors[0]
-                done.pop(group, None)
-        if refused and time.monotonic() > deadline:
-            raise RuntimeError(f"{len(refused)} groups' commits refused, e.g. {next(iter(refused.items()))}")
-        todo = {g: todo[g] for g in refused}
-        time.sleep(0.5 if todo else 0)
-    return done
+    return commit_positions(bootstrap, positions, timeout_s)
 
 
 def positions(bootstrap: str, groups: Iterable[str]) -> Positions:
     """The groups' positions on a cluster, all fetched at once; a group whose coordinator does
     not answer this round is left out (asked again next round)."""
-    admin = clients.admin(bench_cluster(bootstrap))
-    futures = {g: f for g in groups
-               for f in admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                          request_timeout=30).values()}
-    out: Positions = {}
-    for group, future in futures.items():
-        try:
-            found = future.result(timeout=60).topic_partitions
-        except KafkaException:
-            continue
-        out[group] = {(tp.topic, tp.partition): tp.offset for tp in found if tp.offset >= 0}
-    return out
+    return group_positions(bootstrap, groups, skip_unanswered=True)
 
 
 def moved(before: Positions, now: Positions, wanted: Positions) -> set[str]:

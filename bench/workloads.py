@@ -18,6 +18,7 @@ from confluent_kafka.admin import NewTopic
 
 from dr_stream.background import Background
 from dr_stream.core.config import ClusterConfig
+from dr_stream.dev import workload
 from dr_stream.kafka import clients
 from dr_stream.kafka.groups import committed_offsets
 
@@ -53,10 +54,7 @@ FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 
 SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 100, 1_000), 300, 5, settle_s=5)
 
 
-def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    admin = clients.admin(bench_cluster(bootstrap))
-    for future in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
-        future.result(timeout=30)
+create_topics = workload.create_topics
 
 
 def recreate_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60) -> None:
@@ -82,21 +80,12 @@ def _value(seq: int, size: int) -> bytes:
 
 def load(bootstrap: str, topic: str, records: int, size: int, partitions: int, log: Log) -> float:
     """Writes `records` keyed records with two headers; returns MB written."""
-    producer = clients.producer(bench_cluster(bootstrap), {"linger.ms": 50, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 200_000, "acks": "all"})
     headers = [("trace-id", b"bench-trace-0123456789"), ("source", b"bench")]
-    for seq in range(records):
-        while True:
-            try:
-                producer.produce(topic, _value(seq, size), key=f"key-{seq % 10_000}".encode(),
-                                 partition=seq % partitions, headers=headers)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if seq % 100_000 == 99_999:
-            producer.poll(0)
-            log(f"  loaded {seq + 1:,} / {records:,} records into {topic}")
-    producer.flush(120)
+    workload.produce(bootstrap, topic, ({"value": _value(seq, size), "key": f"key-{seq % 10_000}".encode(),
+                                         "partition": seq % partitions, "headers": headers} for seq in range(records)),
+                     progress=lambda n: log(f"  loaded {n:,} / {records:,} records into {topic}"),
+                     **{"linger.ms": 50, "batch.size": 1_000_000, "queue.buffering.max.messages": 200_000,
+                        "acks": "all"})
     return records * size / 1e6
 
 
@@ -237,11 +226,7 @@ class GroupOutcome:
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    consumer = clients.consumer(bench_cluster(bootstrap), group)
-    try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
-    finally:
-        consumer.close()
+    workload.commit_positions(bootstrap, {group: {(topic, 0): offset}})
 
 
 def _sequences_from(bootstrap: str, topic: str, offset: int) -> list[int]:

@@ -7,10 +7,11 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.dev import workload
 from dr_stream.kafka import clients
 
 
@@ -33,8 +34,7 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 3, config: dict[str, str] | None = None) -> None:
-    client = admin(bootstrap)  # the client must outlive its futures
-    client.create_topics([NewTopic(name, partitions, 1, config=config or {})])[name].result(timeout=30)
+    workload.create_topics(bootstrap, {name: partitions}, config)
 
 
 def create_on_both(source: str, destination: str, name: str, partitions: int) -> None:
@@ -55,13 +55,7 @@ def add_partitions(bootstrap: str, name: str, total: int) -> None:
     client.create_partitions([NewPartitions(name, total)])[name].result(timeout=30)
 
 
-def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
-    client = admin(bootstrap)
-    existing = set(client.list_topics(timeout=10).topics)
-    names = [n for n in names if n in existing]
-    if names:
-        for future in client.delete_topics(names, operation_timeout=30).values():
-            future.result(timeout=30)
+delete_topics = workload.delete_topics
 
 
 def topic_config(bootstrap: str, name: str) -> dict[str, str]:
@@ -84,38 +78,11 @@ def topic_exists(bootstrap: str, name: str) -> bool:
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[dict], **config) -> int:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **config})
-    n = 0
-    for r in records:
-        producer.produce(topic, **r)
-        n += 1
-        if n % 10000 == 0:
-            producer.flush()
-    producer.flush(30)
-    return n
+    return workload.produce(bootstrap, topic, records, **config)
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dr-stream-tests-peek"})
-    try:
-        count = partition_count(bootstrap, topic)
-        return {p: _watermarks(consumer, topic, p) for p in range(count)}
-    finally:
-        consumer.close()
-
-
-def _watermarks(consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
-    """Retries while a just-created partition has no leader yet (NOT_LEADER_FOR_PARTITION)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        except KafkaException as exc:
-            error = exc.args[0]
-            leaderless = error.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
-            if not (leaderless or error.retriable()) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    return workload.end_offsets(bootstrap, topic, partition_count(bootstrap, topic))
 
 
 def count(bootstrap: str, topic: str) -> int:
@@ -280,24 +247,13 @@ def revoke(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, 
 
 def commit_groups(bootstrap: str, positions: dict[str, dict[tuple[str, int], int]]) -> None:
     """Commits each group's positions (group -> (topic, partition) -> offset) as its application
-    would, all requests in flight at once: a thousand groups take seconds, not a consumer each.
-    The bench's own commit, which makes a refused partition's commit again."""
-    from bench.scale_workload import commit
-
-    commit(bootstrap, positions, timeout_s=60)
+    would, all requests in flight at once: a thousand groups take seconds, not a consumer each."""
+    workload.commit_positions(bootstrap, positions, timeout_s=60)
 
 
 def group_positions(bootstrap: str, groups: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
     """Each group's committed positions (group -> (topic, partition) -> offset), fetched at once."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    client = admin(bootstrap)
-    futures = {group: future for group in groups
-               for future in client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                                request_timeout=60).values()}
-    return {group: {(tp.topic, tp.partition): tp.offset for tp in future.result(timeout=60).topic_partitions
-                    if tp.offset >= 0}
-            for group, future in futures.items()}
+    return workload.group_positions(bootstrap, groups)
 
 
 def delete_groups(bootstrap: str, groups: Iterable[str]) -> None:
