@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -112,21 +112,46 @@ def position(rows, group: str, partition: int = 0):
     return found[0]
 
 
+@dataclass(frozen=True)
+class Copied:
+    """A topic of the module's flow, its records copied and indexed, and a group committed on dc1."""
+
+    topic: str
+    group: str
+
+    def fail_over(self, config, **options):
+        """`failover` for this group, with the flow's tables as they stand now."""
+        return failover(config, FlowTables.of(config), self.group, **options)
+
+    def row(self, config, **options):
+        return position(self.fail_over(config, **options).rows, self.group)
+
+
+def copied(flow, dc1, dc2, name: str, records_per_partition: int, commits: dict[int, int] | None = None,
+           partitions: int = 1, helper: bool = True) -> Copied:
+    """The scenario most tests start from: topic `xlate.<name>.*` with `records_per_partition`
+    records in each partition, copied and indexed by the module's flow; group `xg-<name>-*`
+    committed on dc1 at `commits` (through the client helper, or as a plain consumer)."""
+    scenario = Copied(unique(f"xlate.{name}."), unique(f"xg-{name}-"))
+    create_topic(dc1.bootstrap, scenario.topic, partitions=partitions)
+    produce(dc1.bootstrap, scenario.topic, records(records_per_partition * partitions, partitions))
+    for p in range(partitions):
+        wait_replicated(flow, dc2, scenario.topic, p, records_per_partition - 1)
+    if commits:
+        consume_and_commit(dc1.bootstrap, scenario.topic, scenario.group, commits, helper=helper)
+    return scenario
+
+
 class TestWhitePaperCase:
     def test_group_committed_at_8000_of_10000_resumes_on_dc2_at_origin_8000(self, spark, flow, dc1, dc2):
-        topic, group = unique("xlate.wp."), unique("xg-wp-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(10_000))
-        consume_and_commit(dc1.bootstrap, topic, group, {0: 8000}, helper=True)
-        wait_replicated(flow, dc2, topic, 0, 9999)
+        wp = copied(flow, dc1, dc2, "wp", 10_000, {0: 8000})
 
-        result = failover(flow.config, FlowTables.of(flow.config), group)
+        row = wp.row(flow.config)
 
-        row = position(result.rows, group)
         assert row.translation.method == "exact"
         assert row.translation.source_offset == 8000
         assert row.translation.unreplicated == 0
-        reread, skipped = reread_and_skipped(resumed_origins(dc2.bootstrap, topic, group)[0], 8000, 10_000)
+        reread, skipped = reread_and_skipped(resumed_origins(dc2.bootstrap, wp.topic, wp.group)[0], 8000, 10_000)
         assert (reread, skipped) == (0, 0)
 
     def test_two_records_never_replicated_are_reported_lost_and_the_rest_resume_exactly(
@@ -145,7 +170,7 @@ class TestWhitePaperCase:
             # the flow is down: dc1 keeps taking writes that never reach dc2
             produce(dc1.bootstrap, topic, ({"key": b"late", "value": b"late", "partition": 0} for _ in range(2)))
 
-            result = failover(config, FlowTables.of(config), group)
+            result = Copied(topic, group).fail_over(config)
 
             assert result.source_reachable, result.origin
             row = position(result.rows, group)
@@ -157,7 +182,7 @@ class TestWhitePaperCase:
 
             # dc1 gone: the positions the flow recorded stand in for the live ones
             gone = replace(config, source=replace(config.source, bootstrap_servers="127.0.0.1:9"))
-            result = failover(gone, FlowTables.of(gone), group)
+            result = Copied(topic, group).fail_over(gone)
             assert not result.source_reachable
             row = position(result.rows, group)
             assert (row.translation.source_offset, row.translation.offset) == (8000, 8000)
@@ -174,9 +199,8 @@ class TestLagDistances:
         group = unique(f"xg-lag{behind}-")
         consume_and_commit(dc1.bootstrap, topic, group, {0: total - behind}, helper=True)
 
-        result = failover(flow.config, FlowTables.of(flow.config), group)
+        row = Copied(topic, group).row(flow.config)
 
-        row = position(result.rows, group)
         assert row.translation.method == ("next" if behind == 0 else "exact")
         resumed = resumed_origins(dc2.bootstrap, topic, group)[0]
         assert reread_and_skipped(resumed, total - behind, total) == (0, 0)
@@ -198,9 +222,8 @@ class TestDifferentOffsets:
         group = unique("xg-mid-")
         consume_and_commit(dc1.bootstrap, mid_topic, group, {0: 250}, helper=True)
 
-        result = failover(flow.config, FlowTables.of(flow.config), group)
+        row = Copied(mid_topic, group).row(flow.config)
 
-        row = position(result.rows, group)
         # dc2 held 300 records of its own; origin 200 landed at 300, so origin 250 is at 350
         assert (row.translation.source_offset, row.translation.offset) == (250, 350)
         resumed = resumed_origins(dc2.bootstrap, mid_topic, group)[0]
@@ -209,13 +232,8 @@ class TestDifferentOffsets:
 
 class TestUnmodifiedConsumer:
     def test_plain_commits_are_polled_translated_and_synced_within_seconds(self, flow, dc1, dc2):
-        topic, group = unique("xlate.plain."), unique("xg-plain-")
-        create_topic(dc1.bootstrap, topic, partitions=3)
-        produce(dc1.bootstrap, topic, records(3000, partitions=3))
-        for p in range(3):
-            wait_replicated(flow, dc2, topic, p, 999)
-
-        consume_and_commit(dc1.bootstrap, topic, group, {0: 100, 1: 500, 2: 999}, helper=False)
+        plain = copied(flow, dc1, dc2, "plain", 1000, {0: 100, 1: 500, 2: 999}, partitions=3, helper=False)
+        topic, group = plain.topic, plain.group
         committed_at = time.monotonic()
 
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 3) == {0: 100, 1: 500, 2: 999}, 60,
@@ -229,19 +247,16 @@ class TestUnmodifiedConsumer:
 
 class TestSyncRules:
     def test_a_group_active_on_dc2_is_not_overwritten(self, spark, flow, dc1, dc2):
-        topic, group = unique("xlate.active."), unique("xg-active-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(2000))
-        wait_replicated(flow, dc2, topic, 0, 1999)
+        active = copied(flow, dc1, dc2, "active", 2000)
+        topic, group = active.topic, active.group
         stop = threading.Event()
         member = Background(f"member of {group}", lambda: stay_subscribed(dc2.bootstrap, topic, group, stop)).start()
         try:
             assert wait_until(lambda: member.check() or group_state(dc2.bootstrap, group) == "STABLE", 60)
             consume_and_commit(dc1.bootstrap, topic, group, {0: 1500}, helper=True)
 
-            result = failover(flow.config, FlowTables.of(flow.config), group)
+            row = active.row(flow.config)
 
-            row = position(result.rows, group)
             assert row.translation.offset == 1500
             assert row.action.startswith("skipped: group is STABLE")
             assert committed(dc2.bootstrap, group, topic, 1).get(0) != 1500
@@ -250,34 +265,29 @@ class TestSyncRules:
             member.join(timeout=30)
 
     def test_a_higher_dc2_offset_is_not_rewound_unless_forced(self, spark, flow, dc1, dc2):
-        topic, group = unique("xlate.ahead."), unique("xg-ahead-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(2000))
-        wait_replicated(flow, dc2, topic, 0, 1999)
+        ahead = copied(flow, dc1, dc2, "ahead", 2000)
+        topic, group = ahead.topic, ahead.group
         commit_plain(dc2.bootstrap, group, topic, 0, 1800)  # the group already got further on dc2
         consume_and_commit(dc1.bootstrap, topic, group, {0: 1000}, helper=True)
 
-        row = position(failover(flow.config, FlowTables.of(flow.config), group).rows, group)
+        row = ahead.row(flow.config)
         assert row.translation.offset == 1000
         assert row.action.startswith("skipped: destination is ahead at 1800")
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
 
-        dry = position(failover(flow.config, FlowTables.of(flow.config), group, dry_run=True, force=True).rows, group)
+        dry = ahead.row(flow.config, dry_run=True, force=True)
         assert dry.action == "would rewind (--force)"
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
 
-        forced = position(failover(flow.config, FlowTables.of(flow.config), group, force=True).rows, group)
+        forced = ahead.row(flow.config, force=True)
         assert forced.action == "rewound (--force)"
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1000
 
 
 class TestClamp:
     def test_an_index_pointing_past_the_destination_log_end_is_clamped_and_reported(self, spark, flow, dc1, dc2):
-        topic, group = unique("xlate.clamp."), unique("xg-clamp-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(500))
-        wait_replicated(flow, dc2, topic, 0, 499)
-        consume_and_commit(dc1.bootstrap, topic, group, {0: 300}, helper=True)
+        clamp = copied(flow, dc1, dc2, "clamp", 500, {0: 300})
+        topic, group = clamp.topic, clamp.group
         # dc2 loses the topic's data (recreated empty); the index still says origin 300 is at 300
         delete_topics(dc2.bootstrap, [topic])
         # the flow's topics loop may recreate it within a second, so "gone" alone can be missed between polls
@@ -302,11 +312,8 @@ class TestMalformedConsumerTimestamps:
                 {"key": b'{"group":"xg-x","topic":"xlate.x","partition":0}', "value": b"oops"},
                 {"key": b'{"group":"xg-x"}', "value": b'{"offset":5,"timestamp":1}'}]
         produce(dc1.bootstrap, CONSUMER_TIMESTAMPS, junk)
-        topic, group = unique("xlate.junk."), unique("xg-junk-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(100))
-        wait_replicated(flow, dc2, topic, 0, 99)
-        consume_and_commit(dc1.bootstrap, topic, group, {0: 40}, helper=True)
+        junk = copied(flow, dc1, dc2, "junk", 100, {0: 40})
+        topic, group = junk.topic, junk.group
 
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 40, 60)
         assert flow.translate_loop.totals["malformed"] - before == 3
@@ -370,7 +377,7 @@ class TestActiveActive:
             wait_replicated(flow, dc2, topic, 0, max(local_on_dc1))
             consume_and_commit(dc1.bootstrap, topic, group, {0: committed_at}, helper=True)
 
-            row = position(failover(flow.config, FlowTables.of(flow.config), group).rows, group)
+            row = Copied(topic, group).row(flow.config)
 
         assert row.translation.method == "exact"
         resumed = resumed_origins(dc2.bootstrap, topic, group)[0]
@@ -389,11 +396,8 @@ class TestNotebook:
 
         from dr_stream.runtime.paths import project_root
 
-        topic, group = unique("xlate.nb."), unique("xg-nb-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(1000))
-        wait_replicated(flow, dc2, topic, 0, 999)
-        consume_and_commit(dc1.bootstrap, topic, group, {0: 600}, helper=True)
+        nb = copied(flow, dc1, dc2, "nb", 1000, {0: 600})
+        topic, group = nb.topic, nb.group
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1).get(0) == 600, 60)
         flow.feed.write()  # the notebook reads the Delta table as it stands
         config_file = flow_file(flow.config, tmp_path)
@@ -444,11 +448,8 @@ class TestCommandLine:
         import subprocess
         import sys
 
-        topic, group = unique("xlate.cli."), unique("xg-cli-")
-        create_topic(dc1.bootstrap, topic, partitions=1)
-        produce(dc1.bootstrap, topic, records(500))
-        wait_replicated(flow, dc2, topic, 0, 499)
-        consume_and_commit(dc1.bootstrap, topic, group, {0: 123}, helper=False)
+        cli_scenario = copied(flow, dc1, dc2, "cli", 500, {0: 123}, helper=False)
+        topic, group = cli_scenario.topic, cli_scenario.group
         config_file = flow_file(flow.config, tmp_path, topics={"include": [r"xlate\..*"]},
                                 offsets={"groups": {"include": ["xg-.*"]}, "sync_to_destination": False})
 
