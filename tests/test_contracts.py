@@ -87,3 +87,16 @@ def test_destination_records_make_the_runs_the_fixture_states(case):
     runs = runs_of_records(records, contracts.PROVENANCE_HEADER, "src", TopicRenamer(case.get("rename", "${topic}")))
     got = sorted(tuple(getattr(run, m) for m in contracts.RUN_MEMBERS[:-1]) for run in runs)
     assert got == sorted(tuple(r[m] for m in contracts.RUN_MEMBERS[:-1]) for r in case["runs"])
+
+
+def test_the_spark_columns_read_every_provenance_value_as_the_fixture_states(spark):
+    from dr_stream.runtime.provenance_columns import HEADERS_TYPE, provenance_entries
+
+    cases = golden("provenance_header.json")["read"]
+    rows = [([(contracts.PROVENANCE_HEADER, c["value"].encode())],) for c in cases]
+    frame = spark.createDataFrame(rows, f"headers {HEADERS_TYPE.simpleString()}")
+    got = [r.e for r in frame.select(provenance_entries(contracts.PROVENANCE_HEADER).alias("e")).collect()]
+    for case, entries_read in zip(cases, got, strict=True):
+        expected = [] if case["entry"] is None else [
+            {**case["entry"], "timestamp": -1 if case["entry"]["timestamp"] is None else case["entry"]["timestamp"]}]
+        assert [e.asDict() for e in entries_read] == expected, case["value"]

@@ -28,7 +28,7 @@ from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.replication.left_out import mark_left_out
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.runtime.provenance_columns import MALFORMED, PROVENANCE, is_cycle, with_provenance
+from dr_stream.runtime.provenance_columns import CYCLE, cycle_flags, provenance_entries
 
 SHOWN_OFFSETS = 20
 
@@ -62,8 +62,7 @@ class UnreplicatedRecords:
         options = spark_options.batch_source(self.config.source, self.config.topic_filter.subscribe_pattern())
         source = self.spark.read.format("kafka").options(**options).load()
         rows = (
-            source.transform(with_provenance(self.header))
-            .select(F.col("topic"), F.explode(PROVENANCE).alias("e"))
+            source.select(F.col("topic"), F.explode(provenance_entries(self.header)).alias("e"))
             .where((F.col("e.cluster") == F.lit(self.destination_cluster_id)) & (F.col("e.topic") == F.col("topic")))
             .groupBy(F.col("e.topic").alias("t"), F.col("e.partition").alias("p"))
             .agg(F.max("e.offset").alias("m"))
@@ -88,10 +87,8 @@ class UnreplicatedRecords:
         return (
             self.spark.read.format("kafka").options(**spark_options.batch_range(self.config.destination, starts, ends))
             .load()
-            .transform(with_provenance(self.header))
             # Records that came from the source are not this cluster's own: the source has them.
-            .where(~is_cycle(self.source_cluster_id, F.col("topic")))
-            .drop(PROVENANCE)
+            .where(cycle_flags(self.header, self.source_cluster_id, F.col("topic")).bitwiseAND(F.lit(CYCLE)) == 0)
         )
 
     def find(self) -> list[UnreplicatedPartition]:
@@ -120,7 +117,7 @@ class UnreplicatedRecords:
             source_cluster_id=self.destination_cluster_id, destination_cluster_id=self.source_cluster_id,
             renamer=TopicRenamer(), header=self.header, preserve_partitions=True,
         )
-        rows = self._frame.drop(MALFORMED).transform(prepare(forward)).persist()
+        rows = self._frame.transform(prepare(forward)).persist()
         try:
             copied = rows.count()
             rows.transform(to_sink_rows(forward)).write.format("kafka").options(

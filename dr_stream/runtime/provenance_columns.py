@@ -2,9 +2,9 @@
 
 The record path builds each hop's value from strings (`provenance_value`) and reads the
 record's own headers with dr-stream's Java rule (`io.drstream.spark.CycleRule`, `cycle_flags`),
-so the whole path compiles into one stage of generated code; the batch reads of the
-destination (index rebuild, failback) parse it with `from_json` (`with_provenance`,
-`is_cycle`). `core/provenance` states the header's format and reads it from single records.
+so the whole path compiles into one stage of generated code; the batch reads of a failback use
+the same rule and the same JVM reader (`cycle_flags`, `provenance_entries`). `core/contracts`
+states the header's format; `core/provenance` reads it from single records in the driver.
 
 Invariant: a header value that is not provenance JSON counts as no provenance, in every form,
 and never fails a row.
@@ -16,43 +16,14 @@ import json
 from collections.abc import Sequence
 
 from pyspark import SparkContext
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as JvmColumn
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
+from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
 from dr_stream.core.config import FilterOverride
-from dr_stream.runtime.step import Step
 
-PROVENANCE_SCHEMA = StructType([
-    StructField("cluster", StringType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", LongType()),
-])
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-
-PROVENANCE = "_provenance"
-MALFORMED = "_malformed_provenance"
-
-
-def _is_provenance(entry: Column) -> Column:
-    return (
-        entry.isNotNull()
-        & entry["cluster"].isNotNull()
-        & entry["topic"].isNotNull()
-        & entry["partition"].isNotNull()
-        & entry["offset"].isNotNull()
-    )
 
 
 def headers_or_empty(headers: Column) -> Column:
@@ -60,74 +31,20 @@ def headers_or_empty(headers: Column) -> Column:
     return F.coalesce(headers, F.array().cast(HEADERS_TYPE))
 
 
-def _no_entries() -> Column:
-    return F.array().cast(ArrayType(PROVENANCE_SCHEMA))
-
-
 def has_header(headers: Column, header: str) -> Column:
-    """True when any header has the key `header`. Spark compiles this test into the record
-    path's generated code, where the higher-order functions (`filter`, `transform`, `exists`)
-    are evaluated one expression at a time, a Scala map built at each array element read: the
-    record path guards every one of them with this test, so a record without provenance (every
-    record of an active-passive flow) never reaches them."""
+    """True when any header has the key `header`. The record path guards its provenance rule with
+    this test, so a record without provenance (every record of an active-passive flow) costs one
+    look at its header keys."""
     return F.array_contains(headers_or_empty(headers)["key"], F.lit(header))
 
 
-def _parsed(header: str) -> Column:
-    """Every value under the provenance key, parsed (a value that is not JSON: null fields).
-    Its callers guard it with `has_header`."""
-    return F.transform(
-        F.filter(headers_or_empty(F.col("headers")), lambda h: h["key"] == F.lit(header)),
-        lambda h: F.from_json(h["value"].cast("string"), PROVENANCE_SCHEMA, {"mode": "PERMISSIVE"}),
-    )
-
-
 def provenance_entries(header: str) -> Column:
-    """The record's valid provenance entries, oldest hop first, read from its headers."""
-    return F.when(has_header(F.col("headers"), header), F.filter(_parsed(header), _is_provenance)
-                  ).otherwise(_no_entries())
-
-
-def malformed_provenance(header: str) -> Column:
-    """True when a header under the provenance key did not parse as a provenance entry."""
-    return F.when(has_header(F.col("headers"), header),
-                  F.exists(_parsed(header), lambda e: ~_is_provenance(e))).otherwise(F.lit(False))
-
-
-def with_provenance(header: str) -> Step:
-    """Adds `_provenance` (`provenance_entries`) and `_malformed_provenance` (`malformed_provenance`)."""
-
-    def step(df: DataFrame) -> DataFrame:
-        return df.withColumn(PROVENANCE, provenance_entries(header)).withColumn(MALFORMED, malformed_provenance(header))
-
-    return step
-
-
-def _override_allows(entry: Column, override: FilterOverride) -> Column:
-    allowed = entry["cluster"].rlike(f"^(?:{override.cluster})$") & entry["topic"].rlike(f"^(?:{override.topic})$")
-    if override.from_ms is not None:
-        allowed = allowed & (F.coalesce(entry["timestamp"], F.lit(-1)) >= F.lit(override.from_ms))
-    if override.to_ms is not None:
-        allowed = allowed & (F.coalesce(entry["timestamp"], F.lit(-1)) <= F.lit(override.to_ms))
-    return allowed
-
-
-def is_cycle(destination_cluster_id: str, destination_topic: Column,
-             overrides: Sequence[FilterOverride] = (), entries: Column | None = None) -> Column:
-    """True when the record already passed through the destination topic: a provenance entry
-    names the destination's cluster.id and topic, and no filter override lets it through (an
-    override matches the entry's cluster and topic regexes and its timestamp is within
-    [from_ms, to_ms], an open end being unbounded)."""
-
-    def came_from_destination(entry: Column) -> Column:
-        hit = (entry["cluster"] == F.lit(destination_cluster_id)) & (entry["topic"] == destination_topic)
-        for override in overrides:
-            hit = hit & ~_override_allows(entry, override)
-        return hit
-
-    # `exists` only where there is an entry: see `has_header`.
-    entries = F.col(PROVENANCE) if entries is None else entries
-    return F.when(F.size(entries) > 0, F.exists(entries, came_from_destination)).otherwise(F.lit(False))
+    """The record's provenance entries, oldest hop first (struct cluster, topic, partition,
+    offset, timestamp; -1 for a missing time), read by the JVM's reader
+    (`io.drstream.spark.ProvenanceEntries`, the one the record path's rule uses); a value that is
+    no entry is left out."""
+    headers = headers_or_empty(F.col("headers"))
+    return JvmColumn(_record_path_columns().provenanceEntries(header, headers["key"]._jc, headers["value"]._jc))
 
 
 def _record_path_columns():

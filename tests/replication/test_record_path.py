@@ -32,7 +32,7 @@ from dr_stream.replication.record_path import (
     to_sink_rows,
 )
 from dr_stream.replication.resume import Resume
-from dr_stream.runtime.provenance_columns import HEADERS_TYPE, MALFORMED, PROVENANCE, provenance_value, with_provenance
+from dr_stream.runtime.provenance_columns import HEADERS_TYPE, provenance_entries, provenance_value
 from tests.kafka_tools import wait_until
 
 KAFKA_SCHEMA = StructType([
@@ -64,18 +64,19 @@ def kafka_rows(spark, *headers_per_row, topic="orders"):
 pytestmark = pytest.mark.usefixtures("spark")
 
 
-def test_with_provenance_keeps_valid_entries_in_hop_order_and_flags_malformed(spark):
+def test_provenance_entries_keep_valid_entries_in_hop_order_and_the_rule_flags_the_malformed(spark):
     df = kafka_rows(
         spark,
         [prov("A", offset=1), ("other", b"x"), prov("B", offset=2)],
         [("__replicator_id", b"{not json"), prov("A")],
         [("__replicator_id", b'{"cluster": "A", "partition": "x"}')],
         None,
-    ).transform(with_provenance("__replicator_id"))
-    got = df.select(F.transform(PROVENANCE, lambda p: p["cluster"]).alias("clusters"), MALFORMED)
+    )
+    got = df.select(F.transform(provenance_entries("__replicator_id"), lambda p: p["cluster"]).alias("clusters"),
+                    (cycle_bits(ReplicationPlan("SRC", "DEST")).bitwiseAND(F.lit(2)) > 0).alias("malformed"))
     expected = spark.createDataFrame(
         [(["A", "B"], False), (["A"], True), ([], True), ([], False)],
-        StructType([StructField("clusters", ArrayType(StringType())), StructField(MALFORMED, BooleanType())]),
+        StructType([StructField("clusters", ArrayType(StringType())), StructField("malformed", BooleanType())]),
     )
     assert_df_equality(got, expected, ignore_nullable=True)
 

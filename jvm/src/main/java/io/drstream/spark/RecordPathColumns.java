@@ -7,7 +7,7 @@ import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 
 /**
- * The record path's columns that Spark SQL has no expression for, built for Python
+ * The provenance columns that Spark SQL has no expression for, built for Python
  * (dr_stream/runtime/provenance_columns.py). Each is a Java function Spark compiles into the path's generated
  * code; a higher-order function or {@code reflect} would keep the whole operator out of it.
  */
@@ -17,6 +17,11 @@ public final class RecordPathColumns {
   /** {@link CycleRule}'s bits for the record whose header keys, values and destination topic these are. */
   public static Column cycleFlags(CycleRule rule, Column keys, Column values, Column destinationTopic) {
     return functions.udf(rule, DataTypes.IntegerType).apply(keys, values, destinationTopic);
+  }
+
+  /** {@link ProvenanceEntries} of the record whose header keys and values these are. */
+  public static Column provenanceEntries(String header, Column keys, Column values) {
+    return functions.udf(new ProvenanceEntries(header), ProvenanceEntries.TYPE).apply(keys, values);
   }
 
   /**
