@@ -70,10 +70,13 @@ MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
                 overrides: Sequence[FilterOverride] = ()) -> Column:
-    """`CYCLE | MALFORMED_BITS` of a record: the rule of `is_cycle` and `malformed_provenance`,
-    read by dr-stream's Java rule (`io.drstream.spark.CycleRule`) from the record's own headers
-    with `destination_topic` (a column of the record), and only for a record with a header under
-    the provenance key (0 for the others, every record of an active-passive flow)."""
+    """`CYCLE | MALFORMED_BITS` of a record, read by dr-stream's Java rule
+    (`io.drstream.spark.CycleRule`) from the record's own headers with `destination_topic` (a
+    column of the record), and only for a record with a header under the provenance key (0 for
+    the others, every record of an active-passive flow). CYCLE: an entry names the destination's
+    cluster.id and topic and no filter override lets it through (an override matches the entry's
+    cluster and topic regexes and its copy time is within [from_ms, to_ms], an open end being
+    unbounded). MALFORMED_BITS: a value under the key is no entry (it is still copied)."""
     jvm = SparkContext._active_spark_context._jvm
     rule_class = jvm.io.drstream.spark.CycleRule
     gateway = SparkContext._active_spark_context._gateway
