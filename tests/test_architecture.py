@@ -159,3 +159,11 @@ def test_a_face_resolves_every_name_it_shows_and_none_is_a_module_name(wing):
     assert set(face.__all__) & modules_inside == set()
     for name in face.__all__:
         assert not isinstance(getattr(face, name), types.ModuleType), name
+
+
+def test_every_package_directory_has_an_init_so_the_wheel_carries_it():
+    """setuptools' find_packages leaves out a directory without __init__.py: the wheel a YARN or
+    Kubernetes driver runs from would lack it."""
+    packages = [d for d in PACKAGE.rglob("*") if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
+    missing = sorted(str(d.relative_to(PACKAGE.parent)) for d in packages if not (d / "__init__.py").exists())
+    assert missing == []
