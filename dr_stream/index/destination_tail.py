@@ -37,10 +37,9 @@ def runs_of_records(records: Iterable[Record], header: str, source_cluster_id: s
     out: list[Run] = []
     open_at: dict[tuple[str, int], int] = {}  # destination partition -> index in `out` of its last run
     for topic, partition, offset, timestamp, headers in records:
+        # An entry is read whole or not at all (`contracts.provenance_entry`): its members are typed.
         entry = newest_entry(headers, header)
-        if not entry or entry.get("cluster") != source_cluster_id or not isinstance(entry.get("offset"), int) \
-                or not isinstance(entry.get("partition"), int) or renamer.format_remote_topic(entry.get("topic", "")) \
-                != topic:
+        if not entry or entry["cluster"] != source_cluster_id or renamer.format_remote_topic(entry["topic"]) != topic:
             continue
         origin = entry["offset"]
         at = open_at.get((topic, partition))
@@ -48,11 +47,11 @@ def runs_of_records(records: Iterable[Record], header: str, source_cluster_id: s
         if run and run.origin_partition == entry["partition"] and run.origin_end + 1 == origin \
                 and run.dest_end + 1 == offset:
             out[at] = replace(run, origin_end=origin, dest_end=offset, last_timestamp=timestamp,
-                              copied_at=entry.get("timestamp"))
+                              copied_at=entry["timestamp"])
         else:
             open_at[(topic, partition)] = len(out)
             out.append(Run(source_cluster_id, entry["topic"], entry["partition"], topic, partition, origin, origin,
-                           offset, offset, timestamp, timestamp, entry.get("timestamp")))
+                           offset, offset, timestamp, timestamp, entry["timestamp"]))
     return out
 
 
