@@ -37,6 +37,9 @@ RUNS_TOPIC_SETTING = "dr.stream.runs.topic"
 PROVENANCE_HEADER_SETTING = "dr.stream.provenance.header"
 RUNS_HOLD_SETTING = "dr.stream.runs.hold.ms"
 
+# A position's timestamp when the last record the group read is not known.
+UNKNOWN_TIMESTAMP = -1
+
 # The runs record's value members, in the order the JVM writes them; its key is the run's place
 # on the destination, {"topic", "partition", "dest_start"}.
 RUN_MEMBERS = ("origin_cluster", "origin_topic", "origin_partition", "origin_start", "origin_end", "dest_topic",
@@ -100,24 +103,24 @@ def position_key(group: str, topic: str, partition: int) -> bytes:
 
 def position_value(offset: int, timestamp: int) -> bytes:
     """Its value: the next offset the group reads and the timestamp of the last record it read
-    (-1: unknown)."""
+    (UNKNOWN_TIMESTAMP)."""
     return json.dumps({"offset": offset, "timestamp": timestamp}, separators=(",", ":")).encode()
 
 
 def read_position(key: bytes | None, value: bytes | None) -> tuple[str, str, int, int, int] | None:
     """(group, topic, partition, offset, timestamp) of a `__consumer_timestamps` record, or None
     (a tombstone, or not the format: a member missing or not an integer, a negative partition or
-    offset). A value without a timestamp, or with a null one, has an unknown one (-1)."""
+    offset). A value without a timestamp, or with a null one, has UNKNOWN_TIMESTAMP."""
     k, v = _object(key), _object(value)
     if k is None or v is None:
         return None
     group, topic, partition = k.get("group"), k.get("topic"), k.get("partition")
-    offset, timestamp = v.get("offset"), v.get("timestamp", -1)
+    offset, timestamp = v.get("offset"), v.get("timestamp", UNKNOWN_TIMESTAMP)
     if not (isinstance(group, str) and isinstance(topic, str) and _is_int(partition) and _is_int(offset)):
         return None
     if partition < 0 or offset < 0:
         return None
-    return group, topic, partition, offset, timestamp if _is_int(timestamp) else -1
+    return group, topic, partition, offset, timestamp if _is_int(timestamp) else UNKNOWN_TIMESTAMP
 
 
 def provenance_entry(value: bytes | None) -> dict[str, Any] | None:

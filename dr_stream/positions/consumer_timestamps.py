@@ -20,12 +20,16 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, position_key, position_value, read_position
+from dr_stream.core.contracts import (
+    CONSUMER_TIMESTAMPS_TOPIC,
+    UNKNOWN_TIMESTAMP,
+    position_key,
+    position_value,
+    read_position,
+)
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
 
-TOPIC = CONSUMER_TIMESTAMPS_TOPIC
-UNKNOWN_TIMESTAMP = -1
 # Records between two wanted ones that a look-up reads through rather than seek again: a seek
 # costs a fetch round trip, a record in the same fetch costs nothing.
 MAX_SPAN_GAP = 500
@@ -67,10 +71,10 @@ class GroupCommit:
 
 def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0) -> bool:
     """Creates the compacted topic on the source if missing; True when it was created."""
-    if TOPIC in partition_counts(admin, timeout):
+    if CONSUMER_TIMESTAMPS_TOPIC in partition_counts(admin, timeout):
         return False
     config = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
-    return create_topic(admin, TOPIC, partitions, config, timeout)
+    return create_topic(admin, CONSUMER_TIMESTAMPS_TOPIC, partitions, config, timeout)
 
 
 TOMBSTONE = "tombstone"
@@ -91,7 +95,8 @@ def report(producer: Producer, commits: Iterable[GroupCommit],
     n = 0
     for commit in commits:
         done = None if on_delivery is None else functools.partial(_delivered, on_delivery, commit)
-        producer.produce(TOPIC, key=commit.record_key(), value=commit.record_value(), on_delivery=done)
+        producer.produce(CONSUMER_TIMESTAMPS_TOPIC, key=commit.record_key(), value=commit.record_value(),
+                         on_delivery=done)
         n += 1
     producer.poll(0)
     return n

@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
-from dr_stream.positions.consumer_timestamps import TOMBSTONE, TOPIC, GroupCommit, parse_commit
+from dr_stream.positions.consumer_timestamps import TOMBSTONE, GroupCommit, parse_commit
 from dr_stream.positions.group_sync import WRITES, GroupsRead, GroupSync, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.positions.translation_log import TranslationLog
@@ -111,7 +112,8 @@ class LiveTranslation:
                 commits.append(commit)
         if malformed:
             self.totals["malformed"] += malformed
-            self.log(f"{TOPIC}: skipped {malformed} malformed records ({self.totals['malformed']} so far)")
+            self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: skipped {malformed} malformed records "
+                     f"({self.totals['malformed']} so far)")
         return self._take_commits(commits)
 
     def _take_commits(self, commits: list[GroupCommit]) -> set[Key]:
@@ -229,7 +231,7 @@ class LiveTranslation:
             self.write_record()
         except Exception as exc:  # the session may be going down with the process
             self.log(f"translation log: last positions not appended at stop ({first_line(exc)}); the next "
-                     f"start translates them again from {TOPIC}")
+                     f"start translates them again from {CONSUMER_TIMESTAMPS_TOPIC}")
 
     def run(self, stop: threading.Event) -> None:
         """Translates until `stop` is set; its consumer lives exactly as long as this call."""
@@ -261,9 +263,9 @@ def _assign_all(consumer: Consumer) -> bool:
     position per key is all there is). False while its metadata is incomplete: a topic created a
     moment ago can be listed with an error and no partitions, and assigning those would read
     nothing, ever."""
-    topic = consumer.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+    topic = consumer.list_topics(CONSUMER_TIMESTAMPS_TOPIC, timeout=10).topics.get(CONSUMER_TIMESTAMPS_TOPIC)
     if topic is None or topic.error is not None or not topic.partitions:
         return False
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in sorted(topic.partitions)])
+    consumer.assign([TopicPartition(CONSUMER_TIMESTAMPS_TOPIC, p, OFFSET_BEGINNING) for p in sorted(topic.partitions)])
     return True
 

@@ -33,6 +33,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
@@ -42,7 +43,7 @@ from dr_stream.kafka.group_offsets import Fetched
 from dr_stream.kafka.groups import committed_offsets, list_groups
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
-from dr_stream.positions.consumer_timestamps import TOPIC, GroupCommit, RecordTimestamps, report
+from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report
 
 PARALLEL = 16
 
@@ -174,8 +175,9 @@ class CommittedOffsetPoller:
         self.pace.done(time.monotonic() - began)
         self.on_round(self.pace.last_round_s, selected, self.pace.period_s)
         if self._resend:
-            raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to {TOPIC} "
-                               f"({failed[0] if failed else 'not acknowledged within 10 s'}); written again next round")
+            cause = failed[0] if failed else "not acknowledged within 10 s"
+            raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to "
+                               f"{CONSUMER_TIMESTAMPS_TOPIC} ({cause}); written again next round")
         return len(delivered)
 
     def _open_positions(self) -> CommittedPositions:

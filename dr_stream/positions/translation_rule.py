@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.core.lag import records_behind
-from dr_stream.positions.consumer_timestamps import UNKNOWN_TIMESTAMP
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.kafka.group_offsets import Committed
-from dr_stream.positions.consumer_timestamps import TOPIC, GroupCommit, ensure_topic
+from dr_stream.positions.consumer_timestamps import GroupCommit, ensure_topic
 from dr_stream.positions.live_translation import LiveTranslation
 from dr_stream.positions.poller import CommittedOffsetPoller
 from tests.kafka_tools import admin, create_topic, delete_topics, produce, unique
@@ -123,8 +124,9 @@ def _written(bootstrap: str, wanted: GroupCommit) -> tuple[bytes, bytes] | None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dr-stream-tests-peek",
                          "enable.partition.eof": True})
     try:
-        partitions = consumer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
-        consumer.assign([TopicPartition(TOPIC, p, 0) for p in partitions])
+        topics = consumer.list_topics(CONSUMER_TIMESTAMPS_TOPIC, timeout=10).topics
+        partitions = topics[CONSUMER_TIMESTAMPS_TOPIC].partitions
+        consumer.assign([TopicPartition(CONSUMER_TIMESTAMPS_TOPIC, p, 0) for p in partitions])
         found, ended, deadline = None, set(), time.monotonic() + 30
         while len(ended) < len(partitions) and time.monotonic() < deadline:
             for msg in consumer.consume(1000, timeout=5):

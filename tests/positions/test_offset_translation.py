@@ -15,10 +15,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.background import Background
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC as CONSUMER_TIMESTAMPS
 from dr_stream.core.provenance import newest_entry
 from dr_stream.operations.failover import failover, translate_positions
 from dr_stream.operations.flow_tables import FlowTables
-from dr_stream.positions.consumer_timestamps import TOPIC as CONSUMER_TIMESTAMPS
 from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     admin,
