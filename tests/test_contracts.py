@@ -100,3 +100,15 @@ def test_the_spark_columns_read_every_provenance_value_as_the_fixture_states(spa
         expected = [] if case["entry"] is None else [
             {**case["entry"], "timestamp": -1 if case["entry"]["timestamp"] is None else case["entry"]["timestamp"]}]
         assert [e.asDict() for e in entries_read] == expected, case["value"]
+
+
+def test_the_translate_query_reads_every_consumer_timestamps_record_as_the_fixture_states(spark):
+    from dr_stream.positions.position_records import group_positions
+
+    cases = golden("consumer_timestamps.json")["read"] + golden("consumer_timestamps.json")["written"]
+    rows = [(c["key"].encode(), c["value"].encode(), 0, i) for i, c in enumerate(cases)]
+    frame = spark.createDataFrame(rows, "key binary, value binary, partition int, offset long")
+    got = frame.transform(group_positions).orderBy("record_offset").collect()
+    for case, row in zip(cases, got, strict=True):
+        assert (None if row.position is None else row.position.asDict()) == case["position"], case
+        assert row.malformed == (case["position"] is None), case

@@ -198,6 +198,16 @@ class FlowConfig:
         """Where the replication query keeps its Spark checkpoint."""
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/replicate"
 
+    @property
+    def translate_query(self) -> str:
+        """`translate-<flow>`: the translate query's name."""
+        return f"translate-{self.name}"
+
+    @property
+    def translate_checkpoint(self) -> str:
+        """Where the translate query keeps its Spark checkpoint, beside the replication query's."""
+        return f"{self.streaming.checkpoint_dir.rstrip('/')}/translate"
+
 
 def sibling(location: str, name: str) -> str:
     """`name` in the same directory as `location`, for local paths and URIs alike."""

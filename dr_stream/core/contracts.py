@@ -67,9 +67,14 @@ def _first_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _object(value: bytes | None) -> dict[str, Any] | None:
+    # NaN and Infinity are Python's extensions to JSON; the JVM's reader (FlatJson) refuses them too.
     try:
-        parsed = json.loads(value or b"", object_pairs_hook=_first_members)
+        parsed = json.loads(value or b"", object_pairs_hook=_first_members, parse_constant=_not_json)
     except (ValueError, UnicodeDecodeError, TypeError):
         return None
     return parsed if isinstance(parsed, dict) else None

@@ -1,8 +1,8 @@
 """Every option map handed to Spark's Kafka source and sink.
 
 Spark's connector runs Apache Kafka's Java clients, which take the flow's `kafka:` properties
-unchanged under a `kafka.` prefix. The maps for the replication query, the index's resume scan,
-the failback batch reads and the sink are all built here, from one `cluster_options`.
+unchanged under a `kafka.` prefix. The maps for the replication and translate queries, the index's
+resume scan, the failback batch reads and the sink are all built here, from one `cluster_options`.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.core.contracts import (
+    CONSUMER_TIMESTAMPS_TOPIC,
     PROVENANCE_HEADER,
     PROVENANCE_HEADER_SETTING,
     RUNS_INTERCEPTOR,
@@ -76,6 +77,20 @@ def replicate_source(config: FlowConfig, topics: list[str] | None = None) -> dic
     if not config.streaming.realtime:
         options["maxOffsetsPerTrigger"] = str(config.streaming.max_records_per_batch)
     return options
+
+
+def positions_source(config: FlowConfig) -> dict[str, str]:
+    """The translate query's source: every partition of the source's `__consumer_timestamps`,
+    from its first record on a first start (the topic is compacted: what is left is every
+    group's newest position)."""
+    return {
+        **_BATCH_FETCH,
+        **_reading(config.source),
+        "includeHeaders": "false",
+        "subscribe": CONSUMER_TIMESTAMPS_TOPIC,
+        "startingOffsets": "earliest",
+        "kafka.group.id": f"dr-stream-{config.name}-translate",
+    }
 
 
 def batch_source(cluster: ClusterConfig, pattern: str) -> dict[str, str]:

@@ -8,8 +8,10 @@ The one face other wings use; what is behind it may change without them knowing.
 - `Translation`: one position translated (`translation_rule`, pure); `OffsetTranslator`: the
   rule applied with its inputs from the index and the clusters (`offset_translator`);
   `ReturnedRecords`, `maps_back`: copies that map back to originals (`returned_records`).
-- `LiveTranslation`: a running flow's translation of each new position (`live_translation`),
-  recorded in the `TranslationLog` (`translation_log`).
+- `TranslateQuery`: a running flow's translate query over `__consumer_timestamps`
+  (`translate_query`, its Spark steps in `position_records`), feeding its `LiveTranslation`
+  (`live_translation`), which the poller's hand-overs feed too; each outcome recorded in the
+  `TranslationLog` (`translation_log`).
 - `GroupSync`, `SyncAction`, `sync_translations`: when and how a destination group is written
   (`group_sync`).
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from dr_stream.positions.offset_translator import OffsetTranslator
     from dr_stream.positions.poller import CommittedOffsetPoller, current_commits, stamped
     from dr_stream.positions.returned_records import ReturnedRecords, maps_back
+    from dr_stream.positions.translate_query import TranslateQuery
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.positions.translation_rule import Translation
 
@@ -47,6 +50,7 @@ _FACE = {
     "maps_back": ("returned_records", "maps_back"),
     "LiveTranslation": ("live_translation", "LiveTranslation"),
     "TranslationLog": ("translation_log", "TranslationLog"),
+    "TranslateQuery": ("translate_query", "TranslateQuery"),
     "GroupSync": ("group_sync", "GroupSync"),
     "SyncAction": ("group_sync", "SyncAction"),
     "sync_translations": ("group_sync", "sync_translations"),
@@ -60,6 +64,7 @@ __all__ = [
     "RecordTimestamps",
     "ReturnedRecords",
     "SyncAction",
+    "TranslateQuery",
     "Translation",
     "TranslationLog",
     "current_commits",

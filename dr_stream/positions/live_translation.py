@@ -1,44 +1,45 @@
-"""The translate loop of one flow: `__consumer_timestamps` on the source -> destination groups.
+"""A running flow's translation of group positions: new positions -> destination groups.
 
-A driver thread, not a Spark query: the positions are a few bytes per group and partition, and
-what matters is the delay from a commit on the source to the same position on the destination.
-The loop reads the topic as records arrive (the poller writes unmodified consumers' commits
-there and hands the same positions over in process as it writes them, so they are translated
-without waiting for the write and its read back; the client helper writes the others),
-translates the newest position per group and partition through the flow's live offset index,
-and (with `offsets.sync_to_destination`) writes it to the destination group under the rules of
+Positions arrive two ways. The translate query (`translate_query`) reads `__consumer_timestamps`
+and hands over each batch's newest position per group and partition (`take_batch`); the batch
+ends once they are translated, synced and in the translation log, so a position the query's
+checkpoint has passed is never lost. The flow's own poller hands over the positions it is about
+to write to that topic as it writes them (`offer`): the step thread (`run`) translates them at
+once, without waiting for the write, the next trigger and the read back; when their records
+reach the query they change nothing, being the same positions.
+
+Each position is translated through the flow's live offset index and (with
+`offsets.sync_to_destination`) written to the destination group under the rules of
 `group_sync`. A position that is not final yet (`next`, or `waiting` for the copy to pass it)
-stays pending and is translated again each time the index advances.
+stays pending and is translated again each time the index advances. Every translation whose
+outcome changed is recorded in the translation log: by the batch that brought it, or by a
+second thread every `record_every_s`, so a Delta commit never delays a hand-over's sync. A
+restart takes back from that log the positions that were not final or not synced (`resume`),
+since the query does not read again what its checkpoint has passed.
 
-Every translation whose outcome changed is recorded in the translation log by a second thread,
-so a Delta commit never delays a sync.
-
-Invariants: malformed records are counted and skipped; a failure to sync one group is
-reported (once per cause, and once when it heals) and does not stop the others or the loop; a
-position whose sync failed is translated and synced again every `retry_s` (or as long as the
-failed round took, if longer) until a sync of it succeeds or a newer position replaces it: the
-consumer that committed it may never commit again (a group that stopped before a disaster), and a
-destination whose group coordinator is moving or still loading refuses writes for a while. For
-the same reason a round that fails as a whole (a partition without its leader for a moment)
-leaves its positions due for the next round: the records that brought them are not read again.
+Invariants: one translation runs at a time, whichever thread asked for it; malformed records
+are counted and said; a failure to sync one group is reported (once per cause, and once when it
+heals) and does not stop the others; a position whose sync failed is translated and synced
+again every `retry_s` (or as long as the failed round took, if longer) until a sync of it
+succeeds or a newer position replaces it: the consumer that committed it may never commit again
+(a group that stopped before a disaster), and a destination whose group coordinator is moving or
+still loading refuses writes for a while. A round that fails as a whole (a partition without its
+leader for a moment) leaves its positions due for the next step, and fails its batch, which the
+query runs again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-from dr_stream.core.config import ClusterConfig
-from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line
-from dr_stream.kafka import clients
-from dr_stream.positions.consumer_timestamps import TOMBSTONE, GroupCommit, parse_commit
+from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import WRITES, GroupsRead, GroupSync, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.positions.translation_log import TranslationLog
@@ -46,11 +47,12 @@ from dr_stream.positions.translation_rule import Translation
 
 SETTLED = frozenset({"exact"})
 Key = tuple[str, str, int]
+# The longest the step thread sleeps with nothing to do: how soon it sees its stop.
+IDLE_WAIT_S = 0.5
 
 
 @dataclass
 class LiveTranslation:
-    source: ClusterConfig
     translator: OffsetTranslator
     record: TranslationLog
     sync: GroupSync | None
@@ -73,13 +75,19 @@ class LiveTranslation:
     _recorded: dict[Key, tuple] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _advanced: threading.Event = field(default_factory=threading.Event)
+    # set by a hand-over or an index advance: the step thread has work
+    _wake: threading.Event = field(default_factory=threading.Event)
     # positions handed over by `offer`, taken at the next step
     _offered: list[GroupCommit] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # held by whichever thread translates: the query's batch or the step thread
+    _translating: threading.Lock = field(default_factory=threading.Lock)
+    # held while the translation log is appended to: a batch's append and the recorder's
+    _recording: threading.Lock = field(default_factory=threading.Lock)
     # positions whose last sync failed, and when they are tried again
     _unsynced: set[Key] = field(default_factory=set)
     _retry_at: float = 0.0
-    # positions taken from the topic whose round has not completed yet
+    # positions taken whose round has not completed yet
     _due: set[Key] = field(default_factory=set)
     _failures: FailureNotes = field(init=False)
 
@@ -91,32 +99,58 @@ class LiveTranslation:
 
     def on_index_advanced(self) -> None:
         self._advanced.set()
+        self._wake.set()
 
     def offer(self, commits: list[GroupCommit]) -> None:
         """Positions the flow's own poller is about to write to the topic, handed over at once
-        (any thread): the loop translates them without waiting for the write and the read back.
-        When their records arrive they change nothing, being the same positions; a record
-        written after them for the same key (a client helper's) still replaces them, as the
-        topic's order says."""
+        (any thread). A record the query reads after them for the same key (a client helper's)
+        still replaces them, as the topic's order says."""
         with self._lock:
             self._offered.extend(commits)
+        self._wake.set()
 
-    def take(self, records: list[tuple[bytes | None, bytes | None]]) -> set[Key]:
-        """Records of the topic -> the keys whose newest position changed."""
-        commits, malformed = [], 0
-        for key, value in records:
-            commit = parse_commit(key, value)
-            if commit is None:
-                malformed += 1
-            elif commit != TOMBSTONE:
-                commits.append(commit)
+    def resume(self, rows: Iterable[dict]) -> int:
+        """Takes back, from the translation log's newest row per position, what a stopped run
+        left undone: positions not final yet (translated again as the index advances) and
+        positions whose sync failed (retried). Every row is taken as recorded, so a position
+        translated the same way again is not written to the log twice. Returns how many were due."""
+        due = 0
+        with self._translating:
+            for row in rows:
+                key = (row["group"], row["topic"], row["partition"])
+                if not (self.groups.matches(key[0]) and self.topics.matches(key[1])):
+                    continue
+                timestamp = row["source_timestamp"]
+                self.latest.setdefault(key, GroupCommit(*key, row["source_offset"],
+                                                        UNKNOWN_TIMESTAMP if timestamp is None else timestamp))
+                action = row["action"] or ""
+                self._recorded[key] = (row["source_offset"], row["offset"], row["method"], row["note"], action)
+                if row["method"] not in SETTLED:
+                    self.pending.add(key)
+                if action.startswith("failed"):
+                    self._unsynced.add(key)
+                if row["method"] not in SETTLED or action.startswith("failed"):
+                    self._due.add(key)
+                    due += 1
+        if due:
+            self._wake.set()
+        return due
+
+    def take_batch(self, commits: list[GroupCommit], malformed: int = 0) -> list[tuple[Translation, str]]:
+        """One batch of the translate query: its newest position per key, and how many of its
+        records were malformed. Returns once the positions that changed are translated, synced
+        and recorded; those whose outcome changed are returned with their action."""
         if malformed:
             self.totals["malformed"] += malformed
             self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: skipped {malformed} malformed records "
                      f"({self.totals['malformed']} so far)")
-        return self._take_commits(commits)
+        with self._translating:
+            keys = self._take_commits(commits)
+            changed = self._translate_due(keys)
+        self.write_record()
+        return changed
 
-    def _take_commits(self, commits: list[GroupCommit]) -> set[Key]:
+    def _take_commits(self, commits: Iterable[GroupCommit]) -> set[Key]:
         changed = set()
         for commit in commits:
             selected = self.groups.matches(commit.group) and self.topics.matches(commit.topic)
@@ -131,43 +165,47 @@ class LiveTranslation:
         self.totals["commits"] += len(changed)
         return changed
 
-    def step(self, consumer: Consumer, timeout: float = 0.1) -> None:
+    def step(self) -> None:
+        """Translates what was handed over, what waits on the index once it advanced, and the
+        syncs due for a retry."""
         with self._lock:
             offered, self._offered = self._offered, []
-        self._due |= self._take_commits(offered)
-        messages = consumer.consume(num_messages=10000, timeout=0 if offered else timeout)
-        self._due |= self.take([(m.key(), m.value()) for m in messages if m.error() is None])
-        if self._advanced.is_set():
-            self._advanced.clear()
-            self._due |= self.pending
-        if self._unsynced and time.monotonic() >= self._retry_at:
-            self._due |= self._unsynced
-        keys, self._due = self._due, set()
+        with self._translating:
+            keys = self._take_commits(offered)
+            if self._advanced.is_set():
+                self._advanced.clear()
+                keys |= self.pending
+            if self._unsynced and time.monotonic() >= self._retry_at:
+                keys |= self._unsynced
+            self._translate_due(keys)
+
+    def _translate_due(self, keys: set[Key]) -> list[tuple[Translation, str]]:
+        """Translates `keys` and every position left due; on failure all of them stay due."""
+        keys, self._due = keys | self._due, set()
         try:
-            self.translate(keys)
+            return self.translate(keys)
         except Exception:
-            # the consumer has moved past these records: they are translated next round, not lost
             self._due |= keys
             raise
 
-    def translate(self, keys: set[Key]) -> None:
+    def translate(self, keys: set[Key]) -> list[tuple[Translation, str]]:
         if not keys:
-            return
+            return []
         began = time.monotonic()
-        self._translate(keys)
+        changed = self._translate(keys)
         took = time.monotonic() - began
         if self._unsynced & keys:
             # At least as long as this round took: a destination that is down does not keep the
             # loop busy retrying thousands of positions back to back.
             self._retry_at = time.monotonic() + max(self.retry_s, took)
-        # Rounds follow the commits and the index, one after the other. The period reported with a
-        # round ends with it: from the end of the round before, so it always covers the round it
-        # is reported with (start to start would cover the previous one, shorter or longer).
+        # The period reported with a round ends with it: from the end of the round before, so it
+        # always covers the round it is reported with.
         ended = time.monotonic()
         self.on_round(took, len(keys), ended - self._round_ended if self._round_ended is not None else took)
         self._round_ended = ended
+        return changed
 
-    def _translate(self, keys: set[Key]) -> None:
+    def _translate(self, keys: set[Key]) -> list[tuple[Translation, str]]:
         # the destination's groups are read while the positions are translated
         seen = self.sync.read_ahead({group for group, _, _ in keys}) if self.sync else None
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))
@@ -189,6 +227,7 @@ class LiveTranslation:
                 changed.append((t, action))
         with self._lock:
             self._unrecorded += changed
+        return changed
 
     def untranslated_ages(self) -> dict[str, float]:
         """Per group seen, seconds its oldest position not translated yet has waited (0: none)."""
@@ -212,14 +251,15 @@ class LiveTranslation:
 
     def write_record(self) -> None:
         """Appends the changed translations to the translation log."""
-        with self._lock:
-            rows, self._unrecorded = self._unrecorded, []
-        try:
-            self.record.append(rows)
-        except Exception:
+        with self._recording:
             with self._lock:
-                self._unrecorded = rows + self._unrecorded
-            raise
+                rows, self._unrecorded = self._unrecorded, []
+            try:
+                self.record.append(rows)
+            except Exception:
+                with self._lock:
+                    self._unrecorded = rows + self._unrecorded
+                raise
 
     def _recorder(self, stop: threading.Event) -> None:
         while not stop.wait(self.record_every_s):
@@ -231,41 +271,32 @@ class LiveTranslation:
             self.write_record()
         except Exception as exc:  # the session may be going down with the process
             self.log(f"translation log: last positions not appended at stop ({first_line(exc)}); the next "
-                     f"start translates them again from {CONSUMER_TIMESTAMPS_TOPIC}")
+                     "start translates them again (its poller reads every group's position at once)")
+
+    def _wait_s(self) -> float:
+        """How long the step thread may sleep: until the next retry is due, at most IDLE_WAIT_S."""
+        if self._unsynced:
+            return min(IDLE_WAIT_S, max(0.0, self._retry_at - time.monotonic()))
+        return IDLE_WAIT_S
 
     def run(self, stop: threading.Event) -> None:
-        """Translates until `stop` is set; its consumer lives exactly as long as this call."""
+        """Translates hand-overs, index advances and retries until `stop` is set."""
         recorder = threading.Thread(target=self._recorder, args=(stop,), name="translation-log", daemon=True)
         recorder.start()
         try:
-            with clients.consuming(self.source, "dr-stream-translate", {"fetch.wait.max.ms": 50}) as consumer:
-                assigned = False
-                while not stop.is_set():
-                    try:
-                        if not assigned and not (assigned := _assign_all(consumer)):
-                            stop.wait(0.5)
-                            continue
-                        self.step(consumer)
-                    except Exception as exc:  # a cluster briefly unreachable: report, keep translating
-                        self.log(f"translate loop: {first_line(exc)}")
-                        stop.wait(1.0)
+            while not stop.is_set():
+                self._wake.wait(self._wait_s())
+                self._wake.clear()
+                try:
+                    self.step()
+                except Exception as exc:  # a cluster briefly unreachable: report, keep translating
+                    self.log(f"translation: {first_line(exc)}")
+                    stop.wait(1.0)
         finally:
             recorder.join(timeout=30)
-            if self.sync is not None:
-                self.sync.close()
 
     def close(self) -> None:
+        """Once the query and the step thread are stopped: a batch may sync until its end."""
         self.translator.close()
-
-
-def _assign_all(consumer: Consumer) -> bool:
-    """Reads every partition of the topic from its first record (it is compacted: the newest
-    position per key is all there is). False while its metadata is incomplete: a topic created a
-    moment ago can be listed with an error and no partitions, and assigning those would read
-    nothing, ever."""
-    topic = consumer.list_topics(CONSUMER_TIMESTAMPS_TOPIC, timeout=10).topics.get(CONSUMER_TIMESTAMPS_TOPIC)
-    if topic is None or topic.error is not None or not topic.partitions:
-        return False
-    consumer.assign([TopicPartition(CONSUMER_TIMESTAMPS_TOPIC, p, OFFSET_BEGINNING) for p in sorted(topic.partitions)])
-    return True
-
+        if self.sync is not None:
+            self.sync.close()

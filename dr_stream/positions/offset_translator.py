@@ -33,11 +33,14 @@ from dr_stream.positions.translation_rule import (
     through_returned,
 )
 
+# where an origin offset lands in the index's runs of one partition pair
+Locate = Callable[[RunKey, int], Located]
+
 
 class OffsetTranslator:
     """Translates commits through the flow's offset index and the destination's logs."""
 
-    def __init__(self, locate: Callable[[RunKey, int], Located], renamer: TopicRenamer,
+    def __init__(self, locate: Locate, renamer: TopicRenamer,
                  destination: ClusterConfig, source: ClusterConfig | None = None,
                  known_source_ends: dict[tuple[str, int], int] | None = None,
                  returned: ReturnedRecords | None = None) -> None:

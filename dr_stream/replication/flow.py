@@ -1,4 +1,4 @@
-"""One replication flow: a Spark application with one streaming query and five driver threads.
+"""One replication flow: a Spark application with two streaming queries and six driver threads.
 
 1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
    expressions) -> the crash-resume filter (`resume`, marks fixed when the query starts) ->
@@ -10,10 +10,14 @@
    (`topic_sync`); restarts the query when it must subscribe to a new topic. Beside it, the
    lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics.
 3. index feed (thread): runs topic -> the live offset index and its Delta table
-   (`offsets.index_feed`).
-4. translate loop (thread): `__consumer_timestamps` -> translated offsets -> destination groups
-   (`offsets.translate_loop`), fed by the committed-offset poller (thread, `offsets.poller`).
-The query restarts from its checkpoint after a failure (`supervisor`); each thread reports
+   (`index.index_feed`).
+4. translate (Spark query, micro-batch in both modes): `__consumer_timestamps` -> each batch's
+   newest positions joined with the live index -> destination groups and the translation log
+   (`positions.translate_query`). The committed-offset poller (thread, `positions.poller`) writes
+   unmodified consumers' positions to that topic and hands them over in process; a translation
+   thread (`positions.live_translation`) translates those at once, again as the index advances,
+   and retries failed syncs; beside it a thread appends to the translation log.
+Each query restarts from its own checkpoint after a failure (`supervisor`); each thread reports
 errors and keeps going.
 
 Invariant: constructing a flow connects to nothing; `connect` meets both clusters, learns
@@ -46,24 +50,20 @@ from dr_stream.loop_pace import LoopPace
 from dr_stream.phase_clock import PhaseClock
 from dr_stream.positions import (
     CommittedOffsetPoller,
-    GroupSync,
     LiveTranslation,
-    OffsetTranslator,
-    ReturnedRecords,
-    TranslationLog,
+    TranslateQuery,
     ensure_consumer_timestamps,
-    maps_back,
 )
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import read_left_out
-from dr_stream.replication.progress import ProgressPrinter
+from dr_stream.replication.progress import ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
 from dr_stream.replication.resume import Resume, resume_marks
 from dr_stream.replication.task_slots import shortfall, slots_needed, task_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
-from dr_stream.replication.unfinished_writes import drop_unfinished_writes
+from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 
 Worker = tuple[str, Callable[[threading.Event], None]]
 
@@ -93,11 +93,13 @@ class ReplicationFlow:
         self.progress = ProgressPrinter(config.name, config.replicate_query, self.metrics, log=self.log,
                                         on_batch=self._on_replicated, runs_published=config.provenance.enabled,
                                         on_cost=self._on_cost)
+        self.translate_progress = QueryProgress(config.translate_query, self.metrics)
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
+        self.translate_query: TranslateQuery | None = None
         self.translate_loop: LiveTranslation | None = None
         self.feed: IndexFeed | None = None
         self.poller: CommittedOffsetPoller | None = None
@@ -139,8 +141,9 @@ class ReplicationFlow:
         if self.feed is None:
             self.log("warning: provenance is off, so there is no offset index and no offset translation")
         self.clock.mark("offset index")
-        self.translate_loop = self._translate_loop() if self.feed else None
-        self.clock.mark("translate loop")
+        self.translate_query = self._translation() if self.feed else None
+        self.translate_loop = self.translate_query.translation if self.translate_query else None
+        self.clock.mark("translation")
         if self.translate_loop:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
@@ -203,7 +206,7 @@ class ReplicationFlow:
             if widening.widened:
                 self.request_restart(f"trigger {seconds(widening.from_ms)} -> {seconds(widening.to_ms)}")
 
-    def _translate_loop(self) -> LiveTranslation | None:
+    def _translation(self) -> TranslateQuery | None:
         config = self.config
         if not config.offsets.translate or not config.provenance.enabled:
             return None
@@ -212,23 +215,15 @@ class ReplicationFlow:
             return None
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
-        returned = (ReturnedRecords(config.source, config.provenance.header, self.destination_cluster_id)
-                    if maps_back(config) else None)
-        translator = OffsetTranslator(self.feed.locate, config.renamer, config.destination, source=config.source,
-                                      returned=returned)
-        loop = LiveTranslation(
-            source=config.source, translator=translator,
-            record=TranslationLog(config.streaming.translations, spark=self.spark),
-            sync=GroupSync(config.destination, config.name, batched=True) if config.offsets.sync_to_destination
-            else None,
-            groups=config.group_filter, topics=config.topic_filter, log=self.log,
-        )
-        # No read-back of the translation log: the loop reads `__consumer_timestamps` from its first
-        # record, and that compacted topic holds every group's newest position.
-        return loop
+        query = TranslateQuery.of(self.spark, config, self.feed.locate, self.destination_cluster_id, self.log)
+        query.resume()
+        return query
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
-        return [(self.config.replicate_query, self._in_pool("replicate", self.start))]
+        out = [(self.config.replicate_query, self._in_pool("replicate", self.start))]
+        if self.translate_query is not None:
+            out.append((self.config.translate_query, self.translate_query.start))
+        return out
 
     def workers(self) -> list[Worker]:
         """The flow's driver threads by name: each runs until the event it is given is set."""

@@ -1,4 +1,5 @@
-"""One line per micro-batch of the replicate query: records in, copied, skipped, rate, lag."""
+"""One line per micro-batch of the replicate query (records in, copied, skipped, rate, lag), and
+the progress of the flow's other queries for its health."""
 
 from __future__ import annotations
 
@@ -104,6 +105,29 @@ class ProgressPrinter:
             self.on_cost(BatchCost(0, 0, 0))
 
 
+class QueryProgress:
+    """A query that says nothing per batch (the translate query says what it translated itself):
+    its batches, and Spark's reports that a trigger found nothing new, count as its progress."""
+
+    def __init__(self, query_name: str, metrics: FlowMetrics) -> None:
+        self.query_name, self.metrics = query_name, metrics
+        self.batches = 0
+        self._ids: set[str] = set()
+
+    def query_started(self, query_id: str, name: str | None) -> None:
+        if name == self.query_name:
+            self._ids.add(query_id)
+
+    def batch_done(self, p: dict) -> None:
+        if p.get("name") == self.query_name:
+            self.batches += 1
+            self.metrics.batch_done(self.query_name, {})
+
+    def query_idle(self, query_id: str) -> None:
+        if query_id in self._ids:
+            self.metrics.batch_done(self.query_name, {})
+
+
 class _SparkEvents:
     """Spark's streaming listener events, received from the JVM as they are (a Py4J callback
     object for Spark's `PythonStreamingQueryListener`) and handed to the printer as JSON.
@@ -113,17 +137,23 @@ class _SparkEvents:
     the classpath; at five batches a second that was 20% of the JVM's CPU in `make bench`'s
     micro-batch steady phase (`make profile`). Here an event costs the callback and two calls."""
 
-    def __init__(self, printer: ProgressPrinter) -> None:
-        self.printer = printer
+    def __init__(self, printers: tuple[ProgressPrinter | QueryProgress, ...]) -> None:
+        self.printers = printers
 
     def onQueryStarted(self, event) -> None:
-        self.printer.query_started(event.id().toString(), event.name())
+        query_id, name = event.id().toString(), event.name()
+        for printer in self.printers:
+            printer.query_started(query_id, name)
 
     def onQueryProgress(self, event) -> None:
-        self.printer.batch_done(json.loads(event.progress().json()))
+        progress = json.loads(event.progress().json())
+        for printer in self.printers:
+            printer.batch_done(progress)
 
     def onQueryIdle(self, event) -> None:
-        self.printer.query_idle(event.id().toString())
+        query_id = event.id().toString()
+        for printer in self.printers:
+            printer.query_idle(query_id)
 
     def onQueryTerminated(self, event) -> None:
         pass
@@ -132,13 +162,13 @@ class _SparkEvents:
         implements: ClassVar[list[str]] = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
-def listen(spark: SparkSession, printer: ProgressPrinter) -> object:
-    """Registers `printer` for the session's streaming events; returns what `unlisten` takes."""
+def listen(spark: SparkSession, *printers: ProgressPrinter | QueryProgress) -> object:
+    """Registers `printers` for the session's streaming events; returns what `unlisten` takes."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     gateway = spark.sparkContext._gateway
     ensure_callback_server_started(gateway)
-    wrapper = gateway.jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(_SparkEvents(printer))
+    wrapper = gateway.jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(_SparkEvents(printers))
     spark._jsparkSession.streams().addListener(wrapper)
     return wrapper
 

@@ -112,7 +112,8 @@ class _Supervisor:
             active = part.query.isActive
             self.flow.metrics.query_active(part.name, active)
             if active:
-                reason = self.flow.take_restart_request()
+                # only the replicate query restarts on request (a new topic, a wider trigger)
+                reason = self.flow.take_restart_request() if part.name == self.flow.config.replicate_query else None
                 if reason:
                     began = time.monotonic()
                     self._stop_between_batches(part)
@@ -211,7 +212,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
     stop_between_batches_at_exit(flow)
-    listener = listen(flow.spark, flow.progress)
+    listener = listen(flow.spark, flow.progress, flow.translate_progress)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
                              running=lambda: spark_running(flow.spark))
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),

@@ -1,6 +1,6 @@
-"""The flow's poller hands its positions to the translate loop as it writes them: translated at
-the loop's next step, and the same positions arriving later from `__consumer_timestamps`
-change nothing. The rule with stand-ins for the translator and the destination, then the
+"""The flow's poller hands its positions to the translation as it writes them: translated at
+the step thread's next step, and the same positions arriving later in a batch of the translate
+query change nothing. The rule with stand-ins for the translator and the destination, then the
 poller's side against a real cluster."""
 
 from __future__ import annotations
@@ -19,13 +19,11 @@ from dr_stream.positions.consumer_timestamps import GroupCommit, ensure_topic
 from dr_stream.positions.live_translation import LiveTranslation
 from dr_stream.positions.poller import CommittedOffsetPoller
 from tests.kafka_tools import admin, create_topic, delete_topics, produce, unique
-from tests.positions.test_live_translation_retry import _Destination, _Topic, _Translator, commit
+from tests.positions.test_live_translation_retry import _Destination, commit, loop
 
 
 def counting_loop(destination: _Destination, rounds: list[int]) -> LiveTranslation:
-    return LiveTranslation(ClusterConfig("src", "localhost:1"), _Translator(), None, destination,
-                         GroupFilter(), TopicFilter((".*",)), retry_s=0.0,
-                         on_round=lambda took, n, period: rounds.append(n))
+    return loop(destination, [], on_round=lambda took, n, period: rounds.append(n))
 
 
 def test_offered_positions_are_synced_at_the_next_step_without_their_records():
@@ -33,7 +31,7 @@ def test_offered_positions_are_synced_at_the_next_step_without_their_records():
     translate = counting_loop(destination, rounds)
     translate.offer([GroupCommit("app", "orders", 0, 40, 1000), GroupCommit("app", "orders", 1, 7, 1000)])
 
-    translate.step(_Topic([]))
+    translate.step()
 
     assert destination.offsets == {("app", "orders", 0): 45, ("app", "orders", 1): 12}
     assert rounds == [2]
@@ -43,9 +41,9 @@ def test_their_records_arriving_later_start_no_round():
     destination, rounds = _Destination(refusals=0), []
     translate = counting_loop(destination, rounds)
     translate.offer([GroupCommit("app", "orders", 0, 40, 1000)])
-    translate.step(_Topic([]))
+    translate.step()
 
-    translate.step(_Topic([commit(40)]))
+    assert translate.take_batch([commit(40)]) == []
 
     assert rounds == [1]
     assert translate.totals["commits"] == 1
@@ -55,9 +53,9 @@ def test_a_record_written_after_them_for_the_same_key_still_replaces_them():
     destination, rounds = _Destination(refusals=0), []
     translate = counting_loop(destination, rounds)
     translate.offer([GroupCommit("app", "orders", 0, 40, 1000)])
-    translate.step(_Topic([]))
+    translate.step()
 
-    translate.step(_Topic([commit(40), commit(55)]))  # a client helper's newer position follows
+    translate.take_batch([commit(55)])  # a client helper's newer position follows in the topic
 
     assert destination.offsets[("app", "orders", 0)] == 60
     assert rounds == [1, 1]
@@ -73,7 +71,7 @@ def test_offers_from_another_thread_are_all_taken():
     for t in threads:
         t.join()
 
-    translate.step(_Topic([]))
+    translate.step()
 
     assert len(destination.offsets) == 20
 

@@ -1,19 +1,22 @@
 """A translated position whose sync failed is synced again until it lands, even when the
 consumer never commits again and the index never moves: the rule with a stand-in destination,
 then against a real fresh cluster whose group coordinator is not available yet (the
-translator is a stand-in in both: the position's translation is not what is tested)."""
+translator and the translation log are stand-ins in both: the position's translation is not
+what is tested). Positions arrive as the translate query's batches (`take_batch`); retries are
+the step thread's."""
 
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from dataclasses import replace
 
 import pytest
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.dev.clusters import LocalCluster
+from dr_stream.positions import live_translation
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, decide
 from dr_stream.positions.live_translation import LiveTranslation
@@ -47,49 +50,33 @@ class _Destination:
         return out
 
 
-def loop(destination: _Destination, lines: list[str]) -> LiveTranslation:
-    return LiveTranslation(ClusterConfig("src", "localhost:1"), _Translator(), None, destination,
-                         GroupFilter(), TopicFilter((".*",)), log=lines.append, retry_s=0.0)
+class _Log:
+    """The translation log: the rows each append was given."""
+
+    def __init__(self):
+        self.appends: list[list] = []
+
+    def append(self, rows):
+        self.appends.append(list(rows))
 
 
-def commit(offset: int) -> tuple[bytes, bytes]:
-    c = GroupCommit("app", "orders", 0, offset, 1000)
-    return c.record_key(), c.record_value()
+def loop(destination: _Destination, lines: list[str], translator=None, **more) -> LiveTranslation:
+    return LiveTranslation(translator or _Translator(), _Log(), destination, GroupFilter(), TopicFilter((".*",)),
+                           log=lines.append, retry_s=0.0, **more)
 
 
-class _Topic:
-    """`__consumer_timestamps` as the loop's consumer sees it: the records, then nothing."""
-
-    def __init__(self, records):
-        self.records = list(records)
-
-    def consume(self, num_messages, timeout):
-        out, self.records = [_Message(k, v) for k, v in self.records], []
-        return out
-
-
-class _Message:
-    def __init__(self, key, value):
-        self._key, self._value = key, value
-
-    def key(self):
-        return self._key
-
-    def value(self):
-        return self._value
-
-    def error(self):
-        return None
+def commit(offset: int, partition: int = 0) -> GroupCommit:
+    return GroupCommit("app", "orders", partition, offset, 1000)
 
 
 def test_a_sync_that_failed_is_retried_until_the_destination_takes_it():
     lines: list[str] = []
     destination = _Destination(refusals=2)
     translate = loop(destination, lines)
-    topic = _Topic([commit(40)])
-    for _ in range(4):
-        translate.step(topic)
+    translate.take_batch([commit(40)])
+    for _ in range(3):
         time.sleep(0.01)  # a retry is due once as long as the failed round took has passed
+        translate.step()
     assert destination.offsets == {("app", "orders", 0): 45}
     assert destination.rounds == 3  # two refusals, one write; nothing after it landed
     assert lines == ["group app: offsets not synced: COORDINATOR_NOT_AVAILABLE (retried every 0 s)",
@@ -100,9 +87,10 @@ def test_a_sync_that_failed_is_retried_until_the_destination_takes_it():
 def test_a_newer_position_replaces_the_one_whose_sync_failed():
     destination = _Destination(refusals=1)
     translate = loop(destination, [])
-    for records in ([commit(40)], [commit(70)], []):
-        translate.step(_Topic(records))
-        time.sleep(0.01)
+    translate.take_batch([commit(40)])
+    translate.take_batch([commit(70)])
+    time.sleep(0.01)
+    translate.step()
     assert destination.offsets == {("app", "orders", 0): 75}
     assert destination.rounds == 2
 
@@ -120,16 +108,24 @@ class _FailsOnce(_Translator):
         return super().translate(commits)
 
 
-def test_a_round_that_fails_as_a_whole_translates_its_positions_next_round_though_their_records_are_read():
+def test_a_batch_whose_round_fails_as_a_whole_fails_and_its_positions_are_translated_at_the_next_step():
     destination = _Destination(refusals=0)
-    translate = LiveTranslation(ClusterConfig("src", "localhost:1"), _FailsOnce(), None, destination, GroupFilter(),
-                              TopicFilter((".*",)), retry_s=0.0)
-    topic = _Topic([commit(40)])
+    translate = loop(destination, [], translator=_FailsOnce())
     with pytest.raises(RuntimeError, match="NOT_LEADER"):
-        translate.step(topic)
-    assert topic.records == [] and destination.offsets == {}
-    translate.step(topic)
+        translate.take_batch([commit(40)])
+    assert destination.offsets == {}
+    translate.step()
     assert destination.offsets == {("app", "orders", 0): 45}
+
+
+def test_a_batch_run_again_after_it_failed_translates_its_positions_once():
+    destination = _Destination(refusals=0)
+    translate = loop(destination, [], translator=_FailsOnce())
+    with pytest.raises(RuntimeError, match="NOT_LEADER"):
+        translate.take_batch([commit(40)])
+    translate.take_batch([commit(40)])  # the query runs the failed batch again from its checkpoint
+    translate.step()
+    assert destination.offsets == {("app", "orders", 0): 45} and destination.rounds == 1
 
 
 @pytest.fixture
@@ -154,22 +150,21 @@ def fresh(cluster_home):
 def test_a_sync_refused_by_a_fresh_clusters_coordinator_lands_once_it_comes_up_without_a_new_commit(fresh):
     create_topic(fresh.bootstrap, "orders", partitions=1)
     lines: list[str] = []
-    translate = LiveTranslation(ClusterConfig("src", "localhost:1"), _Translator(), None,
-                              GroupSync(fresh.config, "retry-test", timeout_s=2.0), GroupFilter(),
-                              TopicFilter((".*",)), log=lines.append, retry_s=0.5)
-    translate.step(_Topic([commit(40)]))  # the one commit the group ever makes
+    translate = LiveTranslation(_Translator(), _Log(), GroupSync(fresh.config, "retry-test", timeout_s=2.0),
+                                GroupFilter(), TopicFilter((".*",)), log=lines.append, retry_s=0.5)
+    translate.take_batch([commit(40)])  # the one commit the group ever makes
     assert len(lines) == 1 and lines[0].startswith("group app: offsets not synced: "), lines
     assert lines[0] == ("group app: offsets not synced: group app: no coordinator answered its describe "
                         "within 2 s (retried every 0.5 s)"), lines[0]
     for _ in range(3):  # still refused: retried, and not said again
         time.sleep(0.6)
-        translate.step(_Topic([]))
+        translate.step()
     assert len(lines) == 1, lines
 
     fresh.stop()
     healed = replace(fresh, overrides=())
     healed.start()
-    assert wait_until(lambda: translate.step(_Topic([])) or committed(healed.bootstrap, "app", "orders", 1) == {0: 45},
+    assert wait_until(lambda: translate.step() or committed(healed.bootstrap, "app", "orders", 1) == {0: 45},
                       60), lines
     # Coming up, the coordinator may answer NOT_COORDINATOR for a moment: a new cause is said
     # once; the heal is said once, last.
@@ -192,10 +187,67 @@ class _Slower(_Translator):
 
 def test_each_rounds_reported_period_covers_that_round_even_when_rounds_grow_back_to_back():
     reported: list[tuple[float, float]] = []
-    translate = LiveTranslation(ClusterConfig("src", "localhost:1"), _Slower(), None, _Destination(refusals=0),
-                              GroupFilter(), TopicFilter((".*",)), retry_s=0.0,
-                              on_round=lambda took, n, period: reported.append((took, period)))
+    translate = loop(_Destination(refusals=0), [], translator=_Slower(),
+                     on_round=lambda took, n, period: reported.append((took, period)))
     for offset in (40, 50, 60, 70):
-        translate.step(_Topic([commit(offset)]))
+        translate.take_batch([commit(offset)])
     assert len(reported) == 4
     assert all(period >= took for took, period in reported), reported
+
+
+def _logged(offset: int, method: str, action: str, partition: int = 0) -> dict:
+    """The translation log's newest row for one position, as `TranslationLog.latest` reads it."""
+    return {"group": "app", "topic": "orders", "partition": partition, "source_offset": offset,
+            "source_timestamp": 1000, "offset": offset + 5, "method": method, "note": "", "action": action}
+
+
+def test_a_restart_takes_back_the_positions_left_not_final_or_not_synced_and_only_those():
+    destination = _Destination(refusals=0)
+    translate = loop(destination, [])
+    due = translate.resume([_logged(10, "exact", "committed", partition=0),
+                            _logged(20, "next", "committed", partition=1),
+                            _logged(30, "exact", "failed: COORDINATOR_NOT_AVAILABLE", partition=2)])
+    assert due == 2
+    translate.step()
+    assert destination.offsets == {("app", "orders", 1): 25, ("app", "orders", 2): 35}
+
+
+def test_a_position_translated_as_the_log_already_says_is_not_logged_again():
+    translate = loop(_Destination(refusals=0), [])
+    translate.resume([_logged(10, "exact", "committed")])
+    translate.take_batch([commit(11)])
+    assert [[t.source_offset for t, _ in rows] for rows in translate.record.appends if rows] == [[11]]
+
+
+def test_a_batch_returns_only_once_its_changed_translations_are_in_the_log():
+    translate = loop(_Destination(refusals=0), [])
+    changed = translate.take_batch([commit(40), commit(7, partition=1)])
+    assert sorted(t.source_offset for t, _ in changed) == [7, 40]
+    assert sorted(t.source_offset for t, _ in translate.record.appends[-1]) == [7, 40]
+
+
+def test_malformed_records_of_a_batch_are_counted_and_said():
+    lines: list[str] = []
+    translate = loop(_Destination(refusals=0), lines)
+    translate.take_batch([], malformed=2)
+    translate.take_batch([], malformed=1)
+    assert translate.totals["malformed"] == 3
+    assert lines[-1] == "__consumer_timestamps: skipped 1 malformed records (3 so far)"
+
+
+def test_the_step_thread_is_woken_by_a_hand_over_not_by_its_idle_wait(monkeypatch):
+    monkeypatch.setattr(live_translation, "IDLE_WAIT_S", 60.0)
+    destination = _Destination(refusals=0)
+    translate = loop(destination, [])
+    stop = threading.Event()
+    thread = threading.Thread(target=translate.run, args=(stop,))
+    thread.start()
+    try:
+        time.sleep(0.1)
+        translate.offer([commit(40)])
+        assert wait_until(lambda: destination.offsets == {("app", "orders", 0): 45}, 10, interval=0.01)
+    finally:
+        stop.set()
+        translate.on_index_advanced()  # wakes it to see the stop
+        thread.join(10)
+    assert not thread.is_alive()

@@ -83,6 +83,30 @@ class ContractsTest {
   }
 
   @Test
+  void aConsumerTimestampsRecordReadsAsThePositionTheFixtureStates() throws IOException {
+    JsonNode fixture = golden("consumer_timestamps.json");
+    for (String part : new String[] {"written", "read"}) {
+      for (JsonNode c : fixture.get(part)) {
+        GroupPosition parsed = GroupPosition.parse(utf8(c.get("key")), utf8(c.get("value")));
+        JsonNode p = c.get("position");
+        String said = c.get("key").asText() + " " + c.get("value").asText();
+        if (p.isNull()) {
+          assertNull(parsed, said);
+          continue;
+        }
+        assertEquals(new GroupPosition(p.get("group").asText(), p.get("topic").asText(), p.get("partition").asInt(),
+            p.get("offset").asLong(), p.get("timestamp").asLong()), parsed, said);
+      }
+    }
+  }
+
+  @Test
+  void aTombstoneIsNoPosition() {
+    assertNull(GroupPosition.parse("{\"group\":\"g\",\"topic\":\"t\",\"partition\":0}".getBytes(StandardCharsets.UTF_8),
+        null));
+  }
+
+  @Test
   void destinationRecordsMakeTheRunsTheFixtureStates() throws IOException {
     for (JsonNode c : golden("copied_records.json").get("cases")) {
       CopyRuns runs = new CopyRuns();

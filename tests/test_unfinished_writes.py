@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from dr_stream.replication.unfinished_writes import drop_unfinished_writes, unfinished
+from dr_stream.runtime.unfinished_writes import drop_unfinished_writes, unfinished
 
 TMP = ".0.f53919f6-4220-4bb4-bec9-1d2dcc6f9dce.tmp"
 TMP_CRC = "..0.f53919f6-4220-4bb4-bec9-1d2dcc6f9dce.tmp.crc"

@@ -11,7 +11,8 @@ real-time query leaves exactly that, and every restart would then fail the same 
 Rule (`unfinished`, pure): only while neither log holds a finished entry (a file named by its
 batch number), the hidden temporary files of both logs are unfinished writes and may go: no
 batch ever completed, so there is nothing they could belong to. A checkpoint with any finished
-entry is left as it is. The flow's resume marks still skip every record already copied.
+entry is left as it is. (A replicate query's resume marks still skip every record already copied; a
+translate query reads its topic again from the first record.)
 """
 
 from __future__ import annotations
