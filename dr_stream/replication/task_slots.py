@@ -4,8 +4,8 @@ In real-time mode every source partition is read by its own task for the whole l
 batch. A partition whose task finds no free slot waits for the batch to end
 before any of its records move (5 minutes by default), so the flow refuses to start without enough slots rather
 than run with some partitions silently late. One slot more than the partitions is kept for
-the short Spark jobs the driver runs beside the query (offset-index and translation-log
-writes, the gap scan at start).
+the short Spark jobs that run beside the query: the translate query's micro-batches, the
+offset-index and translation-log writes, the gap scan at start.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\
 
 
 def slots_needed(partitions: int) -> int:
-    """One task per source partition plus one for the driver's own jobs."""
+    """One task per source partition plus one for the translate query and the driver's own jobs."""
     return partitions + 1
 
 
@@ -50,6 +50,6 @@ def shortfall(partitions: int, slots: int, master: str) -> str | None:
     if slots >= needed:
         return None
     return (f"streaming.mode realtime needs {needed} task slots ({partitions} source partitions, one "
-            f"long-running task each, plus one for the offset index) and this application has {slots} "
+            f"long-running task each, plus one for the translate query and the offset index) and this application has {slots} "
             f"(master {master}); give it more (local[{needed}], or more executors/executor cores) or "
             "use streaming.mode: microbatch")

@@ -1,0 +1,100 @@
+"""The translate query on real brokers and a real Spark: a Structured Streaming query of its own,
+checkpointed beside the replicate query, which reads on from its checkpoint after a restart
+and finishes what the last run left pending in the translation log.
+
+Positions are written to `__consumer_timestamps` directly, as a client helper would, for groups
+that never commit on the source: the poller hands over nothing, so only the query can bring them.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
+from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.translation_log import TranslationLog
+from dr_stream.positions.translation_rule import Translation
+from tests.flows import flow_config, running_flow
+from tests.kafka_tools import committed, create_topic, delete_groups, delete_topics, produce, unique, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def write_position(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """What a client helper writes at a commit, without the commit itself."""
+    position = GroupCommit(group, topic, 0, offset, int(time.time() * 1000))
+    produce(bootstrap, CONSUMER_TIMESTAMPS_TOPIC, [{"key": position.record_key(), "value": position.record_value()}])
+
+
+def translate_query(spark, config):
+    found = [q for q in spark.streams.active if q.name == config.translate_query]
+    return found[0] if found else None
+
+
+def rows_read(spark, config) -> int:
+    """Records the running translate query has read, by its progress (reported once a batch ended)."""
+    query = translate_query(spark, config)
+    return -1 if query is None else sum(p.numInputRows for p in query.recentProgress)
+
+
+@pytest.fixture
+def scenario(dc1, dc2, tmp_path):
+    """A topic of 100 records on dc1, and a flow copying it whose groups are `tq-<id>-*`."""
+    topic, prefix = unique("tq."), unique("tq-")
+    create_topic(dc1.bootstrap, topic, partitions=1)
+    produce(dc1.bootstrap, topic, ({"key": b"k", "value": f"v{i}".encode(), "partition": 0} for i in range(100)))
+    config = flow_config(dc1, dc2, tmp_path, name=prefix.rstrip("-"), topics={"include": [re.escape(topic)]},
+                         offsets={"groups": {"include": [re.escape(prefix) + ".*"]}})
+    try:
+        yield config, topic, prefix
+    finally:
+        delete_topics(dc1.bootstrap, [topic])
+        delete_topics(dc2.bootstrap, [topic])
+        delete_groups(dc2.bootstrap, [prefix + g for g in ("a", "b", "left")])
+
+
+def copied(flow, topic: str) -> bool:
+    return flow.feed is not None and flow.feed.last_copied().get((topic, 0), -1) >= 99
+
+
+def test_a_restarted_translate_query_reads_on_from_its_checkpoint_not_from_the_first_record(spark, dc1, dc2, scenario):
+    config, topic, prefix = scenario
+    group = prefix + "a"
+    with running_flow(spark, config) as flow:
+        assert wait_until(lambda: copied(flow, topic), 120, interval=0.5)
+        write_position(dc1.bootstrap, group, topic, 40)
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1) == {0: 40}, 60)
+        assert wait_until(lambda: rows_read(spark, config) >= 1, 30)
+
+    lines: list[str] = []
+    with running_flow(spark, config, log=lines.append) as flow:
+        assert wait_until(lambda: translate_query(spark, config) is not None, 60)
+        write_position(dc1.bootstrap, group, topic, 60)
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1) == {0: 60}, 60)
+        # Read from the first record, the topic would give this restart every position the
+        # tests have written to dc1 so far; from its checkpoint, only the one written since.
+        assert wait_until(lambda: rows_read(spark, config) >= 1, 30)
+        time.sleep(1)  # a few more triggers
+        assert rows_read(spark, config) == 1, [p.json for p in translate_query(spark, config).recentProgress]
+        assert any(f"translated anew: {group} {topic}[0] 60 -> 60 (exact)" in line for line in lines), lines
+
+
+def test_a_position_the_last_run_left_not_final_is_translated_and_synced_after_a_restart(spark, dc1, dc2, scenario):
+    config, topic, prefix = scenario
+    group = prefix + "left"
+    # The last run's translation log says: translated as `next` (its copy not indexed yet), synced
+    # provisionally. The position itself is in no record the query will read.
+    left = Translation(group, topic, 0, 30, 1_000, topic, 0, 29, "next", "", False, 0, 0, None, None,
+                       int(time.time() * 1000))
+    TranslationLog(config.streaming.translations, spark=spark).append([(left, "committed")])
+    lines: list[str] = []
+    with running_flow(spark, config, log=lines.append) as flow:
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1) == {0: 30}, 120)
+        assert wait_until(lambda: (group, topic, 0) not in flow.translate_loop.pending, 30)
+    assert ("translation: 1 positions a stopped run left not final or not synced are translated again (from the "
+            "translation log)") in lines, lines
+    newest = {(r["group"], r["partition"]): r for r in TranslationLog(config.streaming.translations).latest()}
+    assert (newest[(group, 0)]["method"], newest[(group, 0)]["offset"]) == ("exact", 30)
