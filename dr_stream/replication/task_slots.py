@@ -50,6 +50,7 @@ def shortfall(partitions: int, slots: int, master: str) -> str | None:
     if slots >= needed:
         return None
     return (f"streaming.mode realtime needs {needed} task slots ({partitions} source partitions, one "
-            f"long-running task each, plus one for the translate query and the offset index) and this application has {slots} "
+            f"long-running task each, plus one for the translate query and the offset index) and this "
+            f"application has {slots} "
             f"(master {master}); give it more (local[{needed}], or more executors/executor cores) or "
             "use streaming.mode: microbatch")
