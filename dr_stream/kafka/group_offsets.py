@@ -18,7 +18,7 @@ authorizer's refusal becomes the one `NotAuthorized` line naming cluster, group 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -117,8 +117,9 @@ class GroupOffsets:
         return self._refused_named(parse_states(self._client.states("\n".join(groups), self._timeout_ms), groups),
                                    "describing it")
 
-    def committed(self, groups: list[str]) -> dict[str, Fetched]:
-        """Each group's committed offsets (all its partitions), in one round."""
+    def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]:
+        """Each group's committed offsets, in one round: all its partitions, a superset of
+        `partitions` (which `groups.ConsumerGroupOffsets` needs, and this fetch does not)."""
         return self._fetched(self._client.committed, groups)
 
     def committed_changes(self, groups: list[str]) -> dict[str, Fetched]:

@@ -1,5 +1,9 @@
 """Consumer groups on one cluster: who they are, where they stand, whether they are running.
 
+`ConsumerGroupOffsets` is the JVM-free twin of `group_offsets.GroupOffsets` (the flow's Java
+client, batched per coordinator): the same calls with the same answers, for the commands, which
+must answer in about a second and start no JVM. Callers hold either one and take the same path.
+
 A group's offsets are read and written through a consumer of that group, never the admin API:
 librdkafka's admin ListConsumerGroupOffsets (and its OffsetCommit twin) handle a NOT_COORDINATOR
 answer by asking the client's consumer-group handle to find the coordinator again, and an admin
@@ -13,17 +17,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka import clients
 from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
-from dr_stream.kafka.group_offsets import Committed, group_state
+from dr_stream.kafka.group_offsets import Committed, Fetched, Partition, group_state
 
 T = TypeVar("T")
 _COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
@@ -196,3 +201,74 @@ def delete_group(admin: AdminClient, group: str, timeout: float = 15.0) -> bool:
         return False
     admin.delete_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout)
     return True
+
+
+# Groups read or committed at once: each is a consumer of its own, mostly waiting on its coordinator.
+PARALLEL = 16
+
+
+def _each(groups: list[str], call: Callable[[str], T]) -> dict[str, T]:
+    if len(groups) <= 1:
+        return {group: call(group) for group in groups}
+    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="group-offsets") as pool:
+        return dict(zip(groups, pool.map(call, groups), strict=True))
+
+
+class ConsumerGroupOffsets:
+    """Many groups' states and offsets through librdkafka: `GroupOffsets`' calls without a JVM.
+
+    States come from one describe per coordinator; offsets from a consumer of each group,
+    `PARALLEL` groups at a time, for the partitions named (librdkafka reads no other way).
+    Invariant: like the Java client, a group whose read or commit failed maps to its error,
+    never to "no offsets"."""
+
+    def __init__(self, cluster: ClusterConfig, timeout_s: float = 15.0) -> None:
+        self.cluster = cluster
+        self.timeout_s = timeout_s
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = clients.admin(self.cluster)
+        return self._admin
+
+    def list_groups(self) -> list[str]:
+        return list_groups(self.admin, self.timeout_s)
+
+    def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
+        """Each group's (state, members). A client whose describe timed out is dropped for a new
+        one: librdkafka (2.16) keeps that request's coordinator look-up alive, and when the
+        connection comes back it completes a request already freed and aborts the whole process
+        (librdkafka issue 4605); destroying the client ends the look-up safely."""
+        found = group_states(self.admin, groups, self.timeout_s)
+        if any(isinstance(v, TimeoutError) for v in found.values()):
+            self._admin = None
+        return found
+
+    def committed(self, groups: list[str], partitions: Iterable[Partition]) -> dict[str, Fetched]:
+        """Each group's committed offsets among `partitions`."""
+        wanted = sorted(set(partitions))
+
+        def one(group: str) -> Fetched:
+            try:
+                return committed_offsets(self.cluster, group, wanted, self.timeout_s)
+            except Exception as exc:  # this group's coordinator, or its ACL: the others go on
+                return exc
+
+        return _each(list(groups), one)
+
+    def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:
+        """Commits every group's offsets with `metadata`; the groups that failed, with why."""
+
+        def one(group: str) -> Exception | None:
+            try:
+                commit_offsets(self.cluster, group, dict(offsets[group]), metadata, self.timeout_s)
+                return None
+            except Exception as exc:  # e.g. the group gained members since it was described
+                return exc
+
+        return {g: exc for g, exc in _each(sorted(offsets), one).items() if exc is not None}
+
+    def close(self) -> None:
+        self._admin = None

@@ -7,11 +7,11 @@ destination offset is never moved backwards unless the operator forces it (`fail
 that says what happened and why. These are the rules MirrorMaker 2's group offset sync follows,
 so operators who know one know the other.
 
-`GroupSync` gathers a group's state and offsets, applies the rule and writes what it says;
+`GroupSync` gathers the groups' states and offsets, applies the rule and writes what it says;
 `sync_translations` does that for every group of a set of translations. In a flow (`batched`),
 a round of many groups costs one describe, one offset fetch and one commit per coordinator
 (`kafka/group_offsets`, the Java admin client in the driver's JVM); the commands, without a
-JVM, go through a consumer per group, `PARALLEL` at a time.
+JVM, take the same path through librdkafka (`kafka/groups.ConsumerGroupOffsets`).
 """
 
 from __future__ import annotations
@@ -20,20 +20,15 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient
-
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import SYNC_METADATA_PREFIX
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
-from dr_stream.kafka.clients import consuming
 from dr_stream.kafka.group_offsets import Fetched, GroupOffsets
-from dr_stream.kafka.groups import INACTIVE_STATES, group_states, read_committed, write_committed
+from dr_stream.kafka.groups import INACTIVE_STATES, ConsumerGroupOffsets
 from dr_stream.positions.translation_rule import Translation
 
 WRITES = frozenset({"committed", "rewound (--force)"})
-# Groups synced at once: each costs a few round trips to its coordinator, mostly waiting.
-PARALLEL = 16
 
 Partition = tuple[str, int]
 
@@ -41,7 +36,7 @@ Partition = tuple[str, int]
 @dataclass(frozen=True)
 class GroupsRead:
     """Destination groups as a round read them: states, and the committed offsets of the inactive
-    ones (batched sync only; the unbatched one reads them in each group's own consumer)."""
+    ones."""
     states: dict[str, tuple[str, int] | Exception]
     committed: dict[str, Fetched]
 
@@ -92,7 +87,12 @@ def decide(group: str, state: str, members: int, current: dict[Partition, int], 
 
 class GroupSync:
     """Applies `decide` to destination groups; commits carry `dr-stream:<flow>` as metadata, so the
-    flow running the other way can tell them from a consumer's own progress."""
+    flow running the other way can tell them from a consumer's own progress.
+
+    One path for every caller: states, then the offsets of the inactive groups, then `decide`,
+    then the commits, each a round over all groups. A flow's round goes through the Java client
+    in its JVM (`batched`: one request per coordinator, `kafka/group_offsets`); a command's
+    through librdkafka (`kafka/groups.ConsumerGroupOffsets`: a consumer per group)."""
 
     def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
                  batched: bool = False) -> None:
@@ -101,13 +101,11 @@ class GroupSync:
         # how long one group's state, read and write may wait out a moving coordinator
         self.timeout_s = timeout_s
         self.batched = batched
-        self._client: AdminClient | None = None
-        self._offsets: GroupOffsets | None = None
+        self._offsets: GroupOffsets | ConsumerGroupOffsets | None = None
         self._reader: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
-        """Closes the Java client a batched sync opened and the reading thread (the admin client
-        goes with the object)."""
+        """Closes the client a sync opened and the reading thread."""
         if self._reader is not None:
             self._reader.shutdown(wait=True)
             self._reader = None
@@ -115,59 +113,34 @@ class GroupSync:
             self._offsets.close()
             self._offsets = None
 
-    def _java(self) -> GroupOffsets:
+    def _groups(self) -> GroupOffsets | ConsumerGroupOffsets:
         if self._offsets is None:
-            self._offsets = clients.group_offsets(self.destination, self.timeout_s)
+            self._offsets = (clients.group_offsets(self.destination, self.timeout_s) if self.batched
+                             else ConsumerGroupOffsets(self.destination, self.timeout_s))
         return self._offsets
 
-    @property
-    def admin(self) -> AdminClient:
-        if self._client is None:
-            self._client = clients.admin(self.destination)
-        return self._client
-
     def states(self, groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:
-        """The groups' states on the destination: batched, through the Java client (one request
-        per coordinator; librdkafka's describe of 1,500 groups took 0.57-1.02 s a round, the Java
-        client's 0.12-0.27 s); else `group_states`, whose admin client is dropped for a new one
-        once a describe timed out: librdkafka (2.16) keeps that request's coordinator lookup alive,
-        and when the connection comes back it completes a request already freed and aborts the
-        whole process (librdkafka issue 4605); destroying the client ends the lookup safely."""
-        if self.batched:
-            return self._java().states(sorted(set(groups)))
-        found = group_states(self.admin, groups, self.timeout_s)
-        if any(isinstance(v, TimeoutError) for v in found.values()):
-            self._client = None
-        return found
+        """The groups' states on the destination. Batched, the Java client's describe: librdkafka's
+        of 1,500 groups took 0.57-1.02 s a round, the Java client's 0.12-0.27 s."""
+        groups = sorted(set(groups))
+        return self._groups().states(groups) if groups else {}
 
     def apply(self, group: str, wanted: dict[Partition, int], force: bool = False,
-              dry_run: bool = False, state: tuple[str, int] | None = None) -> list[SyncAction]:
-        """`decide` for one group, then its writes; `state` when the caller described it already."""
-        if state is None:
-            found = self.states([group])[group]
-            if isinstance(found, Exception):
-                raise found
-            state = found
-        state, members = state
-        if state not in INACTIVE_STATES:
-            return decide(group, state, members, {}, wanted, force, dry_run)
-        with consuming(self.destination, group) as consumer:
-            current = {k: c.offset for k, c in
-                       read_committed(consumer, self.destination, group, wanted, self.timeout_s).items()}
-            actions = decide(group, state, members, current, wanted, force, dry_run)
-            writes = {(a.topic, a.partition): a.offset for a in actions if a.wrote}
-            if writes:
-                write_committed(consumer, self.destination, group, writes, self.metadata, self.timeout_s)
-        return actions
+              dry_run: bool = False) -> list[SyncAction]:
+        """`apply_many` for one group; its failure is raised."""
+        found = self.apply_many({group: wanted}, force, dry_run)[group]
+        if isinstance(found, Exception):
+            raise found
+        return found
 
     def read(self, groups: Iterable[str]) -> GroupsRead:
-        """What `decide` needs from the destination about `groups`: their states and (batched) the
-        committed offsets of the inactive ones."""
+        """What `decide` needs from the destination about `groups`: their states and the committed
+        offsets of the inactive ones. Without a JVM only the states: librdkafka reads a group's
+        offsets for named partitions, which `apply_many` knows."""
         states = self.states(groups)
         if not self.batched:
             return GroupsRead(states, {})
-        inactive = [g for g, s in states.items() if not isinstance(s, Exception) and s[0] in INACTIVE_STATES]
-        return GroupsRead(states, self._java().committed(inactive))
+        return GroupsRead(states, self._groups().committed(_inactive(states)))
 
     def read_ahead(self, groups: Iterable[str]) -> Future[GroupsRead]:
         """`read` on a thread of this sync's own, so a caller can translate meanwhile: a flow's
@@ -181,31 +154,9 @@ class GroupSync:
 
     def apply_many(self, wanted: dict[str, dict[Partition, int]], force: bool = False,
                    dry_run: bool = False, seen: GroupsRead | None = None) -> dict[str, list[SyncAction] | Exception]:
-        """`apply` for many groups: their states in one request; their offsets read and written in
-        one batch per coordinator (`batched`), else `PARALLEL` groups at a time, each through a
-        consumer of its own group. `seen`: what a `read` found already (groups it lacks are read)."""
-        missing = [g for g in wanted if seen is None or g not in seen.states]
-        if missing:
-            seen = self.read(missing).joined(seen)
-        if self.batched:
-            return self._apply_batched(seen, wanted, force, dry_run)
-
-        def one(group: str) -> list[SyncAction] | Exception:
-            try:
-                state = seen.state(group)
-                if isinstance(state, Exception):
-                    raise state
-                return self.apply(group, wanted[group], force, dry_run, state)
-            except Exception as exc:  # e.g. the group became active between the check and the write
-                return exc
-
-        if len(wanted) == 1:
-            return {g: one(g) for g in wanted}
-        with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="group-sync") as pool:
-            return dict(zip(wanted, pool.map(one, wanted), strict=True))
-
-    def _apply_batched(self, seen: GroupsRead, wanted: dict[str, dict[Partition, int]],
-                       force: bool, dry_run: bool) -> dict[str, list[SyncAction] | Exception]:
+        """`decide` and the writes for many groups, each step a round over all of them. `seen`:
+        what a `read` found already (what it lacks is read here)."""
+        seen = self._complete(wanted, seen)
         out: dict[str, list[SyncAction] | Exception] = {}
         writes: dict[str, dict[Partition, int]] = {}
         for group, offsets in wanted.items():
@@ -223,8 +174,23 @@ class GroupSync:
                 writes[group] = {(a.topic, a.partition): a.offset for a in out[group] if a.wrote}
         # The broker refuses a commit to a group that gained members since its describe: the group
         # then fails this round with that reason, and no consumer of it is overwritten.
-        out.update(self._java().commit({g: w for g, w in writes.items() if w}, self.metadata))
+        out.update(self._groups().commit({g: w for g, w in writes.items() if w}, self.metadata))
         return out
+
+    def _complete(self, wanted: dict[str, dict[Partition, int]], seen: GroupsRead | None) -> GroupsRead:
+        """`seen` with the states of the groups it lacks and the offsets of the inactive ones."""
+        missing = [g for g in wanted if seen is None or g not in seen.states]
+        if missing:
+            seen = GroupsRead(self.states(missing), {}).joined(seen)
+        unread = [g for g in _inactive({g: seen.state(g) for g in wanted}) if g not in seen.committed]
+        if unread:
+            partitions = sorted({p for g in unread for p in wanted[g]})
+            seen = GroupsRead({}, self._groups().committed(unread, partitions)).joined(seen)
+        return seen
+
+
+def _inactive(states: dict[str, tuple[str, int] | Exception]) -> list[str]:
+    return sorted(g for g, s in states.items() if not isinstance(s, Exception) and s[0] in INACTIVE_STATES)
 
 
 def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,

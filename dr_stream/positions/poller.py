@@ -26,7 +26,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError
@@ -40,12 +39,10 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
 from dr_stream.kafka.authorization import NotAuthorized
 from dr_stream.kafka.group_offsets import Fetched
-from dr_stream.kafka.groups import committed_offsets, list_groups
+from dr_stream.kafka.groups import ConsumerGroupOffsets, list_groups
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report
-
-PARALLEL = 16
 
 
 def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
@@ -55,21 +52,17 @@ def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilte
     moving does not hide the others."""
     selected = [g for g in list_groups(admin)
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
-    partitions = matching_partitions(admin, topics) if selected else []
-
-    def of(group: str) -> list[GroupCommit] | Exception:
-        try:
-            return [GroupCommit(group, topic, partition, committed.offset)
-                    for (topic, partition), committed in committed_offsets(cluster, group, partitions).items()
-                    if not committed.written_by_dr_stream]
-        except Exception as exc:
-            return exc
-
-    if len(selected) <= 1:
-        return {group: of(group) for group in selected}
-    # Each group's offsets come from its own coordinator through a consumer of the group: mostly waiting.
-    with ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="poller") as pool:
-        return dict(zip(selected, pool.map(of, selected), strict=True))
+    if not selected:
+        return {}
+    offsets = ConsumerGroupOffsets(cluster)
+    try:
+        fetched = offsets.committed(selected, matching_partitions(admin, topics))
+    finally:
+        offsets.close()
+    return {group: found if isinstance(found, Exception) else
+            [GroupCommit(group, topic, partition, committed.offset)
+             for (topic, partition), committed in found.items() if not committed.written_by_dr_stream]
+            for group, found in fetched.items()}
 
 
 def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,

@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka.group_offsets import Committed
 from dr_stream.kafka.groups import delete_group
 from dr_stream.positions.group_sync import GroupsRead, GroupSync, decide, sync_translations
 from dr_stream.positions.translation_rule import Translation
@@ -102,29 +103,61 @@ def test_a_round_whose_read_ahead_failed_fails_each_of_its_groups_and_writes_not
     assert sync.calls == []
 
 
-class _Described(GroupSync):
-    """A consumer-per-group sync whose describes and writes stay in memory: it records which
-    groups it had to describe."""
+class _InMemory:
+    """The destination's groups as a sync's client sees them, in memory: every group EMPTY, with
+    the offsets given; it records what each call asked."""
 
-    def __init__(self):
-        super().__init__(ClusterConfig("dst", "localhost:1"), "f")
+    def __init__(self, offsets=None):
+        self.offsets = offsets or {}
         self.described: list[str] = []
+        self.read: list[tuple[list[str], list]] = []
+        self.commits: dict = {}
 
     def states(self, groups):
         self.described += sorted(groups)
         return {g: ("EMPTY", 0) for g in groups}
 
-    def apply(self, group, wanted, force=False, dry_run=False, state=None):
-        return decide(group, *state, {}, wanted, force, dry_run)
+    def committed(self, groups, partitions=None):
+        self.read.append((sorted(groups), partitions))
+        return {g: dict(self.offsets.get(g, {})) for g in groups}
+
+    def commit(self, offsets, metadata):
+        self.commits.update(offsets)
+        return {}
+
+    def close(self):
+        pass
+
+
+def in_memory_sync(offsets=None) -> tuple[GroupSync, _InMemory]:
+    sync, destination = GroupSync(ClusterConfig("dst", "localhost:1"), "f"), _InMemory(offsets)
+    sync._offsets = destination
+    return sync, destination
 
 
 def test_groups_read_ahead_are_not_described_again_and_the_others_are():
-    sync = _Described()
+    sync, destination = in_memory_sync()
     seen = GroupsRead({"a": ("STABLE", 2)}, {})
     result = sync.apply_many({"a": {("t", 0): 5}, "b": {("t", 0): 6}}, seen=seen)
-    assert sync.described == ["b"]
+    assert destination.described == ["b"]
     assert [x.action for x in result["a"]] == ["skipped: group is STABLE on the destination (2 members)"]
     assert [x.action for x in result["b"]] == ["committed"]
+    assert destination.commits == {"b": {("t", 0): 6}}
+
+
+def test_the_offsets_of_inactive_groups_are_read_once_for_the_partitions_wanted_then_decided_on():
+    sync, destination = in_memory_sync({"a": {("t", 0): Committed(9)}})
+    result = sync.apply_many({"a": {("t", 0): 5}, "b": {("t", 1): 6}})
+    assert destination.read == [(["a", "b"], [("t", 0), ("t", 1)])]
+    assert [x.action for x in result["a"]] == ["skipped: destination is ahead at 9; not rewound (--force rewinds)"]
+    assert destination.commits == {"b": {("t", 1): 6}}
+
+
+def test_one_group_applied_raises_its_failure():
+    sync, destination = in_memory_sync()
+    destination.commit = lambda offsets, metadata: {g: RuntimeError("REBALANCE_IN_PROGRESS") for g in offsets}
+    with pytest.raises(RuntimeError, match="REBALANCE_IN_PROGRESS"):
+        sync.apply("a", {("t", 0): 5})
 
 
 @pytest.mark.integration

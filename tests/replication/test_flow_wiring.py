@@ -27,6 +27,8 @@ def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state
     assert flow.runs_topic == "__dr_stream_runs.dc1-to-dc2"
     assert flow.progress.query_name == "replicate-dc1-to-dc2"
     assert NOWHERE.replicate_checkpoint == "hdfs://nn/flows/x/checkpoints/replicate"
+    assert (NOWHERE.translate_query, NOWHERE.translate_checkpoint) == (
+        "translate-dc1-to-dc2", "hdfs://nn/flows/x/checkpoints/translate")
 
 
 def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):
@@ -36,7 +38,7 @@ def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):
     sync = GroupSync(NOWHERE.destination, NOWHERE.name)
     stamps = RecordTimestamps(NOWHERE.source)
     assert translator._admins == {} and not translator._dest_consumer.opened
-    assert not translator.returned._consumer.opened and not stamps._consumer.opened and sync._client is None
+    assert not translator.returned._consumer.opened and not stamps._consumer.opened and sync._offsets is None
     assert not reader._consumer.opened
     reader.close()
     translator.close()
