@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-scale down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-idle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -76,6 +76,11 @@ bench-batch: setup
 # 25 min); results in bench/results/trickle/.
 bench-trickle: setup
 	$(PY) -m bench.trickle $(TRICKLE_ARGS)
+
+# What each replicator costs while nothing arrives, dr-stream with and without translation against
+# MirrorMaker 2, 3 alternating runs (about 12 min); bench/results/idle/.
+bench-idle: setup
+	$(PY) -m bench.idle_cost $(IDLE_ARGS)
 
 # dr-stream vs MirrorMaker 2 at 1,000, 300 and 10 partitions with 5 groups a partition, twice
 # (about 90 min; `SCALE_ARGS=--smoke` runs one small size in about 5 min); results in
