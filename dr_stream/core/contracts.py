@@ -112,22 +112,6 @@ def position_value(offset: int, timestamp: int) -> bytes:
     return json.dumps({"offset": offset, "timestamp": timestamp}, separators=(",", ":")).encode()
 
 
-def read_position(key: bytes | None, value: bytes | None) -> tuple[str, str, int, int, int] | None:
-    """(group, topic, partition, offset, timestamp) of a `__consumer_timestamps` record, or None
-    (a tombstone, or not the format: a member missing or not an integer, a negative partition or
-    offset). A value without a timestamp, or with a null one, has UNKNOWN_TIMESTAMP."""
-    k, v = _object(key), _object(value)
-    if k is None or v is None:
-        return None
-    group, topic, partition = k.get("group"), k.get("topic"), k.get("partition")
-    offset, timestamp = v.get("offset"), v.get("timestamp", UNKNOWN_TIMESTAMP)
-    if not (isinstance(group, str) and isinstance(topic, str) and _is_int(partition) and _is_int(offset)):
-        return None
-    if partition < 0 or offset < 0:
-        return None
-    return group, topic, partition, offset, timestamp if _is_int(timestamp) else UNKNOWN_TIMESTAMP
-
-
 def provenance_entry(value: bytes | None) -> dict[str, Any] | None:
     """One provenance header value as the entry it names, or None. An entry is one JSON object
     whose `cluster` and `topic` are strings and whose `partition` and `offset` are integers; its

@@ -25,7 +25,6 @@ from dr_stream.core.contracts import (
     UNKNOWN_TIMESTAMP,
     position_key,
     position_value,
-    read_position,
 )
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
@@ -75,18 +74,6 @@ def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0)
         return False
     config = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
     return create_topic(admin, CONSUMER_TIMESTAMPS_TOPIC, partitions, config, timeout)
-
-
-TOMBSTONE = "tombstone"
-
-
-def parse_commit(key: bytes | None, value: bytes | None) -> GroupCommit | str | None:
-    """One record of the topic -> the position it reports; TOMBSTONE for a null value (compaction's
-    way of forgetting a key); None when it lacks a field or is not JSON (counted by the reader)."""
-    if value is None:
-        return TOMBSTONE
-    position = read_position(key, value)
-    return None if position is None else GroupCommit(*position)
 
 
 def report(producer: Producer, commits: Iterable[GroupCommit],

@@ -1,8 +1,8 @@
 """`__consumer_timestamps` records as group positions, in Spark: the translate query's steps.
 
 Each step is a plain `DataFrame -> DataFrame` function; the positions are read by dr-stream's
-Java reader (`io.drstream.spark.GroupPositions`, the rule of `core/contracts.read_position`), so
-the query, the commands and the golden fixture agree on every record.
+Java reader (`io.drstream.spark.GroupPositions`), the only reader of the topic, held to the
+golden fixture `tests/contracts/consumer_timestamps.json` like the writers in `core/contracts`.
 """
 
 from __future__ import annotations

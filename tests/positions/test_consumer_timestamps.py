@@ -1,4 +1,7 @@
-"""`__consumer_timestamps` records: parsing, malformed ones told apart from tombstones."""
+"""`__consumer_timestamps` records as written, and the timestamps of the records positions point at.
+
+(The topic is read only by the translate query, through the JVM: tests/test_contracts.py and
+tests/positions/test_position_records.py.)"""
 
 from __future__ import annotations
 
@@ -8,42 +11,14 @@ from contextlib import contextmanager
 import pytest
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.positions.consumer_timestamps import (
-    TOMBSTONE,
-    UNKNOWN_TIMESTAMP,
-    GroupCommit,
-    RecordTimestamps,
-    parse_commit,
-    read_spans,
-)
+from dr_stream.positions.consumer_timestamps import UNKNOWN_TIMESTAMP, GroupCommit, RecordTimestamps, read_spans
 from tests.kafka_tools import create_topic, delete_topics, produce, unique
-
-KEY = b'{"group":"g","topic":"t","partition":0}'
-
-
-def test_a_well_formed_record_parses_to_its_position():
-    assert parse_commit(KEY, b'{"offset":9,"timestamp":90}') == GroupCommit("g", "t", 0, 9, 90)
-
-
-def test_a_record_without_timestamp_has_an_unknown_one():
-    assert parse_commit(KEY, b'{"offset":7}') == GroupCommit("g", "t", 0, 7, UNKNOWN_TIMESTAMP)
-
-
-def test_a_null_value_is_a_tombstone_not_a_malformed_record():
-    assert parse_commit(KEY, None) == TOMBSTONE
-
-
-def test_records_lacking_a_field_or_not_json_or_negative_are_malformed():
-    for key, value in [(b"not json", b'{"offset":1}'), (KEY, b"oops"), (b'{"group":"g"}', b'{"offset":1}'),
-                       (KEY, b'{"offset":-3,"timestamp":1}'), (b'[1,2]', b'{"offset":1}'), (None, b'{"offset":1}')]:
-        assert parse_commit(key, value) is None, (key, value)
 
 
 def test_a_commit_is_written_in_the_topic_s_key_and_value_format():
     commit = GroupCommit("g", "t", 3, 42, 1700)
     assert commit.record_key() == b'{"group":"g","topic":"t","partition":3}'
     assert commit.record_value() == b'{"offset":42,"timestamp":1700}'
-    assert parse_commit(commit.record_key(), commit.record_value()) == commit
 
 
 def test_wanted_records_close_together_are_read_as_one_span_and_far_ones_apart():
