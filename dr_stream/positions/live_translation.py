@@ -51,6 +51,12 @@ Key = tuple[str, str, int]
 IDLE_WAIT_S = 0.5
 
 
+def _outcome(source_offset: int, offset: int | None, method: str, note: str | None, action: str) -> tuple:
+    """What a translation log row says of a position: a translation is logged when this changes,
+    whether it was made now or read back from the log at a restart."""
+    return source_offset, offset, method, note, action
+
+
 @dataclass
 class LiveTranslation:
     translator: OffsetTranslator
@@ -124,7 +130,7 @@ class LiveTranslation:
                 self.latest.setdefault(key, GroupCommit(*key, row["source_offset"],
                                                         UNKNOWN_TIMESTAMP if timestamp is None else timestamp))
                 action = row["action"] or ""
-                self._recorded[key] = (row["source_offset"], row["offset"], row["method"], row["note"], action)
+                self._recorded[key] = _outcome(row["source_offset"], row["offset"], row["method"], row["note"], action)
                 if row["method"] not in SETTLED:
                     self.pending.add(key)
                 if action.startswith("failed"):
@@ -221,7 +227,7 @@ class LiveTranslation:
         changed = []
         for t in translations:
             action = actions.get(t.key, "not synced (sync_to_destination off)" if not self.sync else "")
-            shape = (t.source_offset, t.offset, t.method, t.note, action)
+            shape = _outcome(t.source_offset, t.offset, t.method, t.note, action)
             if self._recorded.get(t.key) != shape:
                 self._recorded[t.key] = shape
                 changed.append((t, action))
