@@ -54,9 +54,14 @@ def _run(args: argparse.Namespace) -> int:
         from dr_stream.runtime.state_paths import require_shared
 
         require_shared(config)
+    flow = ReplicationFlow(config, spark, clock=clock, index_prefetch=index)
+    also = []
+    if config.drill.interval_s is not None:
+        from dr_stream.operations.drill_schedule import DrillSchedule
+
+        also.append(("drill", DrillSchedule(config, flow.metrics, lambda: spark, flow.log).run))
     try:
-        run_until_stopped(ReplicationFlow(config, spark, clock=clock, index_prefetch=index),
-                          metrics_port=args.metrics_port)
+        run_until_stopped(flow, metrics_port=args.metrics_port, also=also)
     except SparkStopped:
         return 1  # the flow said why
     finally:
@@ -175,6 +180,23 @@ def _status(args: argparse.Namespace) -> int:
     for line in over:
         print(f"dr-stream: status: {line}", file=sys.stderr)
     return 3 if down else 2 if over else 0
+
+
+def _drill(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from dr_stream.operations.drill import drill
+    from dr_stream.operations.report import format_drill
+
+    config = load_flow(args.config)
+    limits = replace(config.drill, **{k: v for k, v in (("rpo_s", args.rpo_seconds),
+                                                        ("max_translation_age_s", args.max_translation_age))
+                                      if v is not None})
+    verdict = drill(config, _tables(config), limits, log=_to_stderr)
+    print(json.dumps(verdict.as_dict(), indent=2) if args.json else format_drill(verdict))
+    for check in verdict.failures:
+        print(f"dr-stream: drill: {check.line()}", file=sys.stderr)
+    return 0 if verdict.ready else 3 if any(c.area == "clusters" for c in verdict.failures) else 2
 
 
 def _plot(config, path: str, minutes: float) -> int:
@@ -316,6 +338,17 @@ def _state_commands(sub) -> None:
                              "flow recorded on the destination, instead of the table")
     status.add_argument("--since", type=float, default=60.0, metavar="MINUTES", help="with --plot: how far back")
     status.set_defaults(func=_status)
+
+    drill = sub.add_parser("drill", help="check, changing nothing, that failover would work now: topics, lag within "
+                                         "the RPO, exact and current translations, a dry run for every group")
+    drill.add_argument("--config", required=True)
+    drill.add_argument("--rpo-seconds", type=float, help="the most a failover may lose, in seconds of records not "
+                                                         "copied yet (default: drill.rpo of the flow file, 60 s)")
+    drill.add_argument("--max-translation-age", type=float, metavar="SECONDS",
+                       help="the longest a group that moved may wait for its translation (default: "
+                            "drill.max_translation_age, 60 s)")
+    drill.add_argument("--json", action="store_true")
+    drill.set_defaults(func=_drill)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")
     reset.add_argument("--config", required=True)

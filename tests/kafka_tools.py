@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -258,10 +259,34 @@ def group_positions(bootstrap: str, groups: Iterable[str]) -> dict[str, dict[tup
 
 def delete_groups(bootstrap: str, groups: Iterable[str]) -> None:
     """Deletes the groups that exist; a group that does not is no error."""
+    groups = list(groups)
+    if not groups:
+        return
     client = admin(bootstrap)
-    for future in client.delete_consumer_groups(list(groups), request_timeout=60).values():
+    for future in client.delete_consumer_groups(groups, request_timeout=60).values():
         try:
             future.result(timeout=60)
         except KafkaException as error:
             if error.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
                 raise
+
+
+def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
+    """A member of `group` on `topic` until `stop`: the group is STABLE meanwhile."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "latest"})
+    consumer.subscribe([topic])
+    try:
+        while not stop.is_set():
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+
+
+def group_state(bootstrap: str, group: str) -> str:
+    from dr_stream.kafka.groups import group_states
+
+    found = group_states(admin(bootstrap), [group])[group]
+    if isinstance(found, Exception):
+        raise found
+    return found[0]

@@ -32,6 +32,12 @@ def test_defaults_follow_the_design():
     assert config.streaming.resume_scan_timeout_s == 60.0
     assert config.streaming.max_trigger_ms == 30_000
     assert config.offsets.positions_from == "__consumer_offsets"
+    assert (config.drill.rpo_s, config.drill.max_translation_age_s, config.drill.interval_s) == (60.0, 60.0, None)
+
+
+def test_the_drill_keys_take_durations_up_to_hours():
+    drill = parse_flow(with_(drill={"rpo": "30s", "max_translation_age": "2m", "interval": "1h"}), "f.yaml").drill
+    assert (drill.rpo_s, drill.max_translation_age_s, drill.interval_s) == (30.0, 120.0, 3600.0)
 
 
 @pytest.mark.parametrize(
@@ -60,6 +66,9 @@ def test_defaults_follow_the_design():
         (with_(destination={"kafka": {"security.protocol": "SSL", "ssl.keystore.location": "/k.jks"}}),
          "f.yaml: destination.kafka.ssl.keystore.type: a JKS keystore's private key cannot be read"),
         (with_(source={"librdkafka": {"debug": ["all"]}}), "f.yaml: source.librdkafka.debug: expected a scalar value"),
+        (with_(drill={"rpo": "0s"}), "f.yaml: drill.rpo: must be longer than 0s"),
+        (with_(drill={"interval": "10s"}), "f.yaml: drill.interval: 10s is shorter than 60s"),
+        (with_(drill={"every": "1h"}), "f.yaml: drill.every: unknown key"),
     ],
 )
 def test_each_mistake_is_one_line_naming_file_and_key(raw, message):

@@ -19,6 +19,7 @@ import yaml
 from dr_stream.core.config_reader import DURATION, ENV, ConfigError, YamlReader, milliseconds
 from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
+from dr_stream.core.monitoring_config import DrillConfig, MetricsConfig, read_drill, read_metrics
 from dr_stream.core.policy import GroupFilter, TopicFilter, TopicRenamer
 
 MODES = ("microbatch", "realtime")
@@ -139,22 +140,8 @@ class StreamingConfig:
     def trigger_interval(self) -> str:
         """The trigger as Spark's processingTime string ("1 second", "500 milliseconds")."""
         number, unit = DURATION.match(self.trigger).groups()  # validated on load
-        unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes"}.get(unit, unit.rstrip("s") + "s")
+        unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}.get(unit, unit.rstrip("s") + "s")
         return f"{number} {unit}"
-
-
-@dataclass(frozen=True)
-class MetricsConfig:
-    """What `dr-stream run` serves for monitoring. `port` None: no endpoint."""
-
-    port: int | None = None
-    host: str = "0.0.0.0"
-    # /healthz answers 503 when a query has made no progress for this long.
-    health_window_s: float = 60.0
-    # How often lag is measured, the clusters probed and a lag sample recorded for `status --plot`.
-    sample_interval_s: float = 5.0
-    # Spark's UI (and its Prometheus servlet at /metrics/prometheus/) on this port; None: no UI.
-    spark_ui_port: int | None = None
 
 
 @dataclass(frozen=True)
@@ -167,7 +154,8 @@ class FlowConfig:
     offsets: OffsetsConfig
     streaming: StreamingConfig
     path: str = "<memory>"
-    metrics: MetricsConfig = MetricsConfig()
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    drill: DrillConfig = field(default_factory=DrillConfig)
 
     # The filters and the renamer are built once per config; every part of the flow asks for
     # these instead of rebuilding them from the raw patterns.
@@ -338,22 +326,11 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
     )
 
 
-def _metrics(r: YamlReader, raw: Any) -> MetricsConfig:
-    m = r.mapping(raw, "metrics", {"port", "host", "health_window", "sample_interval", "spark_ui_port"})
-    health_window = r.duration_s(m, "health_window", "metrics", "60s")
-    sample_interval = r.duration_s(m, "sample_interval", "metrics", "5s")
-    if sample_interval <= 0 or health_window < 2 * sample_interval:
-        raise r.fail("metrics.health_window", f"{health_window:g}s must be at least twice sample_interval "
-                                              f"({sample_interval:g}s): the clusters are probed once per sample")
-    return MetricsConfig(port=r.integer(m, "port", "metrics", None, 1), host=r.string(m, "host", "metrics", "0.0.0.0"),
-                         health_window_s=health_window, sample_interval_s=sample_interval,
-                         spark_ui_port=r.integer(m, "spark_ui_port", "metrics", None, 1))
-
-
 def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
     r = YamlReader(path)
     top = r.mapping(
-        raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming", "metrics"},
+        raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming", "metrics",
+              "drill"},
         required={"source", "destination"},
     )
     source = _cluster(r, top["source"], "source")
@@ -365,7 +342,7 @@ def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
         raise r.fail("name", f"{name!r} may hold only letters, digits, '.', '_' and '-'")
     return FlowConfig(name, source, destination, _topics(r, top.get("topics")), _provenance(r, top.get("provenance")),
                       _offsets(r, top.get("offsets")), _streaming(r, top.get("streaming"), name), path,
-                      _metrics(r, top.get("metrics")))
+                      read_metrics(r, top.get("metrics")), read_drill(r, top.get("drill")))
 
 
 def load_flow(path: str | Path) -> FlowConfig:

@@ -133,6 +133,25 @@ def group_states(admin: AdminClient, groups: Iterable[str],
     return {group: _described(group, future, timeout) for group, future in futures.items()}
 
 
+def authorized_operations(admin: AdminClient, groups: Iterable[str],
+                          timeout: float = 15.0) -> dict[str, set[str] | Exception]:
+    """The operations the client's principal may perform on each group ("READ", "DESCRIBE", ...),
+    as its broker's authorizer answers; a group whose description failed maps to its error."""
+    groups = sorted(set(groups))
+    if not groups:
+        return {}
+    futures = admin.describe_consumer_groups(groups, include_authorized_operations=True, request_timeout=timeout)
+    out: dict[str, set[str] | Exception] = {}
+    for group, future in futures.items():
+        try:
+            described = future.result(timeout=timeout + _ANSWER_GRACE_S)
+            out[group] = {op.name for op in described.authorized_operations or ()}
+        except KafkaException as exc:
+            exc.__traceback__ = None  # see _described
+            out[group] = exc
+    return out
+
+
 def _described(group: str, future: Future, timeout: float) -> tuple[str, int] | Exception:
     try:
         # librdkafka ends the request itself at `timeout` with the broker's last answer

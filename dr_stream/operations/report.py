@@ -1,7 +1,7 @@
 """Every table and report an operator reads: presentation only, computed elsewhere.
 
-`format_positions` (translate, failover), `format_failback` and `format_status` turn the
-results of `failover`, `failback` and `status` into text; `--json` prints the same results
+`format_positions` (translate, failover), `format_failback`, `format_status` and `format_drill`
+turn the results of `failover`, `failback`, `status` and `drill` into text; `--json` prints the same results
 as data instead.
 """
 
@@ -11,6 +11,7 @@ import time
 
 from dr_stream.operations.failback import FailbackReport
 from dr_stream.operations.failover import Positions
+from dr_stream.operations.readiness import Verdict
 from dr_stream.operations.status import PartitionLag, TranslationAge
 
 
@@ -86,4 +87,16 @@ def format_status(lags: list[PartitionLag], ages: list[TranslationAge]) -> str:
                "age seconds, action)")
     out += [f"  {a.group} {a.topic}[{a.partition}]: {a.source_offset} -> {cell(a.offset)}, {a.method}, "
             f"{a.age_seconds:.1f}s, {a.action or '-'}" for a in ages] or ["  (no translations recorded)"]
+    return "\n".join(out)
+
+
+def format_drill(verdict: Verdict) -> str:
+    rows = [("check", "subject", "state", "detail")] + [(c.area, c.subject, c.state, c.detail) for c in verdict.checks]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    out = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)), row[3]]).rstrip()
+           for row in rows]
+    failures = verdict.failures
+    out.append(f"verdict: flow {verdict.flow} is READY for failover" if not failures else
+               f"verdict: flow {verdict.flow} is NOT READY for failover: {len(failures)} of {len(verdict.checks)} "
+               f"checks failed")
     return "\n".join(out)

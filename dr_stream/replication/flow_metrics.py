@@ -61,6 +61,8 @@ class FlowMetrics:
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
         self._trigger_s: dict[str, float] = {}
+        # the last periodic drill: (ready, failed checks per area, wall time); None: none ran yet
+        self._drill: tuple[bool, dict[str, int], float] | None = None
 
     # -- what the flow's parts report -----------------------------------------------------------
 
@@ -152,6 +154,11 @@ class FlowMetrics:
             rounds = sorted(self._rounds.items())
         return ", ".join(f"{loop} {s:.2f} s/{n} every {p:.2f} s" for loop, (s, n, p) in rounds)
 
+    def drilled(self, ready: bool, failures: dict[str, int], at: float | None = None) -> None:
+        """The verdict of the flow's periodic readiness drill; `failures`: failed checks per area."""
+        with self._lock:
+            self._drill = (ready, dict(failures), time.time() if at is None else at)
+
     def health(self, window_s: float) -> Health:
         with self._lock:
             queries = [QueryState(q, active, self._progressed.get(q)) for q, active in sorted(self._active.items())]
@@ -219,7 +226,21 @@ class FlowMetrics:
         trigger = self._family(GaugeMetricFamily, "dr_stream_trigger_seconds", "The micro-batch trigger the query "
                                "runs with (wider than configured once batches' cost per partition set the pace)",
                                "query", self._trigger_s)
-        return [records, seconds, active, up, trigger, *loops]
+        return [records, seconds, active, up, trigger, *loops, *self._drill_gauges()]
+
+    def _drill_gauges(self) -> list[Metric]:
+        if self._drill is None:  # no series until a drill ran: "not ready" would be a false alarm
+            return []
+        ready, failures, at = self._drill
+        return [
+            self._family(GaugeMetricFamily, "dr_stream_drill_ready", "1 when the flow's last readiness drill found "
+                         "it ready for failover", "result", {"last": 1.0 if ready else 0.0}),
+            self._family(GaugeMetricFamily, "dr_stream_drill_failures", "Checks the last readiness drill failed, by "
+                         "area (topics, lag, translation, failover, flow, clusters)", "check",
+                         {area: float(n) for area, n in failures.items()}),
+            self._family(GaugeMetricFamily, "dr_stream_drill_timestamp_seconds", "When the last readiness drill "
+                         "ran (Unix time)", "result", {"last": at}),
+        ]
 
     def _histogram(self) -> Metric:
         family = HistogramMetricFamily("dr_stream_replication_latency_seconds",

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql.streaming import StreamingQuery
@@ -24,7 +24,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import ConfigError
 from dr_stream.failure_notes import first_line
 from dr_stream.log_format import writes_json
-from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.flow import ReplicationFlow, Worker
 from dr_stream.replication.metrics_server import MetricsServer
 from dr_stream.replication.progress import listen, unlisten
 
@@ -202,9 +202,10 @@ def _serve_metrics(flow: ReplicationFlow, port: int | None) -> MetricsServer | N
 
 
 def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0,
-                      metrics_port: int | None = None) -> None:
+                      metrics_port: int | None = None, also: Sequence[Worker] = ()) -> None:
     """Runs the flow's query and threads until SIGINT/SIGTERM (or `stop`), restarting failed queries.
-    Serves /metrics and /healthz on `metrics_port` (else `metrics.port` of the config; 0: any free port)."""
+    Serves /metrics and /healthz on `metrics_port` (else `metrics.port` of the config; 0: any free port).
+    `also`: threads that watch the flow from outside it (the periodic drill), run beside its own."""
     stop = stop or threading.Event()
     flow.connect()
     server = _serve_metrics(flow, metrics_port)
@@ -216,7 +217,8 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
                              running=lambda: spark_running(flow.spark))
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
-                                name=f"{name}-{flow.config.name}", daemon=True) for name, run in flow.workers()]
+                                name=f"{name}-{flow.config.name}", daemon=True)
+               for name, run in [*flow.workers(), *also]]
     try:
         supervisor.check()
         # The driver threads start once the query runs: their first rounds (a poll of every

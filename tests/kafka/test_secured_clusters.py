@@ -261,6 +261,13 @@ class TestLeastPrivilege:
                 consume_and_commit(dc1.bootstrap, topic, group, {0: 120}, helper=False)
                 named = f"sec: User:drs-lp may not READ GROUP {group} (committing offsets to it)"
                 assert wait_until(lambda: named in capsys.readouterr().out, 60)
+                # the drill sees, before any failover, that the destination would refuse this group's commit
+                drilled, _ = cli("drill", "--config", path, "--json")
+                assert drilled.returncode == 2, drilled.stderr[-2000:]
+                assert json.loads(drilled.stdout)["failures"] == [
+                    f"failover {group}: sec: User:drs-lp may not READ GROUP {group} (committing its offsets at "
+                    f"failover); grant it: kafka-acls --add --allow-principal User:drs-lp --operation READ "
+                    f"--group {group}"]
                 produce(dc1.bootstrap, topic, ({"value": f"b{i}".encode()} for i in range(100)))
                 assert wait_until(lambda: count(sec.bootstrap, topic) == 300, 120)
             assert committed(sec.bootstrap, group, topic, 1) == {0: 50}

@@ -30,8 +30,10 @@ from tests.kafka_tools import (
     delete_records_before,
     delete_topics,
     end_offsets,
+    group_state,
     produce,
     resume_as_group,
+    stay_subscribed,
     topic_exists,
     unique,
     wait_until,
@@ -326,26 +328,6 @@ def gone_or_empty(bootstrap: str, topic: str) -> bool:
         return end_offsets(bootstrap, topic).get(0, (None, None))[1] == 0
     except Exception:  # a topic being deleted may answer with an error for a moment
         return False
-
-
-def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "latest"})
-    consumer.subscribe([topic])
-    try:
-        while not stop.is_set():
-            consumer.poll(0.2)
-    finally:
-        consumer.close()
-
-
-def group_state(bootstrap: str, group: str) -> str:
-    from dr_stream.kafka.groups import group_states
-
-    found = group_states(admin(bootstrap), [group])[group]
-    if isinstance(found, Exception):
-        raise found
-    return found[0]
 
 
 def commit_plain(bootstrap: str, group: str, topic: str, partition: int, offset: int) -> None:

@@ -100,3 +100,16 @@ def test_each_control_loops_last_round_its_items_and_period_appear_and_show_on_t
     assert samples[("dr_stream_loop_period_seconds", poller)] == 1.0
     assert samples[("dr_stream_loop_round_items", topics)] == 100
     assert metrics.loops_shown() == "poller 0.50 s/5001 every 1.00 s, topics 0.04 s/100 every 5.04 s"
+
+
+def test_the_periodic_drills_verdict_appears_only_once_a_drill_ran():
+    metrics = FlowMetrics("f", "replicate-f")
+    assert not any(name.startswith("dr_stream_drill") for name, _ in scrape(metrics))
+
+    metrics.drilled(False, {"topics": 2, "lag": 0}, at=1_800_000_000.0)
+
+    found = scrape(metrics)
+    assert found[("dr_stream_drill_ready", (("flow", "f"), ("result", "last")))] == 0.0
+    assert found[("dr_stream_drill_failures", (("check", "topics"), ("flow", "f")))] == 2.0
+    assert found[("dr_stream_drill_failures", (("check", "lag"), ("flow", "f")))] == 0.0
+    assert found[("dr_stream_drill_timestamp_seconds", (("flow", "f"), ("result", "last")))] == 1_800_000_000.0

@@ -1,0 +1,120 @@
+"""`dr-stream drill`: whether failover would work now, checked without changing anything.
+
+Reads both clusters and the flow's tables, then judges with `readiness`:
+- clusters: both answer (when one does not, nothing else can be judged);
+- flow: it runs (its lag samples on the destination are recent), or, in the flow's own
+  periodic drill, its `/healthz` rule;
+- topics: every selected source topic exists on the destination under its remote name, with
+  the same partition count and, when the flow syncs configs, the same config overrides;
+- acls: not synced by this flow yet, so not judged;
+- lag: the oldest record not copied of each topic is younger than the RPO;
+- translation: every selected group committed on the source has a recorded translation of
+  each partition, exact, not clamped and current;
+- failover: a dry run of `failover` for every group: each partition would be committed (or
+  is already there), exactly, and the destination's authorizer lets dr-stream commit.
+
+Invariant: no request here writes to a cluster or a table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from dr_stream.core.config import FlowConfig
+from dr_stream.core.monitoring_config import DrillConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.admin import copyable_configs_of, partition_counts
+from dr_stream.kafka.authorization import not_authorized
+from dr_stream.kafka.groups import authorized_operations
+from dr_stream.operations.failover import failover
+from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.operations.readiness import (
+    SKIPPED,
+    Check,
+    Verdict,
+    cluster_checks,
+    failover_checks,
+    flow_check,
+    lag_checks,
+    topic_checks,
+    translation_checks,
+)
+from dr_stream.operations.status import replication_lag, source_commits, unreachable
+from dr_stream.positions import TranslationLog
+from dr_stream.replication.lag_history import read_samples
+from dr_stream.runtime.delta_reads import DeltaReads
+
+# A group that moved just before the drill read it has its translation a moment later: a
+# failing translation check is read once more after this long before it counts.
+SETTLE_S = 2.0
+
+
+def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = None,
+          flow_health: Check | None = None, log: Callable[[str], None] = print) -> Verdict:
+    limits = limits or config.drill
+    down = unreachable(config)
+    checks = cluster_checks((config.source.alias, config.destination.alias), down)
+    if down:
+        why = f"{' and '.join(down)} does not answer"
+        return Verdict(config.name, tuple(checks + [Check(area, config.name, SKIPPED, why) for area in
+                                                    ("flow", "topics", "lag", "translation", "failover")]))
+    checks.append(flow_health or _flow_running(config))
+    checks += _topics(config)
+    checks.append(Check("acls", config.name, SKIPPED, "not synced by this flow"))
+    lags = [g for g in replication_lag(config, tables) if config.topic_filter.matches(g.topic)]
+    checks += lag_checks(lags, limits.rpo_s)
+    if not config.offsets.translate:
+        checks += [Check(area, config.name, SKIPPED, "offsets.translate is false")
+                   for area in ("translation", "failover")]
+    else:
+        checks += _translations(config, tables, limits.max_translation_age_s)
+        checks += _failover(config, tables, log)
+    return Verdict(config.name, tuple(checks))
+
+
+def _flow_running(config: FlowConfig) -> Check:
+    window = config.metrics.health_window_s
+    now = int(time.time() * 1000)
+    samples = read_samples(config.destination, config.name, now - int(window * 1000))
+    return flow_check(config.name, samples[-1].at_ms if samples else None, now, window)
+
+
+def _topics(config: FlowConfig) -> list[Check]:
+    source_admin, dest_admin = clients.admin(config.source), clients.admin(config.destination)
+    source = {t: n for t, n in partition_counts(source_admin).items() if config.topic_filter.matches(t)}
+    destination = partition_counts(dest_admin)
+    configs = None
+    if config.topics.sync_configs:
+        remote = {t: config.renamer.format_remote_topic(t) for t in source}
+        present = sorted(t for t in source if destination.get(remote[t]) == source[t])
+        theirs = copyable_configs_of(source_admin, present)
+        ours = copyable_configs_of(dest_admin, [remote[t] for t in present])
+        configs = {t: (theirs[t], ours[remote[t]]) for t in present}
+    return topic_checks(source, destination, config.renamer, (config.source.alias, config.destination.alias), configs)
+
+
+def _translations(config: FlowConfig, tables: FlowTables, max_age_s: float) -> list[Check]:
+    commits = source_commits(config)
+    if not commits:
+        return [Check("translation", config.name, SKIPPED,
+                      f"no selected group has committed offsets on {config.source.alias}")]
+    now = time.time()
+    checks = translation_checks(tables.translations.latest(), commits, now, max_age_s)
+    if any(c.failed for c in checks):  # read again, past the snapshot the tables keep for one command
+        time.sleep(SETTLE_S)
+        again = TranslationLog(tables.translations.path, DeltaReads(tables.translations.reads.spark))
+        checks = translation_checks(again.latest(), commits, now, max_age_s)
+    return checks
+
+
+def _failover(config: FlowConfig, tables: FlowTables, log: Callable[[str], None]) -> list[Check]:
+    positions = failover(config, tables, dry_run=True, log=log)
+    groups = sorted({p.translation.group for p in positions.rows})
+    refused = {}
+    for group, found in authorized_operations(clients.admin(config.destination), groups).items():
+        # An empty set is a broker that did not say (the group unknown to it): not judged.
+        if isinstance(found, set) and found and "READ" not in found:
+            refused[group] = str(not_authorized(config.destination.alias, config.destination.kafka, "READ",
+                                                f"GROUP {group}", "committing its offsets at failover"))
+    return failover_checks(positions.rows, refused)
