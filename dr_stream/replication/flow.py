@@ -26,7 +26,6 @@ their cluster.ids and builds the queries, and `close` releases every client it o
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -37,7 +36,7 @@ from functools import partial
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from dr_stream.core.config import ConfigError, FlowConfig
+from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, left_out_group, runs_topic
 from dr_stream.core.lag import spark_offsets
 from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic
@@ -60,7 +59,7 @@ from dr_stream.replication.left_out import read_left_out
 from dr_stream.replication.progress import ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
 from dr_stream.replication.resume import Resume, resume_marks
-from dr_stream.replication.task_slots import shortfall, slots_needed, task_slots
+from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
@@ -269,7 +268,8 @@ class ReplicationFlow:
         self._subscribed, self._partitions = set(replicated), sum(replicated.values())
         config = self.config
         if config.streaming.realtime:
-            self._require_slots(replicated)
+            self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
+                                   config.path))
         self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
         self.clock.mark("resume marks")
         source = self.spark.readStream.format("kafka").options(
@@ -305,15 +305,6 @@ class ReplicationFlow:
             .option("asyncProgressTrackingEnabled", "true")
             .start()
         )
-
-    def _require_slots(self, replicated: dict[str, int]) -> None:
-        conf = dict(self.spark.sparkContext.getConf().getAll())
-        slots = task_slots(conf, multiprocessing.cpu_count())
-        refusal = shortfall(sum(replicated.values()), slots, conf.get("spark.master", "?"))
-        if refusal:
-            raise ConfigError(f"{self.config.path}: {refusal}")
-        self.log(f"realtime mode: {sum(replicated.values())} source partitions, "
-                 f"{slots_needed(sum(replicated.values()))} of {slots} task slots in use")
 
     def _resume_marks(self, replicated: dict[str, int]) -> dict[tuple[str, int], int]:
         # The index, once level with the destination, knows the last origin offset copied to each

@@ -10,7 +10,10 @@ offset-index and translation-log writes, the gap scan at start.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
+
+from dr_stream.core.config import ConfigError
 
 _LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:\s*,\s*\d+)?\])?$")
 _LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*\]$")
@@ -54,3 +57,13 @@ def shortfall(partitions: int, slots: int, master: str) -> str | None:
             f"application has {slots} "
             f"(master {master}); give it more (local[{needed}], or more executors/executor cores) or "
             "use streaming.mode: microbatch")
+
+
+def require_slots(conf: dict[str, str], partitions: int, path: str) -> str:
+    """The line that says how many slots real-time mode uses; a ConfigError naming the flow file
+    when the application has too few."""
+    slots = task_slots(conf, multiprocessing.cpu_count())
+    refusal = shortfall(partitions, slots, conf.get("spark.master", "?"))
+    if refusal:
+        raise ConfigError(f"{path}: {refusal}")
+    return f"realtime mode: {partitions} source partitions, {slots_needed(partitions)} of {slots} task slots in use"
