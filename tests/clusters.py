@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from dr_stream.dev.clusters import LocalCluster
@@ -30,3 +30,38 @@ DESTINATION_ACLS = [("TOPIC", "*", "LITERAL", op) for op in
                     ("CREATE", "ALTER", "ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")] + [
     ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
     ("CLUSTER", "kafka-cluster", "LITERAL", op) for op in ("DESCRIBE", "IDEMPOTENT_WRITE")]
+
+
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+SCRAM_USERS = ("drs", "drs-lp", "app")
+
+
+def started_secured(home: Path, alias: str, port: int, pki, extra_acls: Sequence[tuple[str, str, str, str]] = ()
+                    ) -> Iterator[LocalCluster]:
+    """A secured cluster (`dev.clusters.Secured`) whose SCRAM users share one password made now
+    and kept only in the environment; the flow principals hold what a flow needs on either side."""
+    import os
+    import secrets
+
+    from dr_stream.dev.clusters import Secured
+    from tests.kafka_tools import grant
+
+    password = os.environ.setdefault(SEC_PASSWORD_VARIABLE, secrets.token_hex(12))
+    cluster = LocalCluster(alias, port, home / alias, Secured(pki, tuple((u, password) for u in SCRAM_USERS)))
+    cluster.start()
+    try:
+        for principal in FLOW_PRINCIPALS:
+            grant(cluster.bootstrap, principal, SOURCE_ACLS + DESTINATION_ACLS + list(extra_acls))
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def scram(pki, password: str = f"${{env:{SEC_PASSWORD_VARIABLE}}}", user: str = "drs", **trust) -> dict[str, str]:
+    """SASL_SSL with SCRAM-SHA-512 as `user`; the CA as a PEM file unless `trust` says otherwise."""
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": f'{SCRAM} required username="{user}" password="{password}";',
+        **(trust or {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem)}),
+    }

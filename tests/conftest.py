@@ -21,11 +21,11 @@ import pytest
 
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.runtime.paths import cache_dir
-from tests.clusters import DESTINATION_ACLS, FLOW_PRINCIPALS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS, started_cluster
+from tests.clusters import started_cluster, started_secured
 
 # Fixtures that start a JVM (Spark) or a broker: a test that asks for one is an integration test
 # whether or not its module says so, and `make unit` (-m "not integration") never starts either.
-STARTS_INFRASTRUCTURE = {"spark", "dc1", "dc2", "dc3", "sec", "pki"}
+STARTS_INFRASTRUCTURE = {"spark", "dc1", "dc2", "dc3", "sec", "sec2", "pki"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -89,26 +89,18 @@ def pki(cluster_home):
 
 @pytest.fixture(scope="session")
 def sec(cluster_home, pki) -> Iterator[LocalCluster]:
-    """A secured cluster: SASL_SSL (SCRAM-SHA-512, users drs and drs-lp) on 20094, mutual TLS
+    """A secured cluster: SASL_SSL (SCRAM-SHA-512, users drs, drs-lp and app) on 20094, mutual TLS
     (CN=drs-client) on 20095, the standard authorizer on; the test harness works on its plaintext
-    listener (20092). drs and drs-client hold what a flow needs on either side; drs-lp holds
-    nothing until a test grants it exactly what it checks."""
-    import os
-    import secrets
+    listener (20092). drs and drs-client hold what a flow needs on either side; drs-lp and app
+    hold nothing until a test grants them exactly what it checks."""
+    yield from started_secured(cluster_home, "sec", 20092, pki)
 
-    from dr_stream.dev.clusters import Secured
-    from tests.kafka_tools import grant
 
-    os.environ[SEC_PASSWORD_VARIABLE] = secrets.token_hex(12)
-    cluster = LocalCluster("sec", 20092, cluster_home / "sec",
-                           Secured(pki, tuple((user, os.environ[SEC_PASSWORD_VARIABLE]) for user in ("drs", "drs-lp"))))
-    cluster.start()
-    try:
-        for principal in FLOW_PRINCIPALS:
-            grant(cluster.bootstrap, principal, SOURCE_ACLS + DESTINATION_ACLS)
-        yield cluster
-    finally:
-        cluster.stop()
+@pytest.fixture(scope="session")
+def sec2(cluster_home, pki) -> Iterator[LocalCluster]:
+    """A second secured cluster like `sec` (plaintext 30092, SASL_SSL 30094, TLS 30095), for what
+    needs an authorizer on both sides (ACL sync); drs may also create and delete ACLs on it."""
+    yield from started_secured(cluster_home, "sec2", 30092, pki, [("CLUSTER", "kafka-cluster", "LITERAL", "ALTER")])
 
 
 @pytest.fixture

@@ -90,6 +90,15 @@ POSITIONS_FROM = ("__consumer_offsets", "admin")
 
 
 @dataclass(frozen=True)
+class AclsConfig:
+    """ACL sync (`acl_mapping`): off unless `enabled`; `write` for an active-active destination."""
+
+    enabled: bool = False
+    write: bool = False
+    interval_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class OffsetsConfig:
     translate: bool = True
     groups: GroupsConfig = GroupsConfig()
@@ -156,6 +165,7 @@ class FlowConfig:
     path: str = "<memory>"
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     drill: DrillConfig = field(default_factory=DrillConfig)
+    acls: AclsConfig = field(default_factory=AclsConfig)
 
     # The filters and the renamer are built once per config; every part of the flow asks for
     # these instead of rebuilding them from the raw patterns.
@@ -269,6 +279,14 @@ def _provenance(r: YamlReader, raw: Any) -> ProvenanceConfig:
     )
 
 
+def _acls(r: YamlReader, raw: Any) -> AclsConfig:
+    a = r.mapping(raw, "acls", {"enabled", "write", "interval"})
+    interval = r.duration_s(a, "interval", "acls", "30s")
+    if interval < 1:
+        raise r.fail("acls.interval", f"{interval:g}s is shorter than 1s")
+    return AclsConfig(r.boolean(a, "enabled", "acls", False), r.boolean(a, "write", "acls", False), interval)
+
+
 def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
     o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination", "positions_from"})
     g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
@@ -330,7 +348,7 @@ def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
     r = YamlReader(path)
     top = r.mapping(
         raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming", "metrics",
-              "drill"},
+              "drill", "acls"},
         required={"source", "destination"},
     )
     source = _cluster(r, top["source"], "source")
@@ -342,7 +360,7 @@ def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
         raise r.fail("name", f"{name!r} may hold only letters, digits, '.', '_' and '-'")
     return FlowConfig(name, source, destination, _topics(r, top.get("topics")), _provenance(r, top.get("provenance")),
                       _offsets(r, top.get("offsets")), _streaming(r, top.get("streaming"), name), path,
-                      read_metrics(r, top.get("metrics")), read_drill(r, top.get("drill")))
+                      read_metrics(r, top.get("metrics")), read_drill(r, top.get("drill")), _acls(r, top.get("acls")))
 
 
 def load_flow(path: str | Path) -> FlowConfig:

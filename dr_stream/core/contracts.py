@@ -27,6 +27,7 @@ TIMESTAMP_HEADER = "__dr_stream_ts"  # transient: set by the record path, moved 
 CONSUMER_TIMESTAMPS_TOPIC = "__consumer_timestamps"  # on the source cluster, one per cluster
 RUNS_TOPIC_PREFIX = "__dr_stream_runs."  # on the destination, one per flow
 LAG_TOPIC_PREFIX = "__dr_stream_lag."  # on the destination, one per flow
+ACLS_TOPIC_PREFIX = "__dr_stream_acls."  # on the destination, one per flow: the ACLs the flow created there
 # Groups and commit metadata.
 LEFT_OUT_GROUP_PREFIX = "dr-stream-left-out."  # on a failback's returning cluster
 SYNC_METADATA_PREFIX = "dr-stream:"  # metadata of every offset commit dr-stream makes
@@ -53,6 +54,45 @@ def runs_topic(flow_name: str) -> str:
 
 def lag_topic(flow_name: str) -> str:
     return LAG_TOPIC_PREFIX + flow_name
+
+
+def acls_topic(flow_name: str) -> str:
+    return ACLS_TOPIC_PREFIX + flow_name
+
+
+# An ACL the flow created on the destination is a record keyed by the ACL itself, these members
+# in this order as a JSON array; removing it from the destination writes a tombstone.
+ACL_MEMBERS = ("resource_type", "name", "pattern", "principal", "host", "operation", "permission")
+
+
+def acl_key(members: Mapping[str, str]) -> bytes:
+    return json.dumps([members[m] for m in ACL_MEMBERS]).encode()
+
+
+def read_acl_key(key: bytes | None) -> dict[str, str] | None:
+    try:
+        values = json.loads(key)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(values, list) or len(values) != len(ACL_MEMBERS) or not all(isinstance(v, str) for v in values):
+        return None
+    return dict(zip(ACL_MEMBERS, values, strict=True))
+
+
+def sync_metadata(flow_name: str, origin_cluster_id: str | None) -> str:
+    """The metadata of an offset commit a flow makes: `dr-stream:<flow>@<cluster.id>`, naming the
+    cluster the position was translated from (a flow name holds no '@'); without one,
+    `dr-stream:<flow>`, as every commit before chains."""
+    return f"{SYNC_METADATA_PREFIX}{flow_name}" + (f"@{origin_cluster_id}" if origin_cluster_id else "")
+
+
+def synced_from(metadata: str) -> str | None:
+    """The cluster.id a dr-stream commit was translated from; "" when it does not say (an older
+    commit, or a command's); None when dr-stream did not make the commit."""
+    if not metadata.startswith(SYNC_METADATA_PREFIX):
+        return None
+    _, _, origin = metadata[len(SYNC_METADATA_PREFIX):].partition("@")
+    return origin
 
 
 def left_out_group(destination_cluster_id: str) -> str:

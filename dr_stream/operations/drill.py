@@ -6,7 +6,8 @@ Reads both clusters and the flow's tables, then judges with `readiness`:
   periodic drill, its `/healthz` rule;
 - topics: every selected source topic exists on the destination under its remote name, with
   the same partition count and, when the flow syncs configs, the same config overrides;
-- acls: not synced by this flow yet, so not judged;
+- acls: with `acls.enabled`, every ACL the source's call for is on the destination and none
+  is left out for want of a mapping (not judged when the flow does not sync ACLs);
 - lag: the oldest record not copied of each topic is younger than the RPO;
 - translation: every selected group committed on the source has a recorded translation of
   each partition, exact, not clamped and current;
@@ -24,15 +25,18 @@ from collections.abc import Callable
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.monitoring_config import DrillConfig
 from dr_stream.kafka import clients
+from dr_stream.kafka.acls import describe_acls
 from dr_stream.kafka.admin import copyable_configs_of, partition_counts
-from dr_stream.kafka.authorization import not_authorized
+from dr_stream.kafka.authorization import NotAuthorized, not_authorized
 from dr_stream.kafka.groups import authorized_operations
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.readiness import (
+    FAIL,
     SKIPPED,
     Check,
     Verdict,
+    acl_check,
     cluster_checks,
     failover_checks,
     flow_check,
@@ -42,6 +46,7 @@ from dr_stream.operations.readiness import (
 )
 from dr_stream.operations.status import replication_lag, source_commits, unreachable
 from dr_stream.positions import TranslationLog
+from dr_stream.replication.acl_sync import wanted_acls
 from dr_stream.replication.lag_history import read_samples
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -61,7 +66,7 @@ def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = N
                                                     ("flow", "topics", "lag", "translation", "failover")]))
     checks.append(flow_health or _flow_running(config))
     checks += _topics(config)
-    checks.append(Check("acls", config.name, SKIPPED, "not synced by this flow"))
+    checks.append(_acls(config))
     lags = [g for g in replication_lag(config, tables) if config.topic_filter.matches(g.topic)]
     checks += lag_checks(lags, limits.rpo_s)
     if not config.offsets.translate:
@@ -92,6 +97,17 @@ def _topics(config: FlowConfig) -> list[Check]:
         ours = copyable_configs_of(dest_admin, [remote[t] for t in present])
         configs = {t: (theirs[t], ours[remote[t]]) for t in present}
     return topic_checks(source, destination, config.renamer, (config.source.alias, config.destination.alias), configs)
+
+
+def _acls(config: FlowConfig) -> Check:
+    if not config.acls.enabled:
+        return Check("acls", config.name, SKIPPED, "not synced by this flow (acls.enabled is false)")
+    try:
+        mapping = wanted_acls(config, clients.admin(config.source))
+        there = describe_acls(clients.admin(config.destination), config.destination)
+    except NotAuthorized as exc:
+        return Check("acls", config.name, FAIL, str(exc))
+    return acl_check(config.name, mapping.wanted, there, mapping.unmappable, config.destination.alias)
 
 
 def _translations(config: FlowConfig, tables: FlowTables, max_age_s: float) -> list[Check]:

@@ -124,6 +124,19 @@ def _configs_check(topic: str, partitions: int, configs: tuple[dict[str, str] | 
     return Check("topics", topic, OK, f"{partitions} partitions, {len(theirs)} config overrides in step")
 
 
+def acl_check(flow: str, wanted: Iterable, there: Iterable, unmappable: Iterable[tuple], destination: str) -> Check:
+    """With `acls.enabled`: every ACL the source's call for (`acl_mapping`) is on the destination,
+    and none is left out for want of a mapping (a principal would lose access at failover)."""
+    missing = sorted(set(wanted) - set(there))
+    problems = [f"not on {destination}: {a.shown()}" for a in missing[:5]]
+    if len(missing) > 5:
+        problems.append(f"and {len(missing) - 5} more not on {destination}")
+    problems += [f"cannot be copied: {a.shown()}: {why}" for a, why in unmappable]
+    if problems:
+        return Check("acls", flow, FAIL, "; ".join(problems))
+    return Check("acls", flow, OK, f"{len(set(wanted))} ACLs in place on {destination}")
+
+
 def lag_checks(lags: Iterable[PartitionLag], rpo_s: float) -> list[Check]:
     """One check per source topic, judged by its most behind partition: a failover now loses
     what is not copied, so the oldest record waiting must be younger than the RPO. A partition

@@ -8,7 +8,8 @@
    back to back on a few records per partition (`trigger_width`).
 2. topics (thread): creates and grows destination topics and follows their configs
    (`topic_sync`); restarts the query when it must subscribe to a new topic. Beside it, the
-   lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics.
+   lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics, and
+   with `acls.enabled` the ACL sync (thread, `acl_sync`) copies topic and group ACLs.
 3. index feed (thread): runs topic -> the live offset index and its Delta table
    (`index.index_feed`).
 4. translate (Spark query, micro-batch in both modes): `__consumer_timestamps` -> each batch's
@@ -53,6 +54,7 @@ from dr_stream.positions import (
     TranslateQuery,
     ensure_consumer_timestamps,
 )
+from dr_stream.replication.acl_sync import AclSync
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import read_left_out
@@ -128,6 +130,7 @@ class ReplicationFlow:
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
                                     config.source, config.destination, sync_configs=topics.sync_configs,
                                     log=self.log)
+        self.acl_sync = AclSync(config, self._source_admin, self._dest_admin, self.log) if config.acls.enabled else None
         self.plan = ReplicationPlan(
             source_cluster_id=self.source_cluster_id, destination_cluster_id=self.destination_cluster_id,
             renamer=config.renamer, header=config.provenance.header, provenance_enabled=config.provenance.enabled,
@@ -227,7 +230,8 @@ class ReplicationFlow:
     def workers(self) -> list[Worker]:
         """The flow's driver threads by name: each runs until the event it is given is set."""
         out: list[Worker] = [("topics", self.follow_topics), ("lag", self.lag_sampler.run)]
-        for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller)):
+        for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller),
+                           ("acls", self.acl_sync)):
             if part is not None:
                 out.append((name, part.run))
         return out

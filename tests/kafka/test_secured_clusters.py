@@ -16,7 +16,7 @@ import yaml
 from dr_stream.core.config import load_flow
 from dr_stream.dev.certificates import STORE_PASSWORD
 from dr_stream.runtime.paths import project_root
-from tests.clusters import DESTINATION_ACLS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS
+from tests.clusters import DESTINATION_ACLS, SEC_PASSWORD_VARIABLE, SOURCE_ACLS, scram
 from tests.flows import running_flow
 from tests.kafka_tools import (
     committed,
@@ -33,19 +33,6 @@ from tests.kafka_tools import (
 )
 
 pytestmark = pytest.mark.integration
-
-SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-
-def scram(pki, password: str = f"${{env:{SEC_PASSWORD_VARIABLE}}}", user: str = "drs", **trust) -> dict[str, str]:
-    """SASL_SSL with SCRAM-SHA-512 as `user`; the CA as a PEM file unless `trust` says otherwise."""
-    return {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": f'{SCRAM} required username="{user}" password="{password}";',
-        **(trust or {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem)}),
-    }
-
 
 def mutual_tls(pki) -> dict[str, str]:
     """TLS with the client certificate CN=drs-client in a PKCS12 keystore, the CA in a JKS truststore."""

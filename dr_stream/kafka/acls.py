@@ -1,0 +1,93 @@
+"""ACLs over the admin API, as the plain `Acl` values the mapping rule works on.
+
+Reading a cluster's ACLs needs DESCRIBE on its CLUSTER resource, creating and deleting them
+ALTER; a refusal is the one `NotAuthorized` line naming both and what they were for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from dr_stream.core.acl_mapping import Acl
+from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka.authorization import denied, not_authorized
+
+# The resource types whose ACLs a flow copies.
+COPIED = ("TOPIC", "GROUP")
+
+
+def _binding(acl: Acl) -> AclBinding:
+    return AclBinding(ResourceType[acl.resource_type], acl.name, ResourcePatternType[acl.pattern], acl.principal,
+                      acl.host, AclOperation[acl.operation], AclPermissionType[acl.permission])
+
+
+def _acl(b: AclBinding) -> Acl:
+    return Acl(b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
+               b.permission_type.name)
+
+
+def _refused(cluster: ClusterConfig, operation: str, purpose: str, exc: KafkaException) -> Exception:
+    if denied(exc):
+        return not_authorized(cluster.alias, cluster.kafka, operation, "CLUSTER kafka-cluster", purpose)
+    return exc
+
+
+def describe_acls(admin: AdminClient, cluster: ClusterConfig, timeout: float = 15.0) -> set[Acl]:
+    """The cluster's topic and group ACLs, literal and prefixed."""
+    out: set[Acl] = set()
+    for kind in COPIED:
+        wanted = AclBindingFilter(ResourceType[kind], None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+        try:
+            found = admin.describe_acls(wanted, request_timeout=timeout).result(timeout=timeout)
+        except KafkaException as exc:
+            raise _refused(cluster, "DESCRIBE", "reading its ACLs for acls: sync", exc) from None
+        out.update(_acl(b) for b in found)
+    return out
+
+
+def create_acls(admin: AdminClient, cluster: ClusterConfig, acls: Iterable[Acl],
+                timeout: float = 15.0) -> dict[Acl, Exception | None]:
+    """Each ACL -> None when created (or already there), else its error."""
+    bindings = {_binding(a): a for a in sorted(set(acls))}
+    if not bindings:
+        return {}
+    out: dict[Acl, Exception | None] = {}
+    for binding, future in admin.create_acls(list(bindings), request_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+            out[bindings[binding]] = None
+        except KafkaException as exc:
+            out[bindings[binding]] = _refused(cluster, "ALTER", "creating ACLs for acls: sync", exc)
+    return out
+
+
+def delete_acls(admin: AdminClient, cluster: ClusterConfig, acls: Iterable[Acl],
+                timeout: float = 15.0) -> dict[Acl, Exception | None]:
+    """Each ACL -> None when deleted (or already gone), else its error; only that exact ACL goes."""
+    filters = {}
+    for a in sorted(set(acls)):
+        b = _binding(a)
+        filters[AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                 b.permission_type)] = a
+    if not filters:
+        return {}
+    out: dict[Acl, Exception | None] = {}
+    for binding_filter, future in admin.delete_acls(list(filters), request_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+            out[filters[binding_filter]] = None
+        except KafkaException as exc:
+            out[filters[binding_filter]] = _refused(cluster, "ALTER", "removing ACLs for acls: sync", exc)
+    return out

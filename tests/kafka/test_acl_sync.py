@@ -1,0 +1,135 @@
+"""ACL sync between two clusters with the standard authorizer: a principal that reads a topic as
+its group on the source does the same on the destination after failover; WRITE stays off a
+replica; what the source no longer grants the destination loses, and only what the flow made."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, KafkaException
+
+from dr_stream.core.acl_mapping import Acl
+from dr_stream.core.config import ClusterConfig, load_flow
+from dr_stream.kafka import clients
+from dr_stream.kafka.acls import describe_acls
+from dr_stream.replication.acl_sync import AclSync
+from tests.clusters import SEC_PASSWORD_VARIABLE, scram
+from tests.flows import running_flow
+from tests.kafka_tools import (
+    committed,
+    consume_and_commit,
+    create_topic,
+    delete_topics,
+    grant,
+    produce,
+    revoke,
+    unique,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def app_consumer(cluster, pki, group: str) -> Consumer:
+    """An application's consumer, as User:app over SASL_SSL."""
+    return Consumer({"bootstrap.servers": cluster.sasl_ssl_bootstrap, "group.id": group,
+                     "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "app",
+                     "sasl.password": os.environ[SEC_PASSWORD_VARIABLE], "ssl.ca.location": str(pki.ca_pem),
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+
+
+def read_as_app(cluster, pki, topic: str, group: str, wanted: int) -> list[int]:
+    """Offsets `group` reads as User:app from its committed position, until `wanted` records or an
+    authorization error (raised)."""
+    consumer = app_consumer(cluster, pki, group)
+    try:
+        consumer.subscribe([topic])
+        offsets: list[int] = []
+        deadline_polls = 300
+        while len(offsets) < wanted and deadline_polls:
+            deadline_polls -= 1
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            offsets.append(msg.offset())
+        return offsets
+    finally:
+        consumer.close()
+
+
+def flow_file(directory: Path, sec, sec2, pki, topic: str) -> str:
+    path = directory / "acl-flow.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "sec-to-sec2-acls",
+        "source": {"alias": "sec", "bootstrap_servers": sec.sasl_ssl_bootstrap, "kafka": scram(pki)},
+        "destination": {"alias": "sec2", "bootstrap_servers": sec2.sasl_ssl_bootstrap, "kafka": scram(pki)},
+        "topics": {"include": [topic.replace(".", r"\.")]},
+        "offsets": {"groups": {"include": ["acl-app-.*"]}},
+        "acls": {"enabled": True, "interval": "1s"},
+        "streaming": {"checkpoint_dir": str(directory / "checkpoints"), "offset_index": str(directory / "index"),
+                      "trigger": "500ms"},
+    }))
+    return str(path)
+
+
+def app_acls(cluster) -> set[Acl]:
+    """User:app's ACLs on the cluster, read on its plaintext (super user) listener."""
+    harness = ClusterConfig(cluster.alias, cluster.bootstrap)
+    return {a for a in describe_acls(clients.admin(harness), harness) if a.principal == "User:app"}
+
+
+def test_a_reader_on_the_source_reads_the_same_topic_and_group_on_the_destination_after_failover(
+        spark, sec, sec2, pki, tmp_path, capsys):
+    topic, group = unique("acl.orders."), unique("acl-app-")
+    prefix = topic.rsplit(".", 1)[0] + "."
+    reads = [("TOPIC", prefix, "PREFIXED", "READ"), ("TOPIC", prefix, "PREFIXED", "DESCRIBE"),
+             ("GROUP", group, "LITERAL", "READ")]
+    native = ("TOPIC", "acl.native", "LITERAL", "DESCRIBE")  # the destination's own: never touched
+    create_topic(sec.bootstrap, topic, partitions=1)
+    grant(sec.bootstrap, "User:app", [*reads, ("TOPIC", topic, "LITERAL", "WRITE")])
+    grant(sec2.bootstrap, "User:app", [native])
+    path = flow_file(tmp_path, sec, sec2, pki, topic)
+    try:
+        produce(sec.bootstrap, topic, ({"value": f"r{i}".encode()} for i in range(100)))
+        assert read_as_app(sec, pki, topic, group, 40)[:1] == [0]  # app reads on the source
+        consume_and_commit(sec.bootstrap, topic, group, {0: 40}, helper=False)
+        with pytest.raises(KafkaException, match="AUTHORIZATION"):  # and not yet on the destination
+            read_as_app(sec2, pki, topic, group, 1)
+
+        with running_flow(spark, load_flow(path)):
+            assert wait_until(lambda: committed(sec2.bootstrap, group, topic, 1) == {0: 40}, 120)
+            expected = {Acl(k, n, p, "User:app", "*", op, "ALLOW") for k, n, p, op in [*reads, native]}
+            assert wait_until(lambda: app_acls(sec2) == expected, 60), app_acls(sec2)
+            out = capsys.readouterr().out
+            assert f"acls: narrowed to sec2: ALLOW User:app WRITE TOPIC {topic}: WRITE left out (acls.write is " \
+                   "off: the copies are a replica)" in out
+            assert f"acls: created on sec2: ALLOW User:app READ TOPIC {prefix} (prefixed)" in out
+            drilled = subprocess.run([sys.executable, "-m", "dr_stream.cli", "drill", "--config", path, "--json"],
+                                     capture_output=True, text=True, timeout=300)
+            [acls] = [c for c in json.loads(drilled.stdout)["checks"] if c["area"] == "acls"]
+            assert acls["state"] == "ok" and acls["detail"].endswith("ACLs in place on sec2"), acls
+
+        # failover: the application, with its usual principal, resumes on the destination
+        assert read_as_app(sec2, pki, topic, group, 60) == list(range(40, 100))
+
+        # the source stops granting the group; a flow started again (a new process) removes
+        # the copy it made, from what it recorded, and leaves the destination's own ACL alone
+        revoke(sec.bootstrap, "User:app", [reads[2]])
+        config = load_flow(path)
+        sync = AclSync(config, clients.admin(config.source), clients.admin(config.destination), log=lambda _: None)
+        done = sync.sync_once()
+        assert done.removed == (Acl("GROUP", group, "LITERAL", "User:app", "*", "READ", "ALLOW"),)
+        assert app_acls(sec2) == {Acl(k, n, p, "User:app", "*", op, "ALLOW") for k, n, p, op in [*reads[:2], native]}
+    finally:
+        revoke(sec.bootstrap, "User:app", [*reads, ("TOPIC", topic, "LITERAL", "WRITE")])
+        revoke(sec2.bootstrap, "User:app", [*reads, native])
+        delete_topics(sec.bootstrap, [topic])
+        delete_topics(sec2.bootstrap, [topic])
