@@ -78,6 +78,10 @@ class ProvenanceConfig:
     enabled: bool = True
     header: str = PROVENANCE_HEADER
     filter_overrides: tuple[FilterOverride, ...] = ()
+    # Copy what the source received from other clusters (their records, and the group positions
+    # dr-stream synced there): a hop of a chain. False in a full mesh, where every cluster gets
+    # each other cluster's own records and groups straight from it.
+    forward: bool = True
 
 
 @dataclass(frozen=True)
@@ -271,11 +275,12 @@ def _topics(r: YamlReader, raw: Any) -> TopicsConfig:
 
 
 def _provenance(r: YamlReader, raw: Any) -> ProvenanceConfig:
-    p = r.mapping(raw, "provenance", {"enabled", "header", "filter_overrides"})
+    p = r.mapping(raw, "provenance", {"enabled", "header", "filter_overrides", "forward"})
     return ProvenanceConfig(
         enabled=r.boolean(p, "enabled", "provenance", True),
         header=r.string(p, "header", "provenance", default=PROVENANCE_HEADER),
         filter_overrides=r.each(p, "filter_overrides", "provenance", lambda v, k: _override(r, v, k)),
+        forward=r.boolean(p, "forward", "provenance", True),
     )
 
 

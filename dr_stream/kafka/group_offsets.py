@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.core.contracts import SYNC_METADATA_PREFIX
+from dr_stream.core.contracts import SYNC_METADATA_PREFIX, synced_from
 from dr_stream.kafka.authorization import not_authorized
 
 Partition = tuple[str, int]
@@ -40,6 +40,15 @@ class Committed:
     @property
     def written_by_dr_stream(self) -> bool:
         return self.metadata.startswith(SYNC_METADATA_PREFIX)
+
+    def taken_by(self, forward_except: str | None) -> bool:
+        """Whether a flow takes this position to translate. A consumer's own commit, always. One
+        dr-stream synced here, only where the flow forwards (`forward_except` is its
+        destination's cluster.id, else None) and it came from elsewhere than that destination,
+        as far as its metadata says: a chain hop passes it on, a position never goes back to the
+        cluster it came from."""
+        origin = synced_from(self.metadata)
+        return origin is None or (forward_except is not None and origin not in ("", forward_except))
 
 
 # What one group's fetch gave: its offsets, or why there are none.

@@ -52,6 +52,7 @@ class Positions:
     rows: list[GroupPosition]
     source_reachable: bool
     origin: str  # where the source positions came from
+    origin_cluster: str | None = None  # the source's cluster.id, as far as known
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,10 @@ class SourcePositions:
     known_ends: dict[tuple[str, int], int]
 
 
-def _live_positions(config: FlowConfig, source_id: str, group_pattern: str) -> SourcePositions:
+def _live_positions(config: FlowConfig, source_id: str, group_pattern: str,
+                    forward_except: str | None) -> SourcePositions:
     commits = current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
-                              group_pattern)
+                              group_pattern, forward_except)
     timestamps = RecordTimestamps(config.source)
     try:
         commits = stamped(commits, timestamps)
@@ -85,18 +87,21 @@ def _recorded_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
                            tables.translations.last_source_ends())
 
 
-def source_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*") -> SourcePositions:
-    """Live from the source when it answers, else the positions the flow last recorded."""
+def source_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
+                     destination_id: str | None = None) -> SourcePositions:
+    """Live from the source when it answers, else the positions the flow last recorded. Live,
+    a flow that forwards (a chain's hop) also takes the positions dr-stream synced to the source
+    from elsewhere than `destination_id`, as its poller does."""
     source_id = reachable_cluster_id(config.source)
     if source_id is None:
         return _recorded_positions(config, tables, group_pattern)
-    return _live_positions(config, source_id, group_pattern)
+    return _live_positions(config, source_id, group_pattern, destination_id if config.provenance.forward else None)
 
 
 def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
                         log: Callable[[str], None] = print) -> Positions:
     destination_id = require_cluster_id(config.destination)
-    found = source_positions(config, tables, group_pattern)
+    found = source_positions(config, tables, group_pattern, destination_id)
     returned = None
     if found.live and maps_back(config):
         returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
@@ -109,13 +114,14 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         translations = translator.translate(found.commits)
     finally:
         translator.close()
-    return Positions([GroupPosition(t, "") for t in translations], found.live, found.origin)
+    return Positions([GroupPosition(t, "") for t in translations], found.live, found.origin, found.origin_cluster)
 
 
 def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", dry_run: bool = False,
              force: bool = False, log: Callable[[str], None] = print) -> Positions:
     positions = translate_positions(config, tables, group_pattern, log)
     translations = [p.translation for p in positions.rows]
-    actions = sync_translations(GroupSync(config.destination, config.name), translations, force, dry_run)
+    sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster)
+    actions = sync_translations(sync, translations, force, dry_run)
     rows = [GroupPosition(t, actions[t.key]) for t in sorted(translations, key=lambda t: t.key)]
-    return Positions(rows, positions.source_reachable, positions.origin)
+    return Positions(rows, positions.source_reachable, positions.origin, positions.origin_cluster)

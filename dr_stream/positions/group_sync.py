@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.core.contracts import SYNC_METADATA_PREFIX
+from dr_stream.core.contracts import sync_metadata
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import Fetched, GroupOffsets
@@ -95,9 +95,10 @@ class GroupSync:
     through librdkafka (`kafka/groups.ConsumerGroupOffsets`: a consumer per group)."""
 
     def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
-                 batched: bool = False) -> None:
+                 batched: bool = False, origin: str | None = None) -> None:
         self.destination = destination
-        self.metadata = f"{SYNC_METADATA_PREFIX}{flow_name}"
+        # names the flow and the cluster the positions were translated from (`contracts.sync_metadata`)
+        self.metadata = sync_metadata(flow_name, origin)
         # how long one group's state, read and write may wait out a moving coordinator
         self.timeout_s = timeout_s
         self.batched = batched

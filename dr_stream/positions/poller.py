@@ -14,10 +14,15 @@ round's in one pass. Rounds never overlap and never come closer than the last on
 (status, failover) run without a JVM and read the same offsets through librdkafka
 (`group_commits`).
 
-Invariants: only groups the flow translates and topics it replicates are reported; a
-position dr-stream itself committed (metadata `dr-stream:...`, written by the flow running
-the other way) is never reported, so two flows can not echo a translation back and forth; a
-group whose offsets could not be read is reported, never taken as having none.
+A position dr-stream itself committed (metadata `dr-stream:<flow>@<cluster.id>`) is taken
+only by a flow that forwards (`provenance.forward`, a hop of a chain) and only when it came
+from elsewhere than that flow's destination; it is handed to the flow's own translation, never
+written to the shared topic, where the flow running back to its origin would read it.
+
+Invariants: only groups the flow translates and topics it replicates are reported; a position
+never goes back to the cluster it was translated from, so two flows can not echo a
+translation back and forth; a group whose offsets could not be read is reported, never taken
+as having none.
 """
 
 from __future__ import annotations
@@ -46,10 +51,12 @@ from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamp
 
 
 def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
-                  group_pattern: str | None = None) -> dict[str, list[GroupCommit] | Exception]:
-    """Each selected group's own committed positions on the replicated topics (timestamps not
-    looked up), or the error that kept them from being read: one group whose coordinator is
-    moving does not hide the others."""
+                  group_pattern: str | None = None, forward_except: str | None = None
+                  ) -> dict[str, list[GroupCommit] | Exception]:
+    """Each selected group's committed positions on the replicated topics that the flow takes
+    (`Committed.taken_by`: the consumers' own, and with `forward_except` those dr-stream synced
+    from elsewhere; timestamps not looked up), or the error that kept them from being read: one
+    group whose coordinator is moving does not hide the others."""
     selected = [g for g in list_groups(admin)
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     if not selected:
@@ -61,15 +68,15 @@ def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilte
         offsets.close()
     return {group: found if isinstance(found, Exception) else
             [GroupCommit(group, topic, partition, committed.offset)
-             for (topic, partition), committed in found.items() if not committed.written_by_dr_stream]
+             for (topic, partition), committed in found.items() if committed.taken_by(forward_except)]
             for group, found in fetched.items()}
 
 
 def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
-                    group_pattern: str | None = None) -> list[GroupCommit]:
+                    group_pattern: str | None = None, forward_except: str | None = None) -> list[GroupCommit]:
     """`group_commits`, all of them or the first group's error (a command reports it and stops)."""
     out = []
-    for found in group_commits(cluster, admin, groups, topics, group_pattern).values():
+    for found in group_commits(cluster, admin, groups, topics, group_pattern, forward_except).values():
         if isinstance(found, Exception):
             raise found
         out.extend(found)
@@ -83,20 +90,25 @@ def stamped(commits: list[GroupCommit], timestamps: RecordTimestamps) -> list[Gr
             for c in commits]
 
 
-def moved_commits(fetched: dict[str, Fetched], topics: TopicFilter,
-                  reported: dict[tuple[str, str, int], int]) -> tuple[list[GroupCommit], dict[str, Exception]]:
-    """One round's fetch -> the consumers' own positions on replicated topics that differ from
-    what was last reported, and the groups whose fetch failed."""
+def moved_commits(fetched: dict[str, Fetched], topics: TopicFilter, reported: dict[tuple[str, str, int], int],
+                  forward_except: str | None = None) -> tuple[list[GroupCommit], dict[str, Exception]]:
+    """One round's fetch -> the positions on replicated topics the flow takes (`group_commits`)
+    that differ from what was last reported, and the groups whose fetch failed."""
     moved, failed = [], {}
     for group, result in sorted(fetched.items()):
         if isinstance(result, Exception):
             failed[group] = result
             continue
         for (topic, partition), committed in sorted(result.items()):
-            if topics.matches(topic) and not committed.written_by_dr_stream \
+            if topics.matches(topic) and committed.taken_by(forward_except) \
                     and reported.get((group, topic, partition)) != committed.offset:
                 moved.append(GroupCommit(group, topic, partition, committed.offset))
     return moved, failed
+
+
+def _synced_here(fetched: dict[str, Fetched]) -> set[tuple[str, str, int]]:
+    return {(group, topic, partition) for group, found in fetched.items() if not isinstance(found, Exception)
+            for (topic, partition), committed in found.items() if committed.written_by_dr_stream}
 
 
 @dataclass
@@ -115,6 +127,8 @@ class CommittedOffsetPoller:
     # told each round's moved positions before they are written to the topic (the flow's translate
     # loop takes them from here rather than after the write and its read back)
     on_stamped: Callable[[list[GroupCommit]], None] = lambda commits: None
+    # the destination's cluster.id when the flow forwards positions dr-stream synced here (a chain)
+    forward_except: str | None = None
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
     errors: int = 0
     pace: LoopPace = field(init=False)
@@ -146,11 +160,18 @@ class CommittedOffsetPoller:
             self._positions.close()
             self._positions = AdminPositions(self.source, self.groups)
             selected, fetched = self._positions.read(True)
-        moved, unread = moved_commits(fetched, self.topics, self.reported)
+        moved, unread = moved_commits(fetched, self.topics, self.reported, self.forward_except)
         self._failures.round({g: str(exc) for g, exc in unread.items()}, fetched)
         commits = stamped(moved, self._timestamps)
         if commits:
             self.on_stamped(commits)
+        # What dr-stream synced here is this flow's alone to pass on: on the source's shared
+        # topic, the flow running back to where it came from would read it too.
+        synced = _synced_here(fetched)
+        passed_on = [c for c in commits if c.key in synced]
+        commits = [c for c in commits if c.key not in synced]
+        for c in passed_on:
+            self.reported[c.key] = c.offset
         delivered: list[GroupCommit] = []
         failed: list[str] = []
 

@@ -59,15 +59,17 @@ class TranslateQuery:
 
     @classmethod
     def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
-           log: Callable[[str], None]) -> TranslateQuery:
-        """The flow's translation through its live offset index (`locate`), and its query."""
+           log: Callable[[str], None], origin: str | None = None) -> TranslateQuery:
+        """The flow's translation through its live offset index (`locate`), and its query; its
+        commits name `origin`, the source's cluster.id."""
         returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
                                       returned=returned)
         translation = LiveTranslation(
             translator=translator, record=TranslationLog(config.streaming.translations, spark=spark),
-            sync=GroupSync(config.destination, config.name, batched=True) if config.offsets.sync_to_destination
+            sync=GroupSync(config.destination, config.name, batched=True, origin=origin)
+            if config.offsets.sync_to_destination
             else None,
             groups=config.group_filter, topics=config.topic_filter, log=log,
         )

@@ -135,6 +135,7 @@ class ReplicationFlow:
             source_cluster_id=self.source_cluster_id, destination_cluster_id=self.destination_cluster_id,
             renamer=config.renamer, header=config.provenance.header, provenance_enabled=config.provenance.enabled,
             filter_overrides=config.provenance.filter_overrides, preserve_partitions=topics.preserve_partitions,
+            forward=config.provenance.forward,
         )
         if not topics.preserve_partitions or not config.provenance.enabled:
             self.log("warning: exactly-once after a crash needs preserve_partitions and provenance; "
@@ -151,7 +152,9 @@ class ReplicationFlow:
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
                                             positions_from=config.offsets.positions_from,
                                             on_round=partial(self.metrics.loop_round, "poller"),
-                                            on_stamped=self.translate_loop.offer) \
+                                            on_stamped=self.translate_loop.offer,
+                                            forward_except=self.destination_cluster_id if config.provenance.forward
+                                            else None) \
             if self.translate_loop else None
         if self.feed is not None:
             self.feed.on_runs = self.metrics.runs_published
@@ -217,7 +220,8 @@ class ReplicationFlow:
             return None
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
-        query = TranslateQuery.of(self.spark, config, self.feed.locate, self.destination_cluster_id, self.log)
+        query = TranslateQuery.of(self.spark, config, self.feed.locate, self.destination_cluster_id, self.log,
+                                  origin=self.source_cluster_id)
         query.resume()
         return query
 

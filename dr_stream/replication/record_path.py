@@ -42,6 +42,8 @@ class ReplicationPlan:
     provenance_enabled: bool = True
     filter_overrides: Sequence[FilterOverride] = ()
     preserve_partitions: bool = True
+    # False in a full mesh: a record that came from any other cluster is not copied (`cycle`)
+    forward: bool = True
 
 
 def cycle_bits(plan: ReplicationPlan) -> Column:
@@ -50,7 +52,7 @@ def cycle_bits(plan: ReplicationPlan) -> Column:
     if not plan.provenance_enabled:
         return F.lit(0)
     return cycle_flags(plan.header, plan.destination_cluster_id, remote_topic(plan.renamer, F.col("topic")),
-                       plan.filter_overrides)
+                       plan.filter_overrides, plan.forward)
 
 
 def _bit(flags: Column, bit: int) -> Column:
@@ -58,7 +60,8 @@ def _bit(flags: Column, bit: int) -> Column:
 
 
 def cycle(plan: ReplicationPlan) -> Column:
-    """True when the record came from the destination topic, so copying it would loop."""
+    """True when the record came from the destination topic, so copying it would loop (without
+    `forward`: when it came from any other cluster)."""
     return _bit(cycle_bits(plan), CYCLE)
 
 

@@ -69,14 +69,15 @@ MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
 
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
-                overrides: Sequence[FilterOverride] = ()) -> Column:
+                overrides: Sequence[FilterOverride] = (), forward: bool = True) -> Column:
     """`CYCLE | MALFORMED_BITS` of a record, read by dr-stream's Java rule
     (`io.drstream.spark.CycleRule`) from the record's own headers with `destination_topic` (a
     column of the record), and only for a record with a header under the provenance key (0 for
     the others, every record of an active-passive flow). CYCLE: an entry names the destination's
     cluster.id and topic and no filter override lets it through (an override matches the entry's
     cluster and topic regexes and its copy time is within [from_ms, to_ms], an open end being
-    unbounded). MALFORMED_BITS: a value under the key is no entry (it is still copied)."""
+    unbounded); without `forward`, any entry not let through. MALFORMED_BITS: a value under the
+    key is no entry (it is still copied)."""
     jvm = SparkContext._active_spark_context._jvm
     rule_class = jvm.io.drstream.spark.CycleRule
     gateway = SparkContext._active_spark_context._gateway
@@ -88,7 +89,7 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
         clusters[i], topics[i] = override.cluster, override.topic
         froms[i] = override.from_ms if override.from_ms is not None else -(2**63)
         tos[i] = override.to_ms if override.to_ms is not None else 2**63 - 1
-    rule = rule_class(header, destination_cluster_id, rule_class.overrides(clusters, topics, froms, tos))
+    rule = rule_class(header, destination_cluster_id, rule_class.overrides(clusters, topics, froms, tos), forward)
     headers = headers_or_empty(F.col("headers"))
     flags = JvmColumn(_record_path_columns().cycleFlags(rule, headers["key"]._jc, headers["value"]._jc,
                                                        destination_topic._jc))

@@ -108,3 +108,22 @@ def test_a_round_of_many_groups_spread_over_several_writing_clients_commits_ever
         for group in groups:
             delete_group(admin(dc1.bootstrap), group)
         delete_topics(dc1.bootstrap, [topic])
+
+
+def test_a_commit_names_the_cluster_its_position_was_translated_from():
+    from dr_stream.core.contracts import sync_metadata, synced_from
+
+    assert sync_metadata("dc1-to-dc2", "ID1") == "dr-stream:dc1-to-dc2@ID1"
+    assert synced_from("dr-stream:dc1-to-dc2@ID1") == "ID1"
+    assert synced_from("dr-stream:dc1-to-dc2") == ""  # before chains: origin unknown
+    assert synced_from("app metadata") is None
+
+
+def test_a_position_dr_stream_synced_is_passed_on_only_forward_and_never_back_where_it_came_from():
+    own, from_dc1, unknown = Committed(5, "app"), Committed(5, "dr-stream:dc1-to-dc2@DC1"), Committed(5, "dr-stream:x")
+    # the dc2 -> dc3 flow of a chain forwards (its destination is DC3)
+    assert [c.taken_by("DC3") for c in (own, from_dc1, unknown)] == [True, True, False]
+    # the dc2 -> dc1 flow of an active-active pair: never back to dc1
+    assert [c.taken_by("DC1") for c in (own, from_dc1, unknown)] == [True, False, False]
+    # a flow that does not forward (a mesh) takes only consumers' own commits
+    assert [c.taken_by(None) for c in (own, from_dc1, unknown)] == [True, False, False]

@@ -127,6 +127,22 @@ def test_a_provenance_value_that_is_no_entry_is_malformed_and_never_fails_the_ro
     assert bits == (2 if malformed else 0)
 
 
+@pytest.mark.parametrize(
+    ("headers", "overrides", "copied"),
+    [
+        ([], (), True),  # produced on the source itself
+        ([prov("THIRD")], (), False),
+        ([prov("THIRD"), prov("SRC")], (), False),
+        ([prov("THIRD")], (FilterOverride("THIRD", "orders", None, None),), True),
+        ([("__replicator_id", b"garbage")], (), True),  # malformed = no provenance
+    ],
+)
+def test_a_flow_that_does_not_forward_copies_only_the_sources_own_records(spark, headers, overrides, copied):
+    plan = ReplicationPlan("SRC", "DEST", filter_overrides=overrides, forward=False)
+    df = kafka_rows(spark, headers).transform(mark_cycles(plan))
+    assert df.select(CYCLE_COLUMN).first()[0] is (not copied)
+
+
 def test_a_record_with_one_entry_from_the_destination_among_several_hops_is_a_cycle(spark):
     plan = ReplicationPlan("SRC", "DEST")
     df = kafka_rows(spark, [prov("THIRD"), ("app", b"1"), prov("DEST"), ("__replicator_id", b"junk")])

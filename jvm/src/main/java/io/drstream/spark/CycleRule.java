@@ -14,7 +14,10 @@ import scala.collection.Seq;
  * that names the destination's cluster.id and topic makes the record a cycle, unless a filter
  * override lets it through: the entry's cluster and topic fully match the override's regular
  * expressions and its copy time lies within the override's bounds (inclusive; an entry without a
- * time counts as -1). A value that is no entry makes the record malformed; it is still copied.
+ * time counts as -1). A flow that does not forward (a full mesh, where every cluster gets each
+ * other cluster's own records straight from it) takes any entry as a cycle, under the same
+ * overrides: the record came from another cluster. A value that is no entry makes the record
+ * malformed; it is still copied.
  *
  * <p>A Spark SQL function of the record path (UDF3: header keys, header values, destination
  * topic -> {@link #CYCLE} | {@link #MALFORMED} bits), compiled into the path's generated code,
@@ -37,11 +40,17 @@ public final class CycleRule implements UDF3<Seq<String>, Seq<byte[]>, String, I
   private final String header;
   private final String destinationClusterId;
   private final FilterOverride[] overrides;
+  private final boolean forward;
 
   public CycleRule(String header, String destinationClusterId, FilterOverride[] overrides) {
+    this(header, destinationClusterId, overrides, true);
+  }
+
+  public CycleRule(String header, String destinationClusterId, FilterOverride[] overrides, boolean forward) {
     this.header = header;
     this.destinationClusterId = destinationClusterId;
     this.overrides = overrides.clone();
+    this.forward = forward;
   }
 
   /** The overrides as Python hands them over: parallel arrays, open bounds as Long.MIN/MAX_VALUE. */
@@ -71,7 +80,7 @@ public final class CycleRule implements UDF3<Seq<String>, Seq<byte[]>, String, I
       ProvenanceEntry entry = ProvenanceEntry.parse(values.apply(i));
       if (entry == null) {
         flags |= MALFORMED;
-      } else if (entry.cluster().equals(destinationClusterId) && entry.topic().equals(destinationTopic)
+      } else if ((!forward || entry.cluster().equals(destinationClusterId) && entry.topic().equals(destinationTopic))
           && !allowed(entry)) {
         flags |= CYCLE;
       }
