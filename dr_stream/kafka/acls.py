@@ -63,14 +63,8 @@ def create_acls(admin: AdminClient, cluster: ClusterConfig, acls: Iterable[Acl],
     bindings = {_binding(a): a for a in sorted(set(acls))}
     if not bindings:
         return {}
-    out: dict[Acl, Exception | None] = {}
-    for binding, future in admin.create_acls(list(bindings), request_timeout=timeout).items():
-        try:
-            future.result(timeout=timeout)
-            out[bindings[binding]] = None
-        except KafkaException as exc:
-            out[bindings[binding]] = _refused(cluster, "ALTER", "creating ACLs for acls: sync", exc)
-    return out
+    futures = admin.create_acls(list(bindings), request_timeout=timeout)
+    return _outcomes(futures, bindings, cluster, "creating ACLs for acls: sync", timeout)
 
 
 def delete_acls(admin: AdminClient, cluster: ClusterConfig, acls: Iterable[Acl],
@@ -83,11 +77,18 @@ def delete_acls(admin: AdminClient, cluster: ClusterConfig, acls: Iterable[Acl],
                                  b.permission_type)] = a
     if not filters:
         return {}
+    futures = admin.delete_acls(list(filters), request_timeout=timeout)
+    return _outcomes(futures, filters, cluster, "removing ACLs for acls: sync", timeout)
+
+
+def _outcomes(futures: dict, acls: dict, cluster: ClusterConfig, purpose: str,
+              timeout: float) -> dict[Acl, Exception | None]:
+    """Each request's ACL -> None when the cluster did it, else its error (a refusal as one line)."""
     out: dict[Acl, Exception | None] = {}
-    for binding_filter, future in admin.delete_acls(list(filters), request_timeout=timeout).items():
+    for request, future in futures.items():
         try:
             future.result(timeout=timeout)
-            out[filters[binding_filter]] = None
+            out[acls[request]] = None
         except KafkaException as exc:
-            out[filters[binding_filter]] = _refused(cluster, "ALTER", "removing ACLs for acls: sync", exc)
+            out[acls[request]] = _refused(cluster, "ALTER", purpose, exc)
     return out
