@@ -180,7 +180,7 @@ def mirror_maker(properties: Path, log_file: Path, heap: str = "2G", jvm_options
                  ) -> Replicator:
     # Heap as in Kafka's connect-mirror-maker.sh; the driver of dr-stream gets 2g too.
     # Its own log4j configuration writes INFO to the log file: without one, Kafka's jars log nothing.
-    logging = [f"-Dlog4j.configuration=file:{project_root() / 'bench' / 'mm2-log4j.properties'}",
+    logging = [f"-Dlog4j2.configurationFile={project_root() / 'bench' / 'mm2-log4j2.properties'}",
                f"-Dbench.mm2.log={log_file}"]
     command = ["java", "-Xms256M", f"-Xmx{heap}", "-XX:+UseG1GC", *(jvm_options or []), *logging,
                "-cp", kafka_classpath(),

@@ -8,8 +8,9 @@ from pathlib import Path
 from dr_stream.dev.clusters import LocalCluster
 
 
-def started_cluster(home: Path, alias: str, port: int) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(alias, port, home / alias)
+def started_cluster(home: Path, alias: str, port: int, compat: bool = False) -> Iterator[LocalCluster]:
+    """A plaintext cluster on the current Kafka (`compat`: on the last 3.x release)."""
+    cluster = LocalCluster(alias, port, home / alias, compat=compat)
     cluster.start()
     try:
         yield cluster

@@ -25,7 +25,7 @@ from tests.clusters import started_cluster, started_secured
 
 # Fixtures that start a JVM (Spark) or a broker: a test that asks for one is an integration test
 # whether or not its module says so, and `make unit` (-m "not integration") never starts either.
-STARTS_INFRASTRUCTURE = {"spark", "dc1", "dc2", "dc3", "sec", "sec2", "pki"}
+STARTS_INFRASTRUCTURE = {"spark", "dc1", "dc2", "dc3", "dc39", "sec", "sec2", "pki"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -78,6 +78,12 @@ def dc2(cluster_home) -> Iterator[LocalCluster]:
 @pytest.fixture(scope="session")
 def dc3(cluster_home) -> Iterator[LocalCluster]:
     yield from started_cluster(cluster_home, "dc3", 23092)
+
+
+@pytest.fixture(scope="session")
+def dc39(cluster_home) -> Iterator[LocalCluster]:
+    """A Kafka 3.9 cluster (`kafka-broker-compat`), for the compatibility test."""
+    yield from started_cluster(cluster_home, "dc39", 31092, compat=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Local single-node KRaft clusters for development, the demo and the tests.
 
-Each cluster is one `kafka.Kafka` JVM started from the jars in `.cache/jars/kafka`, with its
+Each cluster is one `kafka.Kafka` JVM started from the jars in `.cache/jars/kafka` (Kafka 4.x;
+`compat`: `.cache/jars/kafka-compat`, the last 3.x release), with its
 data, logs, config and PID file under one directory. Invariants: `start` is idempotent
 (a running cluster is left alone), it returns only once the broker answers metadata
 requests, and `stop` signals exactly the PID it started, never a process found by name.
@@ -20,7 +21,7 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.dev.certificates import STORE_PASSWORD, Pki
 from dr_stream.dev.processes import running_pid, stop_pid
 from dr_stream.kafka import clients
-from dr_stream.runtime.jvm import kafka_classpath
+from dr_stream.runtime.jvm import kafka_classpath, kafka_logs_through_log4j1
 from dr_stream.runtime.paths import cache_dir
 
 _BROKER_SETTINGS = {
@@ -97,6 +98,8 @@ class LocalCluster:
     home: Path
     secured: Secured | None = None
     overrides: tuple[tuple[str, str], ...] = ()
+    # the last 3.x broker (`kafka-broker-compat`) instead of the current one
+    compat: bool = False
 
     @property
     def bootstrap(self) -> str:
@@ -150,24 +153,35 @@ class LocalCluster:
         }
         config = self.home / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        log = self.home / "logs" / "server.log"
         (self.home / "log4j.properties").write_text(
             "log4j.rootLogger=INFO, file\n"
             "log4j.appender.file=org.apache.log4j.RollingFileAppender\n"
-            f"log4j.appender.file.File={self.home / 'logs' / 'server.log'}\n"
+            f"log4j.appender.file.File={log}\n"
             "log4j.appender.file.MaxFileSize=20MB\n"
             "log4j.appender.file.MaxBackupIndex=2\n"
             "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
             "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
             "log4j.logger.kafka=INFO\nlog4j.logger.org.apache.kafka=INFO\n"
         )
+        # Kafka 4 logs through log4j 2: the same file, size and pattern.
+        (self.home / "log4j2.properties").write_text(
+            "rootLogger.level=INFO\nrootLogger.appenderRef.file.ref=file\n"
+            f"appender.file.type=RollingFile\nappender.file.name=file\nappender.file.fileName={log}\n"
+            f"appender.file.filePattern={log}.%i\n"
+            "appender.file.layout.type=PatternLayout\nappender.file.layout.pattern=[%d] %p %m (%c)%n\n"
+            "appender.file.policies.type=Policies\nappender.file.policies.size.type=SizeBasedTriggeringPolicy\n"
+            "appender.file.policies.size.size=20MB\n"
+            "appender.file.strategy.type=DefaultRolloverStrategy\nappender.file.strategy.max=2\n"
+        )
         return config
 
     def _java(self, main: str, *args: str) -> list[str]:
-        return [
-            "java", "-Xms256m", "-Xmx512m", "-XX:+UseG1GC",
-            f"-Dlog4j.configuration=file:{self.home / 'log4j.properties'}",
-            "-cp", kafka_classpath(), main, *args,
-        ]
+        logging = (f"-Dlog4j.configuration=file:{self.home / 'log4j.properties'}"
+                   if kafka_logs_through_log4j1(self.compat)
+                   else f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}")
+        return ["java", "-Xms256m", "-Xmx512m", "-XX:+UseG1GC", logging,
+                "-cp", kafka_classpath(self.compat), main, *args]
 
     def start(self, timeout: float = 90.0) -> None:
         if self.is_running():

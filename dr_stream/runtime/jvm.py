@@ -9,8 +9,10 @@ Maven Central with Maven:
 * `spark`: Spark's Kafka connector and Delta, added to Spark's classpath. Fetched
   *without* transitive dependencies, because pyspark already ships Scala, Jackson,
   Hadoop and the compression codecs and a second copy on the classpath breaks it.
-* `kafka`: the Apache Kafka broker and MirrorMaker 2 with all their dependencies,
-  run as plain `java -cp` processes for the local clusters.
+* `kafka`: the Apache Kafka broker (4.x) and MirrorMaker 2 with all their dependencies,
+  run as plain `java -cp` processes for the local clusters; `kafka-compat` the same at the
+  last 3.x release, for the compatibility test. The Kafka *client* of Spark's connector is a
+  pin of its own (`kafka`), which jvm/ is built against.
 * `hadoop`: Hadoop's mini-cluster (HDFS and YARN in one JVM) for `dr-stream dev yarn`, at the
   Hadoop version pyspark's own client jars carry, so the cluster speaks the client's protocol.
 
@@ -41,6 +43,8 @@ class JvmPins:
     spark_token_provider: str
     delta: str
     kafka: str
+    kafka_broker: str
+    kafka_broker_compat: str
     commons_pool2: str
     hadoop: str
 
@@ -59,6 +63,8 @@ class JvmPins:
             spark_token_provider=table["spark-token-provider"],
             delta=table["delta"],
             kafka=table["kafka"],
+            kafka_broker=table["kafka-broker"],
+            kafka_broker_compat=table["kafka-broker-compat"],
             commons_pool2=table["commons-pool2"],
             hadoop=table["hadoop"],
         )
@@ -74,13 +80,13 @@ class JvmPins:
             f"io.delta:delta-storage:{self.delta}",
         ]
 
-    def kafka_artifacts(self) -> list[str]:
-        return [
-            f"org.apache.kafka:kafka_{self.scala}:{self.kafka}",
-            f"org.apache.kafka:connect-mirror:{self.kafka}",
-            # Kafka 3.x logs through slf4j 1.7 + reload4j, as its own distribution does.
-            "org.slf4j:slf4j-reload4j:1.7.36",
-        ]
+    def kafka_artifacts(self, version: str) -> list[str]:
+        """A broker and MirrorMaker 2 at `version`, with the logging its own distribution ships:
+        log4j 2 from Kafka 4, slf4j 1.7 + reload4j before."""
+        logging = (["org.slf4j:slf4j-reload4j:1.7.36"] if uses_log4j1(version) else
+                   ["org.apache.logging.log4j:log4j-slf4j-impl:2.24.3", "org.apache.logging.log4j:log4j-core:2.24.3"])
+        return [f"org.apache.kafka:kafka_{self.scala}:{version}", f"org.apache.kafka:connect-mirror:{version}",
+                *logging]
 
     def hadoop_artifacts(self) -> list[str]:
         return [
@@ -92,6 +98,10 @@ class JvmPins:
             "org.bouncycastle:bcpkix-jdk18on:1.82",
             "org.slf4j:slf4j-reload4j:1.7.36",
         ]
+
+
+def uses_log4j1(kafka_version: str) -> bool:
+    return int(kafka_version.split(".")[0]) < 4
 
 
 def jar_dir(name: str) -> Path:
@@ -222,7 +232,8 @@ def setup_jars() -> None:
     pins = JvmPins.load()
     check_pyspark_matches(pins)
     fetched = fetch("spark", pins.spark_artifacts(), transitive=False)
-    fetched |= fetch("kafka", pins.kafka_artifacts(), transitive=True)
+    fetched |= fetch("kafka", pins.kafka_artifacts(pins.kafka_broker), transitive=True)
+    fetched |= fetch("kafka-compat", pins.kafka_artifacts(pins.kafka_broker_compat), transitive=True)
     fetched |= fetch("hadoop", pins.hadoop_artifacts(), transitive=True)
     fetched |= build_own_jar(pins)
     if not fetched:
@@ -265,8 +276,14 @@ def _classpath(*names: str) -> str:
     return ":".join(str(j) for j in _jars(*names))
 
 
-def kafka_classpath() -> str:
-    return _classpath("kafka")
+def kafka_classpath(compat: bool = False) -> str:
+    """The brokers' and MirrorMaker 2's classpath (`compat`: the 3.x brokers')."""
+    return _classpath("kafka-compat" if compat else "kafka")
+
+
+def kafka_logs_through_log4j1(compat: bool = False) -> bool:
+    """Whether those jars log through log4j 1 (reload4j), which reads `log4j.configuration`."""
+    return any(jar.name.startswith("slf4j-reload4j") for jar in _jars("kafka-compat" if compat else "kafka"))
 
 
 def hadoop_classpath() -> str:
