@@ -96,10 +96,14 @@ class AclSync:
         if not acls:
             return
         producer = clients.producer(self.config.destination)
-        for acl in sorted(acls):
-            key = acl_key(asdict(acl))
-            producer.produce(self.topic, key=key, value=key if created else None)
-        if producer.flush(30):
+        try:
+            for acl in sorted(acls):
+                key = acl_key(asdict(acl))
+                producer.produce(self.topic, key=key, value=key if created else None)
+            unsent = producer.flush(30)
+        finally:
+            producer.close()
+        if unsent:
             raise RuntimeError(f"{self.config.destination.alias}: {self.topic}: the record of the flow's ACLs "
                                "was not written within 30 s")
         if created:
