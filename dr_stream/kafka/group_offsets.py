@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.core.contracts import SYNC_METADATA_PREFIX, synced_from
+from dr_stream.core.contracts import synced_from
 from dr_stream.kafka.authorization import not_authorized
 
 Partition = tuple[str, int]
@@ -39,7 +39,7 @@ class Committed:
 
     @property
     def written_by_dr_stream(self) -> bool:
-        return self.metadata.startswith(SYNC_METADATA_PREFIX)
+        return synced_from(self.metadata) is not None
 
     def taken_by(self, forward_except: str | None) -> bool:
         """Whether a flow takes this position to translate. A consumer's own commit, always. One
