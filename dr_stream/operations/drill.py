@@ -22,6 +22,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from confluent_kafka.admin import AdminClient
+
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.monitoring_config import DrillConfig
 from dr_stream.kafka import clients
@@ -32,6 +34,7 @@ from dr_stream.kafka.groups import authorized_operations
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.readiness import (
+    AREAS,
     FAIL,
     SKIPPED,
     Check,
@@ -62,11 +65,11 @@ def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = N
     checks = cluster_checks((config.source.alias, config.destination.alias), down)
     if down:
         why = f"{' and '.join(down)} does not answer"
-        return Verdict(config.name, tuple(checks + [Check(area, config.name, SKIPPED, why) for area in
-                                                    ("flow", "topics", "lag", "translation", "failover")]))
+        return Verdict(config.name, tuple(checks + [Check(area, config.name, SKIPPED, why) for area in AREAS[1:]]))
     checks.append(flow_health or _flow_running(config))
-    checks += _topics(config)
-    checks.append(_acls(config))
+    source, destination = clients.admin(config.source), clients.admin(config.destination)
+    checks += _topics(config, source, destination)
+    checks.append(_acls(config, source, destination))
     lags = [g for g in replication_lag(config, tables) if config.topic_filter.matches(g.topic)]
     checks += lag_checks(lags, limits.rpo_s)
     if not config.offsets.translate:
@@ -74,7 +77,7 @@ def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = N
                    for area in ("translation", "failover")]
     else:
         checks += _translations(config, tables, limits.max_translation_age_s)
-        checks += _failover(config, tables, log)
+        checks += _failover(config, tables, destination, log)
     return Verdict(config.name, tuple(checks))
 
 
@@ -85,8 +88,7 @@ def _flow_running(config: FlowConfig) -> Check:
     return flow_check(config.name, samples[-1].at_ms if samples else None, now, window)
 
 
-def _topics(config: FlowConfig) -> list[Check]:
-    source_admin, dest_admin = clients.admin(config.source), clients.admin(config.destination)
+def _topics(config: FlowConfig, source_admin: AdminClient, dest_admin: AdminClient) -> list[Check]:
     source = {t: n for t, n in partition_counts(source_admin).items() if config.topic_filter.matches(t)}
     destination = partition_counts(dest_admin)
     configs = None
@@ -99,12 +101,12 @@ def _topics(config: FlowConfig) -> list[Check]:
     return topic_checks(source, destination, config.renamer, (config.source.alias, config.destination.alias), configs)
 
 
-def _acls(config: FlowConfig) -> Check:
+def _acls(config: FlowConfig, source: AdminClient, destination: AdminClient) -> Check:
     if not config.acls.enabled:
         return Check("acls", config.name, SKIPPED, "not synced by this flow (acls.enabled is false)")
     try:
-        mapping = wanted_acls(config, clients.admin(config.source))
-        there = describe_acls(clients.admin(config.destination), config.destination)
+        mapping = wanted_acls(config, source)
+        there = describe_acls(destination, config.destination)
     except NotAuthorized as exc:
         return Check("acls", config.name, FAIL, str(exc))
     return acl_check(config.name, mapping.wanted, there, mapping.unmappable, config.destination.alias)
@@ -119,16 +121,20 @@ def _translations(config: FlowConfig, tables: FlowTables, max_age_s: float) -> l
     checks = translation_checks(tables.translations.latest(), commits, now, max_age_s)
     if any(c.failed for c in checks):  # read again, past the snapshot the tables keep for one command
         time.sleep(SETTLE_S)
-        again = TranslationLog(tables.translations.path, DeltaReads(tables.translations.reads.spark))
+        reads = tables.translations.reads
+        again = TranslationLog(tables.translations.path, DeltaReads(reads.spark, reads.log))
         checks = translation_checks(again.latest(), commits, now, max_age_s)
     return checks
 
 
-def _failover(config: FlowConfig, tables: FlowTables, log: Callable[[str], None]) -> list[Check]:
+def _failover(config: FlowConfig, tables: FlowTables, destination: AdminClient,
+              log: Callable[[str], None]) -> list[Check]:
     positions = failover(config, tables, dry_run=True, log=log)
+    if not positions.rows:
+        return [Check("failover", config.name, SKIPPED, f"no selected group to move from {config.source.alias}")]
     groups = sorted({p.translation.group for p in positions.rows})
     refused = {}
-    for group, found in authorized_operations(clients.admin(config.destination), groups).items():
+    for group, found in authorized_operations(destination, groups).items():
         # An empty set is a broker that did not say (the group unknown to it): not judged.
         if isinstance(found, set) and found and "READ" not in found:
             refused[group] = str(not_authorized(config.destination.alias, config.destination.kafka, "READ",

@@ -15,10 +15,8 @@ from collections.abc import Callable
 from dr_stream.core.config import FlowConfig
 from dr_stream.operations.drill import drill
 from dr_stream.operations.flow_tables import FlowTables
-from dr_stream.operations.readiness import Verdict, health_check
+from dr_stream.operations.readiness import AREAS, Verdict, health_check
 from dr_stream.replication.flow_metrics import FlowMetrics
-
-AREAS = ("clusters", "flow", "topics", "acls", "lag", "translation", "failover")
 
 
 class DrillSchedule:

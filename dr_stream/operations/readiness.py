@@ -25,7 +25,9 @@ EXACT_METHODS = frozenset({"exact", "next", "returned", "waiting"})
 # What a dry run of failover may say of a partition for the group to move when it is real.
 MOVABLE_ACTIONS = frozenset({"would commit", "unchanged"})
 
-Partition = tuple[str, int]
+# Every area a drill checks, in the order it reports them.
+AREAS = ("clusters", "flow", "topics", "acls", "lag", "translation", "failover")
+
 GroupPartition = tuple[str, str, int]
 
 
