@@ -42,6 +42,15 @@ _BROKER_SETTINGS = {
     "log.retention.check.interval.ms": "60000",
 }
 
+# Kafka 4's share groups keep their state in an internal topic of their own, by default with 3
+# replicas and 50 partitions: on one broker it could never be created and every share-group
+# request would time out. The 3.x brokers have no share groups.
+_SHARE_STATE_SETTINGS = {
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "share.coordinator.state.topic.num.partitions": "4",
+}
+
 
 def _port_open(port: int) -> bool:
     try:
@@ -144,6 +153,7 @@ class LocalCluster:
         data = self.home / "data"
         settings = {
             **_BROKER_SETTINGS,
+            **({} if self.compat else _SHARE_STATE_SETTINGS),
             "controller.quorum.voters": f"1@127.0.0.1:{self.port + 1}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.port + 1}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
