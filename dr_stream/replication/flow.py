@@ -64,6 +64,7 @@ from dr_stream.replication.resume import Resume, resume_marks
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
+from dr_stream.runtime.session import in_pool
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 
 Worker = tuple[str, Callable[[threading.Event], None]]
@@ -226,7 +227,7 @@ class ReplicationFlow:
         return query
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
-        out = [(self.config.replicate_query, self._in_pool("replicate", self.start))]
+        out = [(self.config.replicate_query, in_pool(self.spark, "replicate", self.start))]
         if self.translate_query is not None:
             out.append((self.config.translate_query, self.translate_query.start))
         return out
@@ -239,19 +240,6 @@ class ReplicationFlow:
             if part is not None:
                 out.append((name, part.run))
         return out
-
-    def _in_pool(self, pool: str, start: Callable[[], StreamingQuery]) -> Callable[[], StreamingQuery]:
-        """A query's jobs run in the scheduler pool set on the thread that starts it (session.py)."""
-
-        def started() -> StreamingQuery:
-            context = self.spark.sparkContext
-            context.setLocalProperty("spark.scheduler.pool", pool)
-            try:
-                return start()
-            finally:
-                context.setLocalProperty("spark.scheduler.pool", None)
-
-        return started
 
     def start(self) -> StreamingQuery:
         """Starts the replicate query, its topics on the destination first.

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.runtime.jvm import local_file_system_jar, spark_jars
 from dr_stream.runtime.paths import cache_dir
@@ -101,6 +102,21 @@ def scheduler_pools() -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_POOLS)
     return str(path)
+
+
+def in_pool(spark: SparkSession, pool: str, start: Callable[[], StreamingQuery]) -> Callable[[], StreamingQuery]:
+    """`start`, with the jobs of the query it starts in scheduler pool `pool`: a query's jobs run
+    in the pool set on the thread that starts it."""
+
+    def started() -> StreamingQuery:
+        context = spark.sparkContext
+        context.setLocalProperty("spark.scheduler.pool", pool)
+        try:
+            return start()
+        finally:
+            context.setLocalProperty("spark.scheduler.pool", None)
+
+    return started
 
 
 # C1 alone gets a 48 MB code cache by default, which a flow fills within minutes: the JVM then
