@@ -29,6 +29,12 @@ from dr_stream.kafka.groups import INACTIVE_STATES, ConsumerGroupOffsets
 from dr_stream.positions.translation_rule import Translation
 
 WRITES = frozenset({"committed", "rewound (--force)"})
+# How `decide` begins the action of a group left alone because it has members on the destination.
+HELD = "skipped: group is "
+
+
+def held_by_members(action: str) -> bool:
+    return action.startswith(HELD)
 
 Partition = tuple[str, int]
 
@@ -67,7 +73,7 @@ def decide(group: str, state: str, members: int, current: dict[Partition, int], 
            force: bool = False, dry_run: bool = False) -> list[SyncAction]:
     """What to do with each wanted offset of one group; the actions that `wrote` are the writes."""
     if state not in INACTIVE_STATES:
-        reason = f"skipped: group is {state} on the destination ({members} members)"
+        reason = f"{HELD}{state} on the destination ({members} members)"
         return [SyncAction(group, t, p, o, current.get((t, p)), reason) for (t, p), o in sorted(wanted.items())]
     actions = []
     for (topic, partition), offset in sorted(wanted.items()):

@@ -23,9 +23,11 @@ heals) and does not stop the others; a position whose sync failed is translated 
 again every `retry_s` (or as long as the failed round took, if longer) until a sync of it
 succeeds or a newer position replaces it: the consumer that committed it may never commit again
 (a group that stopped before a disaster), and a destination whose group coordinator is moving or
-still loading refuses writes for a while. A round that fails as a whole (a partition without its
-leader for a moment) leaves its positions due for the next step, and fails its batch, which the
-query runs again.
+still loading refuses writes for a while. A position left alone because its group has members on
+the destination is tried again every `held_retry_s` for the same reason: that group may empty (a
+drill, an application moved back) while the source's position stays where it is. A round that
+fails as a whole (a partition without its leader for a moment) leaves its positions due for the
+next step, and fails its batch, which the query runs again.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAM
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.positions.consumer_timestamps import GroupCommit
-from dr_stream.positions.group_sync import WRITES, GroupsRead, GroupSync, sync_translations
+from dr_stream.positions.group_sync import WRITES, GroupsRead, GroupSync, held_by_members, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
@@ -67,6 +69,9 @@ class LiveTranslation:
     log: Callable[[str], None] = print
     record_every_s: float = 1.0
     retry_s: float = 2.0
+    # how often a position left alone because its group has members on the destination is tried
+    # again: the group may empty while its source position stays where it is
+    held_retry_s: float = 10.0
     latest: dict[Key, GroupCommit] = field(default_factory=dict)
     pending: set[Key] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
@@ -93,6 +98,9 @@ class LiveTranslation:
     # positions whose last sync failed, and when they are tried again
     _unsynced: set[Key] = field(default_factory=set)
     _retry_at: float = 0.0
+    # positions not synced because their group has members on the destination
+    _held: set[Key] = field(default_factory=set)
+    _held_retry_at: float = 0.0
     # positions taken whose round has not completed yet
     _due: set[Key] = field(default_factory=set)
     _failures: FailureNotes = field(init=False)
@@ -135,6 +143,8 @@ class LiveTranslation:
                     self.pending.add(key)
                 if action.startswith("failed"):
                     self._unsynced.add(key)
+                if held_by_members(action):
+                    self._held.add(key)
                 if row["method"] not in SETTLED or action.startswith("failed"):
                     self._due.add(key)
                     due += 1
@@ -183,6 +193,9 @@ class LiveTranslation:
                 keys |= self.pending
             if self._unsynced and time.monotonic() >= self._retry_at:
                 keys |= self._unsynced
+            if self._held and time.monotonic() >= self._held_retry_at:
+                keys |= self._held
+                self._held_retry_at = time.monotonic() + self.held_retry_s
             self._translate_due(keys)
 
     def _translate_due(self, keys: set[Key]) -> list[tuple[Translation, str]]:
@@ -224,6 +237,10 @@ class LiveTranslation:
         actions = self._sync(translations, seen) if self.sync else {}
         failed = {t.key for t in translations if actions.get(t.key, "").startswith("failed")}
         self._unsynced = (self._unsynced - keys) | failed
+        held = {t.key for t in translations if held_by_members(actions.get(t.key, ""))}
+        if held - self._held:  # newly held: tried again a whole period from now
+            self._held_retry_at = time.monotonic() + self.held_retry_s
+        self._held = (self._held - keys) | held
         changed = []
         for t in translations:
             action = actions.get(t.key, "not synced (sync_to_destination off)" if not self.sync else "")

@@ -251,3 +251,41 @@ def test_the_step_thread_is_woken_by_a_hand_over_not_by_its_idle_wait(monkeypatc
         translate.on_index_advanced()  # wakes it to see the stop
         thread.join(10)
     assert not thread.is_alive()
+
+
+class _Occupied(_Destination):
+    """A destination whose group has a member for the first `occupied` rounds (a failed-over
+    application there), then none."""
+
+    def __init__(self, occupied: int):
+        super().__init__(refusals=0)
+        self.occupied = occupied
+
+    def apply_many(self, wanted, force, dry_run, seen=None):
+        if self.rounds < self.occupied:
+            self.rounds += 1
+            return {group: decide(group, "STABLE", 1, {}, offsets) for group, offsets in wanted.items()}
+        return super().apply_many(wanted, force, dry_run, seen)
+
+
+def test_a_position_held_by_members_on_the_destination_is_synced_once_they_leave_without_a_new_commit():
+    lines: list[str] = []
+    destination = _Occupied(occupied=2)
+    translate = loop(destination, lines, held_retry_s=0.0)
+    translate.take_batch([commit(40)])
+    assert destination.offsets == {}  # held: the group runs there
+    for _ in range(3):  # no new position arrives: the held one is tried again
+        translate.step()
+    assert destination.offsets == {("app", "orders", 0): 45}
+    assert destination.rounds == 3  # and not again once it landed
+    translate.step()
+    assert destination.rounds == 3
+
+
+def test_a_held_position_is_tried_again_only_every_held_retry_period():
+    destination = _Occupied(occupied=10)
+    translate = loop(destination, [], held_retry_s=60.0)
+    translate.take_batch([commit(40)])
+    for _ in range(5):
+        translate.step()
+    assert destination.rounds == 1
