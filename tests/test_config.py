@@ -33,6 +33,16 @@ def test_defaults_follow_the_design():
     assert config.streaming.max_trigger_ms == 30_000
     assert config.offsets.positions_from == "__consumer_offsets"
     assert (config.drill.rpo_s, config.drill.max_translation_age_s, config.drill.interval_s) == (60.0, 60.0, None)
+    assert not config.offsets.share_groups.enabled  # share groups are synced only when named
+
+
+def test_share_groups_are_selected_by_regex_and_internal_groups_never():
+    selected = parse_flow(with_(offsets={"share_groups": {"include": ["orders-.*", "dr-stream-.*"],
+                                                          "exclude": ["orders-test"], "interval": "2s"}}),
+                          "f.yaml").offsets.share_groups
+    assert selected.enabled and selected.interval_s == 2.0
+    chosen = selected.filter
+    assert chosen.matches("orders-eu") and not chosen.matches("orders-test") and not chosen.matches("dr-stream-x")
 
 
 def test_the_drill_keys_take_durations_up_to_hours():
@@ -69,6 +79,9 @@ def test_the_drill_keys_take_durations_up_to_hours():
         (with_(drill={"rpo": "0s"}), "f.yaml: drill.rpo: must be longer than 0s"),
         (with_(drill={"interval": "10s"}), "f.yaml: drill.interval: 10s is shorter than 60s"),
         (with_(drill={"every": "1h"}), "f.yaml: drill.every: unknown key"),
+        (with_(offsets={"share_groups": {"interval": "500ms", "include": ["s"]}}),
+         "f.yaml: offsets.share_groups.interval: 0.5s is shorter than 1s"),
+        (with_(offsets={"share_groups": {"include": ["("]}}), "f.yaml: offsets.share_groups.include[0]: invalid regex"),
     ],
 )
 def test_each_mistake_is_one_line_naming_file_and_key(raw, message):

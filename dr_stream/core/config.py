@@ -21,6 +21,7 @@ from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.core.monitoring_config import DrillConfig, MetricsConfig, read_drill, read_metrics
 from dr_stream.core.policy import GroupFilter, TopicFilter, TopicRenamer
+from dr_stream.core.share_groups_config import ShareGroupsConfig, read_share_groups
 
 MODES = ("microbatch", "realtime")
 REALTIME_MIN_BATCH_MS = 5000  # spark.sql.streaming.realTimeMode.minBatchDuration's default
@@ -112,6 +113,10 @@ class OffsetsConfig:
     # it) or `admin` (asks the coordinators for every selected group each round; needs DESCRIBE
     # on the groups). A refused READ falls back to `admin`, and the flow says so.
     positions_from: str = "__consumer_offsets"
+    share_groups: ShareGroupsConfig = field(default_factory=ShareGroupsConfig)
+    # Kafka Streams groups' states read through Kafka 4's admin API (a helper JVM): the consumer-group
+    # describe calls a Streams group with members absent, so only the broker would keep it from a sync.
+    streams_groups: bool = False
 
 
 @dataclass(frozen=True)
@@ -293,7 +298,8 @@ def _acls(r: YamlReader, raw: Any) -> AclsConfig:
 
 
 def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
-    o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination", "positions_from"})
+    o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination", "positions_from", "share_groups",
+                                   "streams_groups"})
     g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
     positions_from = r.string(o, "positions_from", "offsets", default=POSITIONS_FROM[0])
     if positions_from not in POSITIONS_FROM:
@@ -304,6 +310,8 @@ def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
                             r.regexes(g, "exclude", "offsets.groups", ())),
         sync_to_destination=r.boolean(o, "sync_to_destination", "offsets", True),
         positions_from=positions_from,
+        share_groups=read_share_groups(r, o.get("share_groups")),
+        streams_groups=r.boolean(o, "streams_groups", "offsets", False),
     )
 
 

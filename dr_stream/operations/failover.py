@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from dr_stream.core.config import FlowConfig
 from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
+from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
 from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import (
@@ -121,7 +122,17 @@ def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", 
              force: bool = False, log: Callable[[str], None] = print) -> Positions:
     positions = translate_positions(config, tables, group_pattern, log)
     translations = [p.translation for p in positions.rows]
-    sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster)
-    actions = sync_translations(sync, translations, force, dry_run)
+    # A Streams group running on the destination is absent to librdkafka's describe: with
+    # `offsets.streams_groups` Kafka 4's admin API (a helper JVM, started only if a group is absent)
+    # tells it, so it is skipped like a consumer group, not refused by the broker.
+    helper = Kafka4Groups([config.destination]) if config.offsets.streams_groups else None
+    sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster,
+                     streams=StreamsGroupStates(helper, config.destination) if helper else None)
+    try:
+        actions = sync_translations(sync, translations, force, dry_run)
+    finally:
+        sync.close()
+        if helper is not None:
+            helper.close()
     rows = [GroupPosition(t, actions[t.key]) for t in sorted(translations, key=lambda t: t.key)]
     return Positions(rows, positions.source_reachable, positions.origin, positions.origin_cluster)

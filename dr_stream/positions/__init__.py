@@ -13,7 +13,8 @@ The one face other wings use; what is behind it may change without them knowing.
   (`live_translation`), which the poller's hand-overs feed too; each outcome recorded in the
   `TranslationLog` (`translation_log`).
 - `GroupSync`, `SyncAction`, `sync_translations`: when and how a destination group is written
-  (`group_sync`).
+  (`group_sync`); `ShareGroupSync`: the same for share groups' start offsets, in a flow
+  (`share_group_sync`).
 
 Names resolve at first use, so a command that only translates does not import Spark.
 """
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from dr_stream.positions.offset_translator import OffsetTranslator
     from dr_stream.positions.poller import CommittedOffsetPoller, current_commits, stamped
     from dr_stream.positions.returned_records import ReturnedRecords, maps_back
+    from dr_stream.positions.share_group_sync import ShareGroupSync
     from dr_stream.positions.translate_query import TranslateQuery
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.positions.translation_rule import Translation
@@ -54,6 +56,7 @@ _FACE = {
     "GroupSync": ("group_sync", "GroupSync"),
     "SyncAction": ("group_sync", "SyncAction"),
     "sync_translations": ("group_sync", "sync_translations"),
+    "ShareGroupSync": ("share_group_sync", "ShareGroupSync"),
 }
 __all__ = [
     "CommittedOffsetPoller",
@@ -63,6 +66,7 @@ __all__ = [
     "OffsetTranslator",
     "RecordTimestamps",
     "ReturnedRecords",
+    "ShareGroupSync",
     "SyncAction",
     "TranslateQuery",
     "Translation",

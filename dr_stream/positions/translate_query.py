@@ -30,6 +30,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.kafka import spark_options
+from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync
 from dr_stream.positions.live_translation import LiveTranslation
@@ -59,16 +60,20 @@ class TranslateQuery:
 
     @classmethod
     def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
-           log: Callable[[str], None], origin: str | None = None) -> TranslateQuery:
+           log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None
+           ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
-        commits name `origin`, the source's cluster.id."""
+        commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
+        destination's Streams groups are described through `kafka4`."""
         returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
                                       returned=returned)
         translation = LiveTranslation(
             translator=translator, record=TranslationLog(config.streaming.translations, spark=spark),
-            sync=GroupSync(config.destination, config.name, batched=True, origin=origin)
+            sync=GroupSync(config.destination, config.name, batched=True, origin=origin,
+                           streams=StreamsGroupStates(kafka4, config.destination)
+                           if kafka4 and config.offsets.streams_groups else None)
             if config.offsets.sync_to_destination
             else None,
             groups=config.group_filter, topics=config.topic_filter, log=log,

@@ -44,6 +44,7 @@ from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.client_log import summarised
+from dr_stream.kafka.kafka4_groups import Kafka4Groups, flow_helper
 from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.log_format import flow_logger
 from dr_stream.loop_pace import LoopPace
@@ -51,6 +52,7 @@ from dr_stream.phase_clock import PhaseClock
 from dr_stream.positions import (
     CommittedOffsetPoller,
     LiveTranslation,
+    ShareGroupSync,
     TranslateQuery,
     ensure_consumer_timestamps,
 )
@@ -103,6 +105,8 @@ class ReplicationFlow:
         self.connected = False
         self.translate_query: TranslateQuery | None = None
         self.translate_loop: LiveTranslation | None = None
+        self.share_sync: ShareGroupSync | None = None
+        self.kafka4: Kafka4Groups | None = None
         self.feed: IndexFeed | None = None
         self.poller: CommittedOffsetPoller | None = None
         self.topic_interval_s = 1.0
@@ -145,11 +149,14 @@ class ReplicationFlow:
         if self.feed is None:
             self.log("warning: provenance is off, so there is no offset index and no offset translation")
         self.clock.mark("offset index")
+        self.kafka4 = flow_helper(config) if self.feed else None  # share and Streams groups: Kafka 4's admin API
         self.translate_query = self._translation() if self.feed else None
         self.translate_loop = self.translate_query.translation if self.translate_query else None
         self.clock.mark("translation")
         if self.translate_loop:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
+        self.share_sync = ShareGroupSync.of(config, self.feed.locate, self.kafka4, self.log) \
+            if self.translate_loop else None
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
                                             positions_from=config.offsets.positions_from,
                                             on_round=partial(self.metrics.loop_round, "poller"),
@@ -170,8 +177,9 @@ class ReplicationFlow:
 
     def close(self) -> None:
         """Releases the clients the translate loop and the feed opened (the poller closes its own)."""
-        if self.translate_loop is not None:
-            self.translate_loop.close()
+        for part in (self.translate_loop, self.share_sync, self.kafka4):
+            if part is not None:
+                part.close()
         if self.feed is not None:
             self.feed.close()
 
@@ -222,7 +230,7 @@ class ReplicationFlow:
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
         query = TranslateQuery.of(self.spark, config, self.feed.locate, self.destination_cluster_id, self.log,
-                                  origin=self.source_cluster_id)
+                                  origin=self.source_cluster_id, kafka4=self.kafka4)
         query.resume()
         return query
 
@@ -236,7 +244,7 @@ class ReplicationFlow:
         """The flow's driver threads by name: each runs until the event it is given is set."""
         out: list[Worker] = [("topics", self.follow_topics), ("lag", self.lag_sampler.run)]
         for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller),
-                           ("acls", self.acl_sync)):
+                           ("acls", self.acl_sync), ("share-groups", self.share_sync)):
             if part is not None:
                 out.append((name, part.run))
         return out

@@ -3,7 +3,7 @@
 Pins live in `pyproject.toml` under `[tool.dr-stream.jvm]`, next to the Python pins, so
 one file says every version. They are read when the jars are fetched, never when a flow
 runs: an installed package (a packed driver environment, a container image) runs from jars
-handed to it by spark-submit and has no `pyproject.toml`. Three jar sets are fetched from
+handed to it by spark-submit and has no `pyproject.toml`. These jar sets are fetched from
 Maven Central with Maven:
 
 * `spark`: Spark's Kafka connector and Delta, added to Spark's classpath. Fetched
@@ -13,6 +13,8 @@ Maven Central with Maven:
   run as plain `java -cp` processes for the local clusters; `kafka-compat` the same at the
   last 3.x release, for the compatibility test. The Kafka *client* of Spark's connector is a
   pin of its own (`kafka`), which jvm/ is built against.
+* `kafka-streams`: Kafka Streams at the brokers' version, without its dependencies (the `kafka`
+  set has them, RocksDB aside), for the tests' Streams application.
 * `hadoop`: Hadoop's mini-cluster (HDFS and YARN in one JVM) for `dr-stream dev yarn`, at the
   Hadoop version pyspark's own client jars carry, so the cluster speaks the client's protocol.
 
@@ -234,6 +236,9 @@ def setup_jars() -> None:
     fetched = fetch("spark", pins.spark_artifacts(), transitive=False)
     fetched |= fetch("kafka", pins.kafka_artifacts(pins.kafka_broker), transitive=True)
     fetched |= fetch("kafka-compat", pins.kafka_artifacts(pins.kafka_broker_compat), transitive=True)
+    # Kafka Streams for the tests' Streams application: alone, since the brokers' set has its
+    # client, and a stateless topology never loads RocksDB (its 60 MB jar is left out).
+    fetched |= fetch("kafka-streams", [f"org.apache.kafka:kafka-streams:{pins.kafka_broker}"], transitive=False)
     fetched |= fetch("hadoop", pins.hadoop_artifacts(), transitive=True)
     fetched |= build_own_jar(pins)
     if not fetched:
@@ -279,6 +284,27 @@ def _classpath(*names: str) -> str:
 def kafka_classpath(compat: bool = False) -> str:
     """The brokers' and MirrorMaker 2's classpath (`compat`: the 3.x brokers')."""
     return _classpath("kafka-compat" if compat else "kafka")
+
+
+# Kafka 4's client and what it needs to run and log (log4j 2, as Spark's JVMs do): the helper JVM
+# of `kafka/kafka4_groups` loads nothing else, so Spark's 3.9 client never meets it.
+_KAFKA4_CLIENT_JARS = ("kafka-clients-", "slf4j-api-", "log4j-slf4j-impl-", "log4j-api-", "log4j-core-", "lz4-java-",
+                       "snappy-java-", "zstd-jni-")
+KAFKA4_CLASSPATH_VARIABLE = "DR_STREAM_KAFKA4_CLASSPATH"
+
+
+def kafka4_client_classpath() -> str:
+    """Kafka 4's client jars for the share- and Streams-group helper: `DR_STREAM_KAFKA4_CLASSPATH`
+    when set (a host without the jar cache: a YARN or Kubernetes driver), else the brokers' set."""
+    given = os.environ.get(KAFKA4_CLASSPATH_VARIABLE)
+    if given:
+        return given
+    return ":".join(str(j) for j in _jars("kafka") if j.name.startswith(_KAFKA4_CLIENT_JARS))
+
+
+def kafka_streams_classpath() -> str:
+    """The brokers' set with Kafka Streams, for a Streams application at the brokers' version."""
+    return _classpath("kafka", "kafka-streams")
 
 
 def kafka_logs_through_log4j1(compat: bool = False) -> bool:

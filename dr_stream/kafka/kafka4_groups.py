@@ -1,0 +1,267 @@
+"""Share groups (KIP-932) and Kafka Streams groups (KIP-1071) through Kafka 4's admin API.
+
+Spark's Kafka connector carries Kafka's 3.9 client, which has neither API, and a second client
+version on Spark's classpath would clash with it. These calls therefore go to a helper JVM of
+their own (`Kafka4Groups.java`, run from its source on Kafka 4's client jars alone), one request
+per line over its stdin and stdout. `Kafka4Groups` owns that process: it starts it at the first
+request and connects the clusters it was given, and stops it by its PID at `close`. A request the
+helper does not answer in time stops it; the next request starts a new one.
+
+`ShareGroupOffsets` puts one cluster's share groups behind the calls `group_sync.GroupSync` makes
+of consumer groups (`states`, `committed`, `commit`), so both kinds follow one sync rule.
+
+Invariant: constructing either class starts nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from dr_stream.core.config import ClusterConfig, FlowConfig
+from dr_stream.kafka.group_offsets import Committed, Fetched, GroupOffsetsError, Partition, group_state
+from dr_stream.runtime.jvm import kafka4_client_classpath
+
+SOURCE = Path(__file__).with_name("Kafka4Groups.java")
+LOG4J2 = Path(__file__).resolve().parent.parent / "runtime" / "log4j2.properties"
+# Compiling the helper from its source and starting the admin clients: a second or two, more on
+# a loaded machine, once per helper.
+START_GRACE_S = 60.0
+_END = "."
+_logger = logging.getLogger("dr_stream.kafka4")
+
+
+class Kafka4GroupsError(RuntimeError):
+    """A request the helper could not serve as a whole; the message is the Java client's."""
+
+
+def request_line(*fields: str) -> str:
+    return "\t".join(fields) + "\n"
+
+
+def connect_line(alias: str, properties: Mapping[str, str]) -> str:
+    """The helper's `connect` request: a cluster's Java client properties, values URL-encoded."""
+    return request_line("connect", alias, *(f"{k}={quote(str(v), safe='')}" for k, v in sorted(properties.items())))
+
+
+def group_field(group: str) -> str:
+    return quote(group, safe="")
+
+
+def parse_states(lines: list[list[str]], groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:
+    """`describe`'s answer -> per asked group, (state, members) as dr-stream names it (a group the
+    cluster does not know is ABSENT) or the error that kept it from being described."""
+    out: dict[str, tuple[str, int] | Exception] = {
+        g: GroupOffsetsError(f"group {g}: not described") for g in groups}
+    for fields in lines:
+        if len(fields) != 3:
+            continue
+        group, state, detail = unquote(fields[0]), fields[1], fields[2]
+        if state != "!":
+            out[group] = group_state(state, int(detail))
+        elif "GroupIdNotFoundException" in detail:
+            out[group] = ("ABSENT", 0)
+        else:
+            out[group] = GroupOffsetsError(detail)
+    return out
+
+
+def parse_share_offsets(lines: list[list[str]], groups: Iterable[str]) -> dict[str, Fetched]:
+    """`share-offsets`' answer -> per asked group, its start offset per share-partition (a group
+    with none maps to an empty dict) or its error."""
+    out: dict[str, Fetched] = {g: {} for g in groups}
+    for fields in lines:
+        group = unquote(fields[0])
+        if len(fields) == 3 and fields[1] == "!":
+            out[group] = GroupOffsetsError(fields[2])
+        elif len(fields) == 4 and not isinstance(out.get(group), Exception):
+            out.setdefault(group, {})[(fields[1], int(fields[2]))] = Committed(int(fields[3]), "")
+    return out
+
+
+def java_properties(cluster: ClusterConfig) -> dict[str, str]:
+    return {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}
+
+
+def flow_helper(config: FlowConfig) -> Kafka4Groups | None:
+    """The helper a flow shares between its share-group sync and its Streams-group states; None
+    when it syncs neither (`offsets.share_groups`, `offsets.streams_groups`)."""
+    offsets = config.offsets
+    if not offsets.sync_to_destination or not (offsets.share_groups.enabled or offsets.streams_groups):
+        return None
+    return Kafka4Groups([config.source, config.destination])
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    found = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not found:
+        raise RuntimeError("share and Streams groups need a JDK (java on PATH or JAVA_HOME): none found")
+    return found
+
+
+class Kafka4Groups:
+    """The helper JVM and its admin clients, one per cluster given, for the requests of any thread."""
+
+    def __init__(self, clusters: Iterable[ClusterConfig], timeout_s: float = 15.0) -> None:
+        self.clusters = {c.alias: c for c in clusters}
+        self.timeout_s = timeout_s
+        self._process: subprocess.Popen | None = None
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._lock = threading.Lock()
+
+    def ask(self, *fields: str) -> list[list[str]]:
+        """One request; its answer's lines split into fields. A request that failed as a whole
+        raises Kafka4GroupsError."""
+        with self._lock:
+            fresh = self._process is None
+            if fresh:
+                self._start()
+            return self._ask(request_line(*fields), self.timeout_s * 2 + (START_GRACE_S if fresh else 5))
+
+    def _start(self) -> None:
+        command = [_java(), f"-Dlog4j2.configurationFile={LOG4J2}", "-XX:+UseSerialGC", "-Xmx192m",
+                   "-cp", kafka4_client_classpath(), str(SOURCE), str(int(self.timeout_s * 1000))]
+        self._answers = queue.Queue()
+        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1)
+        threading.Thread(target=_forward, args=(self._process.stdout, self._answers.put), daemon=True,
+                         name="kafka4-answers").start()
+        threading.Thread(target=_forward, args=(self._process.stderr, _said), daemon=True,
+                         name="kafka4-log").start()
+        for alias, cluster in self.clusters.items():
+            try:
+                self._ask(connect_line(alias, java_properties(cluster)), START_GRACE_S)
+            except Kafka4GroupsError as exc:
+                self._stop()
+                raise cluster.fail("kafka", f"Kafka 4's admin client refused the properties: {exc}") from None
+
+    def _ask(self, line: str, timeout_s: float) -> list[list[str]]:
+        process = self._process
+        assert process is not None and process.stdin is not None
+        try:
+            process.stdin.write(line)
+            process.stdin.flush()
+        except OSError as exc:
+            self._stop()
+            raise Kafka4GroupsError(f"the Kafka 4 helper is gone ({exc})") from None
+        deadline = time.monotonic() + timeout_s
+        lines: list[list[str]] = []
+        while True:
+            try:
+                answer = self._answers.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._stop()
+                raise TimeoutError(f"the Kafka 4 helper did not answer {line.split(chr(9))[0]} within "
+                                   f"{timeout_s:g} s; it is started again at the next request") from None
+            if answer is None:
+                self._stop()
+                raise Kafka4GroupsError("the Kafka 4 helper stopped; it is started again at the next request")
+            if answer == _END:
+                break
+            lines.append(answer.split("\t"))
+        if lines and lines[0][0] == "!":
+            raise Kafka4GroupsError(lines[0][1] if len(lines[0]) > 1 else "failed")
+        return lines
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()  # the helper closes its clients and ends
+            process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait(timeout=10)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+
+def _forward(stream, to) -> None:
+    for line in stream:
+        to(line.rstrip("\n"))
+    to(None)
+
+
+def _said(line: str | None) -> None:
+    # Kafka's client logs at WARN and above through log4j 2 (dr-stream's Spark configuration): one
+    # line each, passed on to Python's logging.
+    if line and not line.startswith("SLF4J"):
+        _logger.warning(line)
+
+
+class ShareGroupOffsets:
+    """One cluster's share groups, answering as `group_sync.GroupSync` asks of consumer groups: a
+    share-partition's start offset stands for a committed offset. Share groups carry no commit
+    metadata, so `commit` drops it."""
+
+    def __init__(self, groups: Kafka4Groups, cluster: ClusterConfig) -> None:
+        self.groups, self.cluster = groups, cluster
+
+    def listed(self) -> dict[str, str]:
+        """Every share group of the cluster and its state."""
+        return {unquote(f[0]): f[1] for f in self.groups.ask("list", self.cluster.alias, "share") if len(f) == 2}
+
+    def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
+        if not groups:
+            return {}
+        return parse_states(self.groups.ask("describe", self.cluster.alias, "share", *map(group_field, groups)),
+                            groups)
+
+    def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]:
+        if not groups:
+            return {}
+        found = parse_share_offsets(self.groups.ask("share-offsets", self.cluster.alias, *map(group_field, groups)),
+                                    groups)
+        if partitions is None:
+            return found
+        wanted = set(partitions)
+        return {g: f if isinstance(f, Exception) else {k: c for k, c in f.items() if k in wanted}
+                for g, f in found.items()}
+
+    def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:
+        failed: dict[str, Exception] = {}
+        for group, wanted in sorted(offsets.items()):
+            if not wanted:
+                continue
+            items = ",".join(f"{t}:{p}={o}" for (t, p), o in sorted(wanted.items()))
+            try:
+                answer = self.groups.ask("share-alter", self.cluster.alias, group_field(group), items)
+            except (Kafka4GroupsError, TimeoutError) as exc:
+                failed[group] = exc
+                continue
+            if answer:
+                failed[group] = GroupOffsetsError(answer[0][-1])
+        return failed
+
+    def close(self) -> None:
+        """The helper is the caller's: it serves both clusters."""
+
+
+class StreamsGroupStates:
+    """One cluster's Kafka Streams groups: their states, which the consumer-group describe of
+    Spark's 3.9 client does not give."""
+
+    def __init__(self, groups: Kafka4Groups, cluster: ClusterConfig) -> None:
+        self.groups, self.cluster = groups, cluster
+
+    def listed(self) -> dict[str, str]:
+        return {unquote(f[0]): f[1] for f in self.groups.ask("list", self.cluster.alias, "streams") if len(f) == 2}
+
+    def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
+        if not groups:
+            return {}
+        return parse_states(self.groups.ask("describe", self.cluster.alias, "streams", *map(group_field, groups)),
+                            groups)

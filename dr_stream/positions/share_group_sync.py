@@ -1,0 +1,166 @@
+"""Share groups' positions (KIP-932) translated and set on the destination.
+
+A share group's consumers commit no offsets. The group keeps, for each share-partition, a start
+offset: every record before it is done with (acknowledged, released for good or rejected), records
+at or after it may be in flight or waiting. A share group that fails over must therefore begin at
+the copy of that start offset: nothing the source group had not finished with is skipped, and the
+records after it that were already done are delivered again, which share groups allow (their
+delivery is at least once).
+
+Each round (`offsets.share_groups.interval`) the flow lists the source's share groups that
+`offsets.share_groups` selects, reads their start offsets, translates each like a consumer group's
+commit (`OffsetTranslator` over the flow's live offset index) and sets it on the destination under
+the consumer groups' rule (`group_sync.decide`): only on a share group with no members there
+(absent, EMPTY or DEAD; the broker refuses the others itself) and never backwards. A `waiting`
+translation is not set, as for consumer groups. The calls go through Kafka 4's admin API in a
+helper JVM (`kafka/kafka4_groups`).
+
+Invariants: a start offset is set again only when the source's moved; one that is not set yet
+(waiting, refused, a group with members on the destination) is tried again every round, so a
+share group that stopped on the source gets its position as soon as the destination group is
+empty. Each failure and each skip is said once per group and cause, each change of a group's
+offsets once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dr_stream.core.config import FlowConfig
+from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
+from dr_stream.core.policy import GroupFilter, TopicFilter
+from dr_stream.failure_notes import FailureNotes, first_line
+from dr_stream.kafka.kafka4_groups import Kafka4Groups, ShareGroupOffsets
+from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.group_sync import GroupSync, sync_translations
+from dr_stream.positions.offset_translator import Locate, OffsetTranslator
+from dr_stream.positions.translation_rule import Translation
+
+Key = tuple[str, str, int]
+# What leaves a start offset handled until the source's moves: set now, already there, or the
+# destination ahead (never moved backwards).
+_HANDLED = ("committed", "unchanged", "skipped: destination is ahead")
+_SHOWN = 6
+
+
+def handled(action: str) -> bool:
+    return action.startswith(_HANDLED)
+
+
+def set_line(group: str, destination: str, done: list[tuple[Translation, str]]) -> str:
+    """The one line that says which start offsets of a share group a round set."""
+    items = [f"{t.dest_topic}[{t.dest_partition}] {t.offset} ({t.method}, source {t.source_offset})"
+             for t, action in done if action == "committed"]
+    more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
+    return f"share group {group}: start offsets set on {destination}: {', '.join(items[:_SHOWN])}{more}"
+
+
+def skip_reason(translations: list[tuple[Translation, str]]) -> str | None:
+    """Why a share group's positions are not set this round, when none of them failed: its first
+    untranslated or skipped partition's reason (they share it: members, or the same index gap)."""
+    for t, action in translations:
+        if t.method == "waiting":
+            continue
+        if t.offset is None:
+            return f"{t.topic}[{t.partition}] not translated ({t.note})"
+        if action.startswith("skipped") and not handled(action):
+            return action.removeprefix("skipped: ")
+    return None
+
+
+@dataclass
+class ShareGroupSync:
+    source: ShareGroupOffsets
+    translator: OffsetTranslator
+    sync: GroupSync
+    groups: GroupFilter
+    topics: TopicFilter
+    destination: str
+    interval_s: float = 5.0
+    log: Callable[[str], None] = print
+    # key -> the source start offset whose translation is handled
+    _handled: dict[Key, int] = field(default_factory=dict)
+    _skips: dict[str, str] = field(default_factory=dict)
+    totals: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "set": 0})
+    _failures: FailureNotes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._failures = FailureNotes(
+            self.log, lambda group, cause: f"share group {group}: start offsets not set on {self.destination}: "
+                                           f"{cause} (tried again every {self.interval_s:g} s)",
+            lambda group: f"share group {group}: start offsets set on {self.destination} again")
+
+    @classmethod
+    def of(cls, config: FlowConfig, locate: Locate, helper: Kafka4Groups | None,
+           log: Callable[[str], None]) -> ShareGroupSync | None:
+        """The flow's share-group sync through its Kafka 4 helper (`kafka4_groups.flow_helper`, the
+        flow's to close), None when `offsets.share_groups` selects none."""
+        selected = config.offsets.share_groups
+        if not selected.enabled:
+            return None
+        if helper is None:  # `flow_helper` gives none without sync_to_destination
+            log("warning: offsets.share_groups is ignored: offsets.sync_to_destination is off, and setting "
+                "share groups' start offsets is all the share-group sync does")
+            return None
+        translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source)
+        sync = GroupSync(config.destination, config.name, batched=True,
+                         offsets=ShareGroupOffsets(helper, config.destination))
+        return cls(ShareGroupOffsets(helper, config.source), translator, sync, selected.filter, config.topic_filter,
+                   config.destination.alias, selected.interval_s, log)
+
+    def round(self) -> list[tuple[Translation, str]]:
+        """Reads the selected source share groups, translates what moved or is not set yet, and
+        sets it; returns each translation with its action."""
+        selected = sorted(g for g in self.source.listed() if self.groups.matches(g))
+        failed: dict[str, str] = {}
+        commits = []
+        for group, found in self.source.committed(selected).items():
+            if isinstance(found, Exception):
+                failed[group] = f"reading its start offsets on the source: {first_line(found)}"
+                continue
+            commits += [GroupCommit(group, t, p, c.offset, UNKNOWN_TIMESTAMP) for (t, p), c in sorted(found.items())
+                        if self.topics.matches(t) and self._handled.get((group, t, p)) != c.offset]
+        translations = self.translator.translate(commits)
+        actions = sync_translations(self.sync, [t for t in translations if t.method != "waiting"])
+        done = [(t, actions.get(t.key, "waiting")) for t in translations]
+        self._said(done, failed)
+        self.totals["rounds"] += 1
+        return done
+
+    def _said(self, done: list[tuple[Translation, str]], failed: dict[str, str]) -> None:
+        by_group: dict[str, list[tuple[Translation, str]]] = {}
+        for t, action in done:
+            by_group.setdefault(t.group, []).append((t, action))
+            if handled(action):
+                self._handled[t.key] = t.source_offset
+            elif action.startswith("failed"):
+                failed[t.group] = action.removeprefix("failed: ")
+        for group, items in sorted(by_group.items()):
+            written = sum(1 for _, action in items if action == "committed")
+            if written:
+                self.totals["set"] += written
+                self.log(set_line(group, self.destination, items))
+            reason = None if group in failed else skip_reason(items)
+            if reason and self._skips.get(group) != reason:
+                self.log(f"share group {group}: not set on {self.destination}: {reason}; tried again every "
+                         f"{self.interval_s:g} s")
+            if reason:
+                self._skips[group] = reason
+            else:
+                self._skips.pop(group, None)
+        self._failures.round(failed, by_group)
+
+    def run(self, stop: threading.Event) -> None:
+        """A round every `interval_s` until `stop` is set."""
+        while not stop.is_set():
+            try:
+                self.round()
+            except Exception as exc:  # a cluster briefly away, the helper restarting: the next round tries again
+                self.log(f"share groups: {first_line(exc)}")
+            stop.wait(self.interval_s)
+
+    def close(self) -> None:
+        self.translator.close()
+        self.sync.close()
