@@ -73,6 +73,37 @@ def kept_running(name: str, run: Callable[[threading.Event], None], stop: thread
             stop.wait(pause_s)
 
 
+# A (re)start reads the index and the destination (up to `streaming.resume_scan_timeout`, 60 s by
+# default) and starts the query: past this, something waits that should not, and the supervisor
+# keeping every query running waits with it.
+SLOW_START_S = 120.0
+
+
+def slow_start_watch(name: str, log: Callable[[str], None], after_s: float = SLOW_START_S) -> threading.Timer:
+    """A timer that, unless cancelled within `after_s`, says that the start of query `name` has
+    not returned and where the thread starting it waits (its innermost frames)."""
+    starting = threading.get_ident()
+
+    def said() -> None:
+        frame = sys._current_frames().get(starting)
+        where = " <- ".join(f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno} {f.f_code.co_name}"
+                            for f in _frames(frame, 8))
+        log(f"{name}: its start has not returned after {after_s:g} s; the supervisor waits at {where or 'unknown'}")
+
+    watch = threading.Timer(after_s, said)
+    watch.daemon = True
+    watch.start()
+    return watch
+
+
+def _frames(frame, most: int) -> list:
+    out = []
+    while frame is not None and len(out) < most:
+        out.append(frame)
+        frame = frame.f_back
+    return out
+
+
 @dataclass
 class _Supervised:
     name: str
@@ -125,7 +156,9 @@ class _Supervisor:
 
     def _launch(self, part: _Supervised, now: float) -> None:
         """Starts a query; a start that fails on a cluster (a topic created a moment ago may have
-        no leader yet) is retried like a failed query. A refusal of the config is final."""
+        no leader yet) is retried like a failed query. A refusal of the config is final. A start
+        that has not returned after `SLOW_START_S` is said, with where it waits."""
+        watch = slow_start_watch(part.name, self.flow.log)
         try:
             part.launch()
             self.flow.metrics.query_started(part.name, restart=part.launches > 1)
@@ -133,6 +166,8 @@ class _Supervisor:
             raise
         except Exception as exc:
             self._retry(part, now, f"{part.name} could not start: {first_line(exc)}")
+        finally:
+            watch.cancel()
 
     def _retry(self, part: _Supervised, now: float, what: str) -> None:
         self.flow.metrics.query_active(part.name, False)

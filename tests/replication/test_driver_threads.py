@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.supervisor import kept_running
+from dr_stream.replication.supervisor import kept_running, slow_start_watch
 
 
 def test_a_loop_that_raised_is_said_counted_and_started_again():
@@ -48,3 +48,36 @@ def test_a_loop_failing_every_time_goes_on_being_retried_until_the_flow_stops_an
     kept_running("lag", loop, stop, lines.append, pause_s=0)
     # The fourth failure came as the flow stopped (its JVM may already be gone): not a fault.
     assert lines == ["driver thread lag stopped on ValueError: bad sample; started again in 0 s"] * 3
+
+
+def test_a_start_that_does_not_return_is_said_with_where_the_supervisor_waits():
+    lines: list[str] = []
+    released = threading.Event()
+
+    def waits_for_the_gateway() -> None:
+        watch = slow_start_watch("replicate-f", lines.append, after_s=0.05)
+        try:
+            released.wait(5)
+        finally:
+            watch.cancel()
+
+    starting = threading.Thread(target=waits_for_the_gateway)
+    starting.start()
+    try:
+        for _ in range(100):
+            if lines:
+                break
+            threading.Event().wait(0.02)
+    finally:
+        released.set()
+        starting.join()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("replicate-f: its start has not returned after 0.05 s; the supervisor waits at ")
+    assert "waits_for_the_gateway" in lines[0]
+
+
+def test_a_start_that_returns_in_time_says_nothing():
+    lines: list[str] = []
+    slow_start_watch("replicate-f", lines.append, after_s=0.2).cancel()
+    threading.Event().wait(0.3)
+    assert lines == []
