@@ -8,7 +8,8 @@ request and connects the clusters it was given, and stops it by its PID at `clos
 helper does not answer in time stops it; the next request starts a new one.
 
 `ShareGroupOffsets` puts one cluster's share groups behind the calls `group_sync.GroupSync` makes
-of consumer groups (`states`, `committed`, `commit`), so both kinds follow one sync rule.
+of consumer groups (`states`, `committed`, `commit`), so both kinds follow one sync rule;
+`StreamsGroupStates` tells the states of its Kafka Streams groups.
 
 Invariant: constructing either class starts nothing.
 """
@@ -202,23 +203,31 @@ def _said(line: str | None) -> None:
         _logger.warning(line)
 
 
-class ShareGroupOffsets:
-    """One cluster's share groups, answering as `group_sync.GroupSync` asks of consumer groups: a
-    share-partition's start offset stands for a committed offset. Share groups carry no commit
-    metadata, so `commit` drops it."""
+class _GroupsOfKind:
+    """One cluster's groups of one kind (`share` or `streams`) as the helper lists and describes them."""
+
+    kind = ""
 
     def __init__(self, groups: Kafka4Groups, cluster: ClusterConfig) -> None:
         self.groups, self.cluster = groups, cluster
 
     def listed(self) -> dict[str, str]:
-        """Every share group of the cluster and its state."""
-        return {unquote(f[0]): f[1] for f in self.groups.ask("list", self.cluster.alias, "share") if len(f) == 2}
+        """Every group of this kind on the cluster, and its state."""
+        return {unquote(f[0]): f[1] for f in self.groups.ask("list", self.cluster.alias, self.kind) if len(f) == 2}
 
     def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
         if not groups:
             return {}
-        return parse_states(self.groups.ask("describe", self.cluster.alias, "share", *map(group_field, groups)),
+        return parse_states(self.groups.ask("describe", self.cluster.alias, self.kind, *map(group_field, groups)),
                             groups)
+
+
+class ShareGroupOffsets(_GroupsOfKind):
+    """One cluster's share groups, answering as `group_sync.GroupSync` asks of consumer groups: a
+    share-partition's start offset stands for a committed offset. Share groups carry no commit
+    metadata, so `commit` drops it."""
+
+    kind = "share"
 
     def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]:
         if not groups:
@@ -250,18 +259,8 @@ class ShareGroupOffsets:
         """The helper is the caller's: it serves both clusters."""
 
 
-class StreamsGroupStates:
+class StreamsGroupStates(_GroupsOfKind):
     """One cluster's Kafka Streams groups: their states, which the consumer-group describe of
-    Spark's 3.9 client does not give."""
+    librdkafka and of Spark's 3.9 client does not give."""
 
-    def __init__(self, groups: Kafka4Groups, cluster: ClusterConfig) -> None:
-        self.groups, self.cluster = groups, cluster
-
-    def listed(self) -> dict[str, str]:
-        return {unquote(f[0]): f[1] for f in self.groups.ask("list", self.cluster.alias, "streams") if len(f) == 2}
-
-    def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
-        if not groups:
-            return {}
-        return parse_states(self.groups.ask("describe", self.cluster.alias, "streams", *map(group_field, groups)),
-                            groups)
+    kind = "streams"
