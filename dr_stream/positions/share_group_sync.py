@@ -18,8 +18,8 @@ helper JVM (`kafka/kafka4_groups`).
 Invariants: a start offset is set again only when the source's moved; one that is not set yet
 (waiting, refused, a group with members on the destination) is tried again every round, so a
 share group that stopped on the source gets its position as soon as the destination group is
-empty. Each failure and each skip is said once per group and cause, each change of a group's
-offsets once.
+empty. Each failure and each skip is said once per group and cause; that a group's start offsets
+are set is said once, and again after a skip or a failure (a busy group's move every round).
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ class ShareGroupSync:
     # key -> the source start offset whose translation is handled
     _handled: dict[Key, int] = field(default_factory=dict)
     _skips: dict[str, str] = field(default_factory=dict)
+    # groups whose setting was said and has gone on since without a skip or a failure
+    _said_set: set[str] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"rounds": 0, "set": 0})
     _failures: FailureNotes = field(init=False)
 
@@ -139,10 +141,13 @@ class ShareGroupSync:
                 failed[t.group] = action.removeprefix("failed: ")
         for group, items in sorted(by_group.items()):
             written = sum(1 for _, action in items if action == "committed")
-            if written:
-                self.totals["set"] += written
+            self.totals["set"] += written
+            if written and group not in self._said_set:  # a busy group moves every round: said once
+                self._said_set.add(group)
                 self.log(set_line(group, self.destination, items))
             reason = None if group in failed else skip_reason(items)
+            if reason or group in failed:
+                self._said_set.discard(group)
             if reason and self._skips.get(group) != reason:
                 self.log(f"share group {group}: not set on {self.destination}: {reason}; tried again every "
                          f"{self.interval_s:g} s")

@@ -3,7 +3,10 @@ source's move, the one line per group it sets, and why a group was not set."""
 
 from __future__ import annotations
 
-from dr_stream.positions.share_group_sync import handled, set_line, skip_reason
+from dr_stream.core.policy import GroupFilter, TopicFilter
+from dr_stream.kafka.group_offsets import Committed
+from dr_stream.positions.group_sync import decide
+from dr_stream.positions.share_group_sync import ShareGroupSync, handled, set_line, skip_reason
 from dr_stream.positions.translation_rule import Translation
 
 
@@ -33,3 +36,60 @@ def test_an_untranslated_partition_is_named_and_a_waiting_one_is_no_reason_to_sp
     assert skip_reason([(translation(0, None, "none", "no index"), "skipped: not translated (no index)")]) == \
         "orders[0] not translated (no index)"
     assert skip_reason([(translation(0, 50, "waiting"), "waiting"), (translation(1, 77), "committed")]) is None
+
+
+class _Source:
+    def __init__(self) -> None:
+        self.offset = 40
+
+    def listed(self) -> dict[str, str]:
+        return {"s": "EMPTY", "other": "EMPTY"}
+
+    def committed(self, groups):
+        return {g: {("orders", 0): Committed(self.offset, "")} for g in groups}
+
+
+class _Translator:
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def translate(self, commits):
+        self.asked += [c.offset for c in commits]
+        return [Translation(c.group, c.topic, c.partition, c.offset, c.timestamp, c.topic, c.partition, c.offset + 10,
+                            "exact", "", False, 0, 200, 150, 150, 0) for c in commits]
+
+
+class _Destination:
+    def __init__(self) -> None:
+        self.state, self.offsets = ("EMPTY", 0), {}
+
+    def apply_many(self, wanted, force, dry_run, seen=None):
+        out = {}
+        for group, offsets in wanted.items():
+            out[group] = decide(group, *self.state, {}, offsets)
+            self.offsets.update({k: a.offset for k, a in zip(sorted(offsets), out[group], strict=True) if a.wrote})
+        return out
+
+
+def test_a_busy_share_group_is_said_set_once_and_again_only_after_it_was_held():
+    lines: list[str] = []
+    source, translator, destination = _Source(), _Translator(), _Destination()
+    sync = ShareGroupSync(source, translator, destination, GroupFilter(("s",)), TopicFilter((".*",)), "dc2",
+                          log=lines.append)
+    sync.round()
+    source.offset = 60
+    sync.round()
+    assert destination.offsets == {("orders", 0): 70}
+    assert lines == ["share group s: start offsets set on dc2: orders[0] 50 (exact, source 40)"]
+    sync.round()
+    assert translator.asked == [40, 60]  # a start offset set and unchanged is not translated again
+    destination.state = ("STABLE", 1)
+    source.offset = 80
+    sync.round()
+    sync.round()
+    assert lines[1:] == ["share group s: not set on dc2: group is STABLE on the destination (1 members); "
+                         "tried again every 5 s"]
+    destination.state = ("EMPTY", 0)
+    sync.round()  # set once the destination group is empty, the source unmoved
+    assert destination.offsets == {("orders", 0): 90}
+    assert lines[2:] == ["share group s: start offsets set on dc2: orders[0] 90 (exact, source 80)"]
