@@ -164,32 +164,36 @@ class LocalCluster:
         config = self.home / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         log = self.home / "logs" / "server.log"
-        (self.home / "log4j.properties").write_text(
-            "log4j.rootLogger=INFO, file\n"
-            "log4j.appender.file=org.apache.log4j.RollingFileAppender\n"
-            f"log4j.appender.file.File={log}\n"
-            "log4j.appender.file.MaxFileSize=20MB\n"
-            "log4j.appender.file.MaxBackupIndex=2\n"
-            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
-            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
-            "log4j.logger.kafka=INFO\nlog4j.logger.org.apache.kafka=INFO\n"
-        )
-        # Kafka 4 logs through log4j 2: the same file, size and pattern.
-        (self.home / "log4j2.properties").write_text(
-            "rootLogger.level=INFO\nrootLogger.appenderRef.file.ref=file\n"
-            f"appender.file.type=RollingFile\nappender.file.name=file\nappender.file.fileName={log}\n"
-            f"appender.file.filePattern={log}.%i\n"
-            "appender.file.layout.type=PatternLayout\nappender.file.layout.pattern=[%d] %p %m (%c)%n\n"
-            "appender.file.policies.type=Policies\nappender.file.policies.size.type=SizeBasedTriggeringPolicy\n"
-            "appender.file.policies.size.size=20MB\n"
-            "appender.file.strategy.type=DefaultRolloverStrategy\nappender.file.strategy.max=2\n"
-        )
+        if kafka_logs_through_log4j1(self.compat):
+            self._log_config().write_text(
+                "log4j.rootLogger=INFO, file\n"
+                "log4j.appender.file=org.apache.log4j.RollingFileAppender\n"
+                f"log4j.appender.file.File={log}\n"
+                "log4j.appender.file.MaxFileSize=20MB\n"
+                "log4j.appender.file.MaxBackupIndex=2\n"
+                "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+                "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+                "log4j.logger.kafka=INFO\nlog4j.logger.org.apache.kafka=INFO\n"
+            )
+        else:  # Kafka 4 logs through log4j 2: the same file, size and pattern
+            self._log_config().write_text(
+                "rootLogger.level=INFO\nrootLogger.appenderRef.file.ref=file\n"
+                f"appender.file.type=RollingFile\nappender.file.name=file\nappender.file.fileName={log}\n"
+                f"appender.file.filePattern={log}.%i\n"
+                "appender.file.layout.type=PatternLayout\nappender.file.layout.pattern=[%d] %p %m (%c)%n\n"
+                "appender.file.policies.type=Policies\nappender.file.policies.size.type=SizeBasedTriggeringPolicy\n"
+                "appender.file.policies.size.size=20MB\n"
+                "appender.file.strategy.type=DefaultRolloverStrategy\nappender.file.strategy.max=2\n"
+            )
         return config
 
+    def _log_config(self) -> Path:
+        """The broker's logging configuration: log4j 1's before Kafka 4, log4j 2's from it."""
+        return self.home / ("log4j.properties" if kafka_logs_through_log4j1(self.compat) else "log4j2.properties")
+
     def _java(self, main: str, *args: str) -> list[str]:
-        logging = (f"-Dlog4j.configuration=file:{self.home / 'log4j.properties'}"
-                   if kafka_logs_through_log4j1(self.compat)
-                   else f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}")
+        logging = (f"-Dlog4j.configuration=file:{self._log_config()}" if kafka_logs_through_log4j1(self.compat)
+                   else f"-Dlog4j2.configurationFile={self._log_config()}")
         return ["java", "-Xms256m", "-Xmx512m", "-XX:+UseG1GC", logging,
                 "-cp", kafka_classpath(self.compat), main, *args]
 
