@@ -99,7 +99,8 @@ class AclSync:
         try:
             for acl in sorted(acls):
                 key = acl_key(asdict(acl))
-                producer.produce(self.topic, key=key, value=key if created else None)
+                # the key names the ACL; a value (any) says the flow created it, a tombstone that it removed it
+                producer.produce(self.topic, key=key, value=b"created" if created else None)
             unsent = producer.flush(30)
         finally:
             producer.close()
