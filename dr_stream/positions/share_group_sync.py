@@ -25,6 +25,7 @@ are set is said once, and again after a skip or a failure (a busy group's move e
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -80,6 +81,8 @@ class ShareGroupSync:
     destination: str
     interval_s: float = 5.0
     log: Callable[[str], None] = print
+    # told each round's duration, the positions it translated, and the period it ran at
+    on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
     # key -> the source start offset whose translation is handled
     _handled: dict[Key, int] = field(default_factory=dict)
     _skips: dict[str, str] = field(default_factory=dict)
@@ -160,8 +163,11 @@ class ShareGroupSync:
     def run(self, stop: threading.Event) -> None:
         """A round every `interval_s` until `stop` is set."""
         while not stop.is_set():
+            began = time.monotonic()
             try:
-                self.round()
+                done = self.round()
+                took = time.monotonic() - began
+                self.on_round(took, len(done), max(took, self.interval_s))
             except Exception as exc:  # a cluster briefly away, the helper restarting: the next round tries again
                 self.log(f"share groups: {first_line(exc)}")
             stop.wait(self.interval_s)

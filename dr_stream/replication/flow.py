@@ -166,6 +166,8 @@ class ReplicationFlow:
             if self.translate_loop else None
         if self.feed is not None:
             self.feed.on_runs = self.metrics.runs_published
+        if self.share_sync is not None:
+            self.share_sync.on_round = partial(self.metrics.loop_round, "share-groups")
         if self.translate_loop is not None:
             self.translate_loop.on_synced = self.metrics.groups_synced
             self.translate_loop.on_round = partial(self.metrics.loop_round, "translate")

@@ -57,12 +57,13 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
     try:
         # where an operator (or the group's consumers) left the group on dc1
         assert on_dc1.commit({group: {(topic, 0): 40, (topic, 1): 77}}, "") == {}
-        with running_flow(spark, config, log=lines.append):
+        with running_flow(spark, config, log=lines.append) as flow:
             # dc1's offsets 40 and 77 are dc2's 50 (its partition 0 is shifted by 10) and 77
             assert wait_until(lambda: start_offsets(on_dc2, group) == {0: 50, 1: 77}, 60), \
                 (start_offsets(on_dc2, group), [line for line in lines if "share" in line])
             assert any(line.startswith(f"share group {group}: start offsets set on dc2: ") and "(exact, source 40)"
                        in line for line in lines), lines
+            assert "share-groups " in flow.metrics.loops_shown()  # its rounds are on the batch lines and /metrics
 
             # a member on dc2 (the group failed over): the group moving on dc1 is not set over it
             stay = subprocess.Popen(member(dc2, group, idle, "stay", "120"), stdin=subprocess.PIPE,
