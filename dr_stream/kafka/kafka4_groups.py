@@ -101,6 +101,19 @@ def flow_helper(config: FlowConfig) -> Kafka4Groups | None:
     return Kafka4Groups([config.source, config.destination])
 
 
+def streams_groups_on(config: FlowConfig) -> list[str]:
+    """The source's Kafka Streams groups when the flow handles them (`offsets.streams_groups`),
+    which librdkafka's group listing leaves out: the commands add them to the groups they list.
+    A helper of its own, stopped before this returns."""
+    if not config.offsets.streams_groups:
+        return []
+    helper = Kafka4Groups([config.source])
+    try:
+        return sorted(StreamsGroupStates(helper, config.source).listed())
+    finally:
+        helper.close()
+
+
 def _java() -> str:
     home = os.environ.get("JAVA_HOME")
     found = os.path.join(home, "bin", "java") if home else shutil.which("java")

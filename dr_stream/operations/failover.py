@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from dr_stream.core.config import FlowConfig
 from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
+from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates, streams_groups_on
 from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import (
@@ -70,7 +70,7 @@ class SourcePositions:
 def _live_positions(config: FlowConfig, source_id: str, group_pattern: str,
                     forward_except: str | None) -> SourcePositions:
     commits = current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
-                              group_pattern, forward_except)
+                              group_pattern, forward_except, streams_groups_on(config))
     timestamps = RecordTimestamps(config.source)
     try:
         commits = stamped(commits, timestamps)

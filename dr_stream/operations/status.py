@@ -20,6 +20,7 @@ from dr_stream.core.lag import PartitionLag, first_waiting, partition_lags
 from dr_stream.index import RunStore, index_snapshot
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.kafka4_groups import streams_groups_on
 from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import RecordTimestamps, current_commits
@@ -50,7 +51,7 @@ def source_commits(config: FlowConfig) -> dict[tuple[str, str, int], int]:
     forward_except = reachable_cluster_id(config.destination) if config.provenance.forward else None
     return {(c.group, c.topic, c.partition): c.offset for c in
             current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
-                            forward_except=forward_except)}
+                            forward_except=forward_except, more_groups=streams_groups_on(config))}
 
 
 def unreachable(config: FlowConfig) -> list[str]:

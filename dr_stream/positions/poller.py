@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError
@@ -51,13 +51,14 @@ from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamp
 
 
 def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
-                  group_pattern: str | None = None, forward_except: str | None = None
-                  ) -> dict[str, list[GroupCommit] | Exception]:
+                  group_pattern: str | None = None, forward_except: str | None = None,
+                  more_groups: Iterable[str] = ()) -> dict[str, list[GroupCommit] | Exception]:
     """Each selected group's committed positions on the replicated topics that the flow takes
     (`Committed.taken_by`: the consumers' own, and with `forward_except` those dr-stream synced
     from elsewhere; timestamps not looked up), or the error that kept them from being read: one
-    group whose coordinator is moving does not hide the others."""
-    selected = [g for g in list_groups(admin)
+    group whose coordinator is moving does not hide the others. `more_groups`: groups the
+    consumer-group listing leaves out (Kafka Streams groups, `kafka4_groups.streams_groups_on`)."""
+    selected = [g for g in sorted(set(list_groups(admin)) | set(more_groups))
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     if not selected:
         return {}
@@ -73,10 +74,11 @@ def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilte
 
 
 def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
-                    group_pattern: str | None = None, forward_except: str | None = None) -> list[GroupCommit]:
+                    group_pattern: str | None = None, forward_except: str | None = None,
+                    more_groups: Iterable[str] = ()) -> list[GroupCommit]:
     """`group_commits`, all of them or the first group's error (a command reports it and stops)."""
     out = []
-    for found in group_commits(cluster, admin, groups, topics, group_pattern, forward_except).values():
+    for found in group_commits(cluster, admin, groups, topics, group_pattern, forward_except, more_groups).values():
         if isinstance(found, Exception):
             raise found
         out.extend(found)
