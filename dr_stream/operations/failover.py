@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from dr_stream.core.config import FlowConfig
 from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates, streams_groups_on
+from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
 from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import (
@@ -68,9 +68,9 @@ class SourcePositions:
 
 
 def _live_positions(config: FlowConfig, source_id: str, group_pattern: str,
-                    forward_except: str | None) -> SourcePositions:
+                    forward_except: str | None, streams: StreamsGroupStates | None) -> SourcePositions:
     commits = current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
-                              group_pattern, forward_except, streams_groups_on(config))
+                              group_pattern, forward_except, sorted(streams.listed()) if streams else ())
     timestamps = RecordTimestamps(config.source)
     try:
         commits = stamped(commits, timestamps)
@@ -89,20 +89,30 @@ def _recorded_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
 
 
 def source_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
-                     destination_id: str | None = None) -> SourcePositions:
+                     destination_id: str | None = None, streams: StreamsGroupStates | None = None) -> SourcePositions:
     """Live from the source when it answers, else the positions the flow last recorded. Live,
     a flow that forwards (a chain's hop) also takes the positions dr-stream synced to the source
-    from elsewhere than `destination_id`, as its poller does."""
+    from elsewhere than `destination_id`, as its poller does, and the groups `streams` lists
+    (the source's Streams groups, which librdkafka's listing leaves out)."""
     source_id = reachable_cluster_id(config.source)
     if source_id is None:
         return _recorded_positions(config, tables, group_pattern)
-    return _live_positions(config, source_id, group_pattern, destination_id if config.provenance.forward else None)
+    return _live_positions(config, source_id, group_pattern, destination_id if config.provenance.forward else None,
+                           streams)
 
 
 def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
-                        log: Callable[[str], None] = print) -> Positions:
+                        log: Callable[[str], None] = print, helper: Kafka4Groups | None = None) -> Positions:
+    """Each selected group's position on the source, translated. With `offsets.streams_groups`,
+    the source's Streams groups are listed through `helper` (one of its own when None)."""
     destination_id = require_cluster_id(config.destination)
-    found = source_positions(config, tables, group_pattern, destination_id)
+    own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
+    try:
+        streams = StreamsGroupStates(helper or own, config.source) if helper or own else None
+        found = source_positions(config, tables, group_pattern, destination_id, streams)
+    finally:
+        if own is not None:
+            own.close()
     returned = None
     if found.live and maps_back(config):
         returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
@@ -120,18 +130,21 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
 
 def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", dry_run: bool = False,
              force: bool = False, log: Callable[[str], None] = print) -> Positions:
-    positions = translate_positions(config, tables, group_pattern, log)
-    translations = [p.translation for p in positions.rows]
-    # A Streams group running on the destination is absent to librdkafka's describe: with
-    # `offsets.streams_groups` Kafka 4's admin API (a helper JVM, started only if a group is absent)
-    # tells it, so it is skipped like a consumer group, not refused by the broker.
-    helper = Kafka4Groups([config.destination]) if config.offsets.streams_groups else None
-    sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster,
-                     streams=StreamsGroupStates(helper, config.destination) if helper else None)
+    # A Streams group running on the destination is absent to librdkafka's describe, and the
+    # source's are absent to its listing: with `offsets.streams_groups` Kafka 4's admin API (one
+    # helper JVM for both clusters, started only when first asked) tells them, so a Streams group
+    # is moved, and skipped while it runs on the destination, like a consumer group.
+    helper = Kafka4Groups([config.source, config.destination]) if config.offsets.streams_groups else None
     try:
-        actions = sync_translations(sync, translations, force, dry_run)
+        positions = translate_positions(config, tables, group_pattern, log, helper)
+        translations = [p.translation for p in positions.rows]
+        sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster,
+                         streams=StreamsGroupStates(helper, config.destination) if helper else None)
+        try:
+            actions = sync_translations(sync, translations, force, dry_run)
+        finally:
+            sync.close()
     finally:
-        sync.close()
         if helper is not None:
             helper.close()
     rows = [GroupPosition(t, actions[t.key]) for t in sorted(translations, key=lambda t: t.key)]
