@@ -40,7 +40,8 @@ import org.apache.kafka.common.TopicPartition;
  *   <li>{@code describe TAB alias TAB share|streams TAB group ...}: {@code group TAB state TAB
  *       members};
  *   <li>{@code share-offsets TAB alias TAB group ...}: {@code group TAB topic TAB partition TAB
- *       start offset} per share-partition the group has state for;
+ *       start offset TAB} per share-partition the group has state for (an empty last field: the
+ *       lines of a consumer group's committed offsets, whose metadata a share group has none of);
  *   <li>{@code share-alter TAB alias TAB group TAB topic:partition=offset,...}: nothing when the
  *       broker took them.
  * </ul>
@@ -151,7 +152,7 @@ public final class Kafka4Groups {
             result.partitionsToOffsetInfo(group).get(timeoutMs, TimeUnit.MILLISECONDS);
         offsets.forEach((tp, info) -> {
           if (info != null) {
-            answer.add(encode(group) + "\t" + tp.topic() + "\t" + tp.partition() + "\t" + info.startOffset());
+            answer.add(encode(group) + "\t" + tp.topic() + "\t" + tp.partition() + "\t" + info.startOffset() + "\t");
           }
         });
       } catch (ExecutionException e) {

@@ -59,12 +59,22 @@ class GroupOffsetsError(RuntimeError):
     """A group's fetch or commit failed; the message is the Java client's."""
 
 
+def lines(text: str) -> list[list[str]]:
+    """A helper's answer, one list of tab-separated fields per line."""
+    return [line.split("\t") for line in text.splitlines()]
+
+
 def parse_committed(text: str, groups: list[str]) -> dict[str, Fetched]:
     """`GroupOffsets.committed`'s lines -> per asked group, its offsets or its error (a group
     with no committed offsets maps to an empty dict)."""
+    return committed_of(lines(text), groups)
+
+
+def committed_of(rows: Iterable[list[str]], groups: Iterable[str]) -> dict[str, Fetched]:
+    """`parse_committed` over lines already split: `group topic partition offset metadata`, or
+    `group ! error`."""
     out: dict[str, Fetched] = {g: {} for g in groups}
-    for line in text.splitlines():
-        fields = line.split("\t")
+    for fields in rows:
         group = fields[0]
         if len(fields) == 3 and fields[1] == "!":
             out[group] = GroupOffsetsError(fields[2])
@@ -82,10 +92,14 @@ def group_state(state: str, members: int) -> tuple[str, int]:
 def parse_states(text: str, groups: list[str]) -> dict[str, tuple[str, int] | Exception]:
     """`GroupOffsets.states`'s lines -> per asked group, its (state, members) or the error that
     kept it from being described (a group not answered for at all maps to an error too)."""
+    return states_of(lines(text), groups)
+
+
+def states_of(rows: Iterable[list[str]], groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:
+    """`parse_states` over lines already split: `group state members`, or `group ! error`."""
     out: dict[str, tuple[str, int] | Exception] = {
         g: GroupOffsetsError(f"group {g}: not described") for g in groups}
-    for line in text.splitlines():
-        fields = line.split("\t")
+    for fields in rows:
         if len(fields) != 3:
             continue
         group, state, members = fields

@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
-from dr_stream.kafka.group_offsets import Committed, Fetched, GroupOffsetsError, Partition, group_state
+from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsError, Partition, committed_of, states_of
 from dr_stream.runtime.jvm import kafka4_client_classpath
 
 SOURCE = Path(__file__).with_name("Kafka4Groups.java")
@@ -57,39 +57,22 @@ def group_field(group: str) -> str:
     return quote(group, safe="")
 
 
+def _decoded(lines: list[list[str]]) -> list[list[str]]:
+    return [[unquote(fields[0]), *fields[1:]] for fields in lines]
+
+
 def parse_states(lines: list[list[str]], groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:
     """`describe`'s answer -> per asked group, (state, members) as dr-stream names it (a group the
-    cluster does not know is ABSENT) or the error that kept it from being described."""
-    out: dict[str, tuple[str, int] | Exception] = {
-        g: GroupOffsetsError(f"group {g}: not described") for g in groups}
-    for fields in lines:
-        if len(fields) != 3:
-            continue
-        group, state, detail = unquote(fields[0]), fields[1], fields[2]
-        if state != "!":
-            out[group] = group_state(state, int(detail))
-        elif "GroupIdNotFoundException" in detail:
-            out[group] = ("ABSENT", 0)
-        else:
-            out[group] = GroupOffsetsError(detail)
-    return out
+    cluster does not know is ABSENT) or the error that kept it from being described: the lines of
+    the flow's Java client (`group_offsets.states_of`), group ids URL-encoded."""
+    return states_of(_decoded(lines), groups)
 
 
 def parse_share_offsets(lines: list[list[str]], groups: Iterable[str]) -> dict[str, Fetched]:
     """`share-offsets`' answer -> per asked group, its start offset per share-partition (a group
-    with none maps to an empty dict) or its error."""
-    out: dict[str, Fetched] = {g: {} for g in groups}
-    for fields in lines:
-        group = unquote(fields[0])
-        if len(fields) == 3 and fields[1] == "!":
-            out[group] = GroupOffsetsError(fields[2])
-        elif len(fields) == 4 and not isinstance(out.get(group), Exception):
-            out.setdefault(group, {})[(fields[1], int(fields[2]))] = Committed(int(fields[3]), "")
-    return out
-
-
-def java_properties(cluster: ClusterConfig) -> dict[str, str]:
-    return {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}
+    with none maps to an empty dict) or its error: committed offsets with an empty metadata
+    (`group_offsets.committed_of`), group ids URL-encoded."""
+    return committed_of(_decoded(lines), groups)
 
 
 def flow_helper(config: FlowConfig) -> Kafka4Groups | None:
@@ -153,7 +136,7 @@ class Kafka4Groups:
                          name="kafka4-log").start()
         for alias, cluster in self.clusters.items():
             try:
-                self._ask(connect_line(alias, java_properties(cluster)), START_GRACE_S)
+                self._ask(connect_line(alias, cluster.java_properties()), START_GRACE_S)
             except Kafka4GroupsError as exc:
                 self._stop()
                 raise cluster.fail("kafka", f"Kafka 4's admin client refused the properties: {exc}") from None

@@ -43,7 +43,7 @@ def test_states_name_a_group_no_one_knows_absent_and_keep_other_errors():
 
 
 def test_share_offsets_are_start_offsets_per_partition_and_a_failed_group_keeps_its_error():
-    found = parse_share_offsets([["s%201", "t", "0", "40"], ["s%201", "t", "1", "77"], ["s2", "!", "Timeout"]],
+    found = parse_share_offsets([["s%201", "t", "0", "40", ""], ["s%201", "t", "1", "77", ""], ["s2", "!", "Timeout"]],
                                 ["s 1", "s2", "s3"])
     assert found["s 1"] == {("t", 0): Committed(40, ""), ("t", 1): Committed(77, "")}
     assert isinstance(found["s2"], GroupOffsetsError)
