@@ -54,6 +54,10 @@ class ClusterConfig:
     def redacted_kafka(self) -> dict[str, str]:
         return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.kafka.items()}
 
+    def java_properties(self) -> dict[str, str]:
+        """What a Java client of this cluster is given: its bootstrap servers and `kafka` as written."""
+        return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
+
 
 @dataclass(frozen=True)
 class TopicsConfig:

@@ -85,8 +85,7 @@ def group_offsets(cluster: ClusterConfig, timeout_s: float = 15.0) -> GroupOffse
     context = SparkContext._active_spark_context
     if context is None:
         raise RuntimeError("batched group offsets run in a Spark driver; no SparkContext is active")
-    properties = {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}
-    java = context._jvm.io.drstream.kafka.GroupOffsets(properties, int(timeout_s * 1000))
+    java = context._jvm.io.drstream.kafka.GroupOffsets(cluster.java_properties(), int(timeout_s * 1000))
     return GroupOffsets(cluster, java, timeout_s)
 
 

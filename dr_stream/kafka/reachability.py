@@ -157,7 +157,7 @@ def probe_java(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
     with tempfile.TemporaryDirectory(prefix="dr-stream-check-") as private:
         path = os.path.join(private, "client.properties")
         with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
-            for key, value in {"bootstrap.servers": cluster.bootstrap_servers, **cluster.kafka}.items():
+            for key, value in cluster.java_properties().items():
                 out.write(f"{_escaped(key)}={_escaped(value)}\n")
         command = ["java", "-Dorg.apache.logging.log4j.level=OFF", "-cp", connection_check_classpath(),
                    "io.drstream.kafka.ConnectionCheck", path, str(timeout_s)]
