@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -86,22 +87,14 @@ def slow_start_watch(name: str, log: Callable[[str], None], after_s: float = SLO
 
     def said() -> None:
         frame = sys._current_frames().get(starting)
-        where = " <- ".join(f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno} {f.f_code.co_name}"
-                            for f in _frames(frame, 8))
+        inner = reversed(traceback.extract_stack(frame, limit=8)) if frame is not None else ()
+        where = " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in inner)
         log(f"{name}: its start has not returned after {after_s:g} s; the supervisor waits at {where or 'unknown'}")
 
     watch = threading.Timer(after_s, said)
     watch.daemon = True
     watch.start()
     return watch
-
-
-def _frames(frame, most: int) -> list:
-    out = []
-    while frame is not None and len(out) < most:
-        out.append(frame)
-        frame = frame.f_back
-    return out
 
 
 @dataclass
