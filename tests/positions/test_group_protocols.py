@@ -4,10 +4,7 @@ group is empty."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -24,23 +21,17 @@ from tests.kafka_tools import (
     unique,
     wait_until,
 )
+from tests.probes import probe, run_probe, staying
 
 pytestmark = pytest.mark.integration
 
-PROBE = Path(__file__).resolve().parent.parent / "jvm_probes" / "GroupMember.java"
-
-
-def member(cluster, group: str, topic: str, *mode: str, protocol: str = "consumer", **popen) -> list[str]:
+def member(cluster, group: str, topic: str, *mode: str, protocol: str = "consumer") -> list[str]:
     """The probe's command line: Kafka's Java client (the brokers' version) as a member of `group`."""
-    java = shutil.which("java")
-    assert java is not None
-    return [java, "-cp", kafka_classpath(), str(PROBE), cluster.bootstrap, group, topic, protocol, *mode]
+    return probe("GroupMember", kafka_classpath(), cluster.bootstrap, group, topic, protocol, *mode)
 
 
 def run_member(cluster, group: str, topic: str, *mode: str) -> list[str]:
-    done = subprocess.run(member(cluster, group, topic, *mode), capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [line for line in done.stdout.splitlines() if line and not line.startswith("SLF4J")]
+    return run_probe(member(cluster, group, topic, *mode))
 
 
 def group_type(cluster, group: str) -> str | None:
@@ -67,16 +58,11 @@ def test_a_kip_848_group_is_synced_exactly_and_not_while_it_has_members_on_the_d
                 committed(dc2.bootstrap, group, topic, 2)
 
             # a member on dc2 (the group failed over): a later commit on dc1 is not synced over it
-            stay = subprocess.Popen(member(dc2, group, topic, "stay", "120"), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            try:
+            with staying(member(dc2, group, topic, "stay", "120")):
                 assert wait_until(lambda: group_states(admin(dc2.bootstrap), [group])[group] == ("STABLE", 1), 60)
                 assert run_member(dc1, group, topic, "commit", "0:60,1:90") == ["committed 0:60,1:90"]
                 time.sleep(5)  # the flow translates within a second: it had its chance
                 assert committed(dc2.bootstrap, group, topic, 2) == {0: 50, 1: 77}
-            finally:
-                stay.stdin.close()
-                stay.wait(timeout=60)
             # once the member left, the group's next position on dc1 is synced again
             assert run_member(dc1, group, topic, "commit", "0:65,1:95") == ["committed 0:65,1:95"]
             assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 2) == {0: 75, 1: 95}, 60), \

@@ -4,10 +4,7 @@ destination group has no members, and the group resumes there where they were se
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,23 +12,17 @@ from dr_stream.kafka.kafka4_groups import Kafka4Groups, ShareGroupOffsets
 from dr_stream.runtime.jvm import kafka_classpath
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import create_topic, delete_groups, delete_topics, produce, unique, wait_until
+from tests.probes import probe, run_probe, staying
 
 pytestmark = pytest.mark.integration
 
-PROBE = Path(__file__).resolve().parent.parent / "jvm_probes" / "ShareMember.java"
-
-
 def member(cluster, group: str, topic: str, *mode: str) -> list[str]:
     """The probe's command line: Kafka's Java share consumer (the brokers' version) in `group`."""
-    java = shutil.which("java")
-    assert java is not None
-    return [java, "-cp", kafka_classpath(), str(PROBE), cluster.bootstrap, group, topic, *mode]
+    return probe("ShareMember", kafka_classpath(), cluster.bootstrap, group, topic, *mode)
 
 
 def run_member(cluster, group: str, topic: str, *mode: str) -> list[str]:
-    done = subprocess.run(member(cluster, group, topic, *mode), capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [line for line in done.stdout.splitlines() if line and not line.startswith("SLF4J")]
+    return run_probe(member(cluster, group, topic, *mode))
 
 
 def start_offsets(groups: ShareGroupOffsets, group: str) -> dict[int, int]:
@@ -66,9 +57,7 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
             assert "share-groups " in flow.metrics.loops_shown()  # its rounds are on the batch lines and /metrics
 
             # a member on dc2 (the group failed over): the group moving on dc1 is not set over it
-            stay = subprocess.Popen(member(dc2, group, idle, "stay", "120"), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            try:
+            with staying(member(dc2, group, idle, "stay", "120")):
                 assert wait_until(lambda: on_dc2.states([group])[group] == ("STABLE", 1), 60), \
                     on_dc2.states([group])
                 # the group moved on dc1 meanwhile (its start offsets, as its consumers or an operator left them)
@@ -77,9 +66,6 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
                 assert start_offsets(on_dc2, group) == {0: 50, 1: 77}
                 assert any(line.startswith(f"share group {group}: not set on dc2: group is STABLE on the destination")
                            for line in lines), [line for line in lines if "share" in line]
-            finally:
-                stay.stdin.close()
-                stay.wait(timeout=60)
             # once the member left, dc1's position is set without dc1 moving again
             assert wait_until(lambda: start_offsets(on_dc2, group) == {0: 130, 1: 130}, 60), \
                 start_offsets(on_dc2, group)

@@ -6,12 +6,8 @@ consumer-group describe takes a running Streams group for an absent one)."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
@@ -22,35 +18,19 @@ from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.runtime.jvm import kafka_streams_classpath
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import committed, create_topic, delete_groups, delete_topics, produce, unique, wait_until
+from tests.probes import probe, staying
 
 pytestmark = pytest.mark.integration
-
-PROBE = Path(__file__).resolve().parent.parent / "jvm_probes" / "StreamsApp.java"
-
 
 @contextmanager
 def streams_app(cluster, application: str, topic: str, *mode: str) -> Iterator[list[str]]:
     """Kafka Streams' own library running `application` over `topic` on `cluster` until the block
     ends; yields the lines it prints ("running", then "partition:offset:value" per record).
     `mode` "paused": it joins its group and processes nothing."""
-    java = shutil.which("java")
-    assert java is not None
-    app = subprocess.Popen([java, "-cp", kafka_streams_classpath(), str(PROBE), cluster.bootstrap, application, topic,
-                            "streams", "180", *mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(line.strip() for line in app.stdout), daemon=True)
-    reader.start()
-    try:
+    with staying(probe("StreamsApp", kafka_streams_classpath(), cluster.bootstrap, application, topic, "streams",
+                        "180", *mode)) as lines:
         assert wait_until(lambda: "running" in lines, 90), lines
         yield lines
-    finally:
-        app.stdin.close()  # the application closes, leaving its group
-        try:
-            app.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            app.kill()
-            app.wait(timeout=10)
 
 
 def first_per_partition(lines: list[str]) -> list[str]:
