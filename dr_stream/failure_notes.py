@@ -8,12 +8,20 @@ subjects start failing with the same cause in one round (a coordinator that time
 commits of thousands of groups), or recover in one round, they are said in one line that names
 the first and counts the others.
 
+A loop whose whole round fails (a cluster away) says its error through `summarised`: the same
+line at most once a minute, with the count of those held back. Only such failure lines go through
+it: a line that says something happened (a query started or restarted, a topic created) is said
+each time, even word for word the same as the last one, or an operator counting restarts in the
+log is told fewer than there were.
+
 Invariants: a subject is said failing at most once per distinct cause in a row; recovery is
 said only for a subject that was said failing, and only after an attempt at it succeeded.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -66,3 +74,40 @@ class FailureNotes:
     def subjects(self) -> set[str]:
         """The subjects failing now."""
         return set(self._causes)
+
+
+class LogSummary:
+    """At most one line per key per `every_s`; counts the lines held back in between."""
+
+    def __init__(self, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.every_s, self.clock = every_s, clock
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def admit(self, key: str) -> tuple[bool, int]:
+        """(emit?, lines held back since the last emitted one for this key)."""
+        now = self.clock()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.every_s:
+                self._held[key] = self._held.get(key, 0) + 1
+                return False, 0
+            self._last[key] = now
+            if len(self._last) > 1000:  # keys seen once long ago (a flow's lines are mostly unique)
+                self._last = {k: t for k, t in self._last.items() if now - t < self.every_s or k in self._held}
+            return True, self._held.pop(key, 0)
+
+
+def summarised(log: Callable[[str], None], every_s: float = 60.0) -> Callable[[str], None]:
+    """`log` for a retrying loop's failure lines: a line identical to one logged less than `every_s`
+    ago is held back and counted, since a loop against a cluster that is away repeats the same
+    error every round."""
+    summary = LogSummary(every_s)
+
+    def emit(message: str) -> None:
+        shown, held = summary.admit(message)
+        if shown:
+            log(message + (f" ({held} identical lines held back)" if held else ""))
+
+    return emit

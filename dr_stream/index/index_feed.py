@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.lag import spark_offsets
 from dr_stream.core.policy import TopicRenamer
-from dr_stream.failure_notes import first_line
+from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
 from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of, runs_frame
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
@@ -262,12 +262,13 @@ class IndexFeed:
 
     def run(self, stop: threading.Event) -> None:
         """Feeds until `stop` is set, telling `on_advanced` each time something moved."""
+        failed = summarised(self.log)
         while not stop.is_set():
             try:
                 if self.step():
                     self.on_advanced()
             except Exception as exc:  # the destination may be briefly unreachable: report, keep going
-                self.log(f"offset index feed: {first_line(exc)}")
+                failed(f"offset index feed: {first_line(exc)}")
                 stop.wait(1.0)
         self.write()
 

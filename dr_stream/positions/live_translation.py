@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
-from dr_stream.failure_notes import FailureNotes, first_line
+from dr_stream.failure_notes import FailureNotes, first_line, summarised
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import WRITES, GroupsRead, GroupSync, held_by_members, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
@@ -285,11 +285,12 @@ class LiveTranslation:
                 raise
 
     def _recorder(self, stop: threading.Event) -> None:
+        failed = summarised(self.log)
         while not stop.wait(self.record_every_s):
             try:
                 self.write_record()
             except Exception as exc:  # storage briefly unavailable: kept and written next time
-                self.log(f"translation log: {first_line(exc)}")
+                failed(f"translation log: {first_line(exc)}")
         try:
             self.write_record()
         except Exception as exc:  # the session may be going down with the process
@@ -306,6 +307,7 @@ class LiveTranslation:
         """Translates hand-overs, index advances and retries until `stop` is set."""
         recorder = threading.Thread(target=self._recorder, args=(stop,), name="translation-log", daemon=True)
         recorder.start()
+        failed = summarised(self.log)
         try:
             while not stop.is_set():
                 self._wake.wait(self._wait_s())
@@ -313,7 +315,7 @@ class LiveTranslation:
                 try:
                     self.step()
                 except Exception as exc:  # a cluster briefly unreachable: report, keep translating
-                    self.log(f"translation: {first_line(exc)}")
+                    failed(f"translation: {first_line(exc)}")
                     stop.wait(1.0)
         finally:
             recorder.join(timeout=30)

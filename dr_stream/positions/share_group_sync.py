@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
-from dr_stream.failure_notes import FailureNotes, first_line
+from dr_stream.failure_notes import FailureNotes, first_line, summarised
 from dr_stream.kafka.kafka4_groups import Kafka4Groups, ShareGroupOffsets
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, sync_translations
@@ -162,6 +162,7 @@ class ShareGroupSync:
 
     def run(self, stop: threading.Event) -> None:
         """A round every `interval_s` until `stop` is set."""
+        failed = summarised(self.log)
         while not stop.is_set():
             began = time.monotonic()
             try:
@@ -169,7 +170,7 @@ class ShareGroupSync:
                 took = time.monotonic() - began
                 self.on_round(took, len(done), max(took, self.interval_s))
             except Exception as exc:  # a cluster briefly away, the helper restarting: the next round tries again
-                self.log(f"share groups: {first_line(exc)}")
+                failed(f"share groups: {first_line(exc)}")
             stop.wait(self.interval_s)
 
     def close(self) -> None:

@@ -40,10 +40,10 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, left_out_group, runs_topic
 from dr_stream.core.lag import spark_offsets
+from dr_stream.failure_notes import summarised
 from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
-from dr_stream.kafka.client_log import summarised
 from dr_stream.kafka.kafka4_groups import Kafka4Groups, flow_helper
 from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.log_format import flow_logger
@@ -90,7 +90,9 @@ class ReplicationFlow:
     def __post_init__(self) -> None:
         self.clock = self.clock or PhaseClock()
         self._launches = 0
-        self.log = summarised(self.log or flow_logger(self.config.name).info)
+        # Every line is said, a restart's as often as it happens; the loops hold back their own
+        # repeated failure lines (`failure_notes.summarised`).
+        self.log = self.log or flow_logger(self.config.name).info
         config = self.config
         self.metrics = FlowMetrics(config.name, config.replicate_query,
                                    (config.source.alias, config.destination.alias))
@@ -353,6 +355,7 @@ class ReplicationFlow:
         query too, so the marks taken at start never hide its new records."""
         last_recreation_check = time.monotonic()
         pace = LoopPace(self.topic_interval_s)
+        failed = summarised(self.log)
         while not stop.wait(pace.wait_s()):
             try:
                 began = time.monotonic()
@@ -372,7 +375,7 @@ class ReplicationFlow:
                     if below:
                         self.request_restart(f"recreated source partitions {below}")
             except Exception as exc:  # a cluster that is briefly away: the next pass tries again
-                self.log(f"topic sync: {exc}")
+                failed(f"topic sync: {exc}")
 
     def _sync_topics(self) -> dict[str, int]:
         with self._topic_lock:

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import lag_topic
 from dr_stream.core.lag import Partition, PartitionLag, first_waiting, partition_lags
-from dr_stream.failure_notes import first_line
+from dr_stream.failure_notes import first_line, summarised
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import answers, log_bounds, matching_partitions
 from dr_stream.loop_pace import LoopPace
@@ -132,6 +132,7 @@ class LagSampler:
         stamps = RecordTimestamps(self.config.source)
         producer = self._producer()
         pace, queue = LoopPace(self.min_spacing_s), StuckQueue(self.stuck_after_s)
+        failed = summarised(self.log)
         try:
             due = ended = 0.0
             while not stop.wait(0.2):
@@ -154,7 +155,7 @@ class LagSampler:
                                          on_delivery=self._delivered)
                         producer.poll(0)
                 except Exception as exc:  # a cluster briefly away: the next sample tries again
-                    self.log(f"lag sample: {first_line(exc)}")
+                    failed(f"lag sample: {first_line(exc)}")
         finally:
             producer.flush(5)
             producer.close()

@@ -7,7 +7,8 @@ flow ends with one line instead of restarting into it; a driver thread whose loo
 an error is said in one line, counted (`dr_stream_thread_failures_total`) and started again; a
 stop waits for each query to finish its batch in flight (within a grace period), since an
 interrupted batch is replayed and an interrupted translation-log write loses the newest
-positions.
+positions. The supervisor never depends on a query's start returning: past `START_WAIT_S` it
+supervises the query Spark runs under that name, and says so.
 """
 
 from __future__ import annotations
@@ -16,18 +17,18 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import ConfigError
-from dr_stream.failure_notes import first_line
+from dr_stream.failure_notes import first_line, summarised
 from dr_stream.log_format import writes_json
 from dr_stream.replication.flow import ReplicationFlow, Worker
 from dr_stream.replication.metrics_server import MetricsServer
 from dr_stream.replication.progress import listen, unlisten
+from dr_stream.replication.query_start import QueryStart, active_query
 
 # How long a stop waits for a running micro-batch, which would otherwise be replayed.
 STOP_GRACE_S = 30.0
@@ -61,6 +62,7 @@ def kept_running(name: str, run: Callable[[threading.Event], None], stop: thread
     Each loop handles what a cluster or storage can throw, so an error reaching here is a fault
     of dr-stream's own; the thread must not die with it, or the lag, the health and the
     positions it keeps would freeze while the flow looks alive. `failed` counts it."""
+    said = summarised(log)
     while not stop.is_set():
         try:
             run(stop)
@@ -69,32 +71,15 @@ def kept_running(name: str, run: Callable[[threading.Event], None], stop: thread
             if stop.is_set():  # failed as the flow stopped (its JVM may be gone): not a fault
                 return
             failed(name)
-            log(f"driver thread {name} stopped on {type(exc).__name__}: {first_line(exc)}; "
+            said(f"driver thread {name} stopped on {type(exc).__name__}: {first_line(exc)}; "
                 f"started again in {pause_s:g} s")
             stop.wait(pause_s)
 
 
 # A (re)start reads the index and the destination (up to `streaming.resume_scan_timeout`, 60 s by
-# default) and starts the query: past this, something waits that should not, and the supervisor
-# keeping every query running waits with it.
-SLOW_START_S = 120.0
-
-
-def slow_start_watch(name: str, log: Callable[[str], None], after_s: float = SLOW_START_S) -> threading.Timer:
-    """A timer that, unless cancelled within `after_s`, says that the start of query `name` has
-    not returned and where the thread starting it waits (its innermost frames)."""
-    starting = threading.get_ident()
-
-    def said() -> None:
-        frame = sys._current_frames().get(starting)
-        inner = reversed(traceback.extract_stack(frame, limit=8)) if frame is not None else ()
-        where = " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in inner)
-        log(f"{name}: its start has not returned after {after_s:g} s; the supervisor waits at {where or 'unknown'}")
-
-    watch = threading.Timer(after_s, said)
-    watch.daemon = True
-    watch.start()
-    return watch
+# default) and starts the query: past this, the supervisor stops waiting for the start to return and
+# asks Spark whether the query runs (`query_start`).
+START_WAIT_S = 120.0
 
 
 @dataclass
@@ -105,12 +90,12 @@ class _Supervised:
     started_at: float = 0.0
     backoff: float = 1.0
     restart_at: float | None = 0.0
-
     launches: int = 0
+    # a start that has not returned and whose query Spark did not run yet when last asked
+    starting: QueryStart | None = None
 
-    def launch(self) -> None:
-        self.query, self.started_at, self.restart_at = self.start(), time.monotonic(), None
-        self.launches += 1
+    def running(self, query: StreamingQuery) -> None:
+        self.query, self.started_at, self.restart_at, self.starting = query, time.monotonic(), None, None
 
 
 @dataclass
@@ -121,6 +106,7 @@ class _Supervisor:
     max_backoff_s: float
     parts: list[_Supervised] = field(default_factory=list)
     running: Callable[[], bool] = lambda: True
+    start_wait_s: float = START_WAIT_S
 
     def check(self) -> None:
         """Restarts what failed; raises SparkStopped once Spark no longer runs."""
@@ -129,6 +115,9 @@ class _Supervisor:
                                "the flow stops too instead of restarting its queries")
         now = time.monotonic()
         for part in self.parts:
+            if part.starting is not None:
+                self._started(part, part.starting, now)
+                continue
             if part.restart_at is not None:
                 if now >= part.restart_at:
                     self._launch(part, now)
@@ -140,7 +129,7 @@ class _Supervisor:
                 reason = self.flow.take_restart_request() if part.name == self.flow.config.replicate_query else None
                 if reason:
                     began = time.monotonic()
-                    self._stop_between_batches(part)
+                    self._stop_between_batches(part.query)
                     self.flow.log(f"{part.name}: stopped between batches in {time.monotonic() - began:.1f}s for "
                                   "its restart")
                     self._launch(part, now)
@@ -148,19 +137,39 @@ class _Supervisor:
             self._retry(part, now, f"{part.name} failed: {_error_line(part.query.exception())}")
 
     def _launch(self, part: _Supervised, now: float) -> None:
-        """Starts a query; a start that fails on a cluster (a topic created a moment ago may have
-        no leader yet) is retried like a failed query. A refusal of the config is final. A start
-        that has not returned after `SLOW_START_S` is said, with where it waits."""
-        watch = slow_start_watch(part.name, self.flow.log)
-        try:
-            part.launch()
-            self.flow.metrics.query_started(part.name, restart=part.launches > 1)
-        except ConfigError:
-            raise
-        except Exception as exc:
-            self._retry(part, now, f"{part.name} could not start: {first_line(exc)}")
-        finally:
-            watch.cancel()
+        """Starts a query and waits for its start up to `start_wait_s`."""
+        start = QueryStart(part.name, part.start)
+        start.wait(self.start_wait_s)
+        self._started(part, start, now)
+
+    def _started(self, part: _Supervised, start: QueryStart, now: float) -> None:
+        """Takes the outcome of a start. A start that fails on a cluster (a topic created a moment
+        ago may have no leader yet) is retried like a failed query; a refusal of the config is final.
+        A start that has not returned is not waited for: the query Spark runs under its name is
+        supervised from then on, and until Spark runs one the start is asked again each round."""
+        if start.done:
+            try:
+                query = start.result()
+            except ConfigError:
+                raise
+            except Exception as exc:
+                part.starting = None
+                self._retry(part, now, f"{part.name} could not start: {first_line(exc)}")
+                return
+        else:
+            query = active_query(self.flow.spark, part.name)
+            if query is None:
+                if part.starting is None:
+                    self.flow.log(f"{part.name}: its start has not returned after {self.start_wait_s:g} s and "
+                                  f"Spark runs no query of that name yet; the start waits at {start.where()}")
+                part.starting = start
+                return
+            self.flow.log(f"{part.name}: its start has not returned after {self.start_wait_s:g} s, but Spark runs "
+                          f"the query (run {query.runId}): supervised from Spark's own state; the start waits at "
+                          f"{start.where()}")
+        part.running(query)
+        part.launches += 1
+        self.flow.metrics.query_started(part.name, restart=part.launches > 1)
 
     def _retry(self, part: _Supervised, now: float, what: str) -> None:
         self.flow.metrics.query_active(part.name, False)
@@ -172,13 +181,15 @@ class _Supervisor:
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stops each query between batches when it can: an interrupted batch would have to be
-        replayed, and an interrupted translation-log write would lose the newest positions."""
+        replayed, and an interrupted translation-log write would lose the newest positions. A
+        query whose start has not returned is found by its name among those Spark runs."""
         for part in self.parts:
-            if part.query is not None and part.query.isActive:
-                self._stop_between_batches(part, grace_s)
+            query = active_query(self.flow.spark, part.name) if part.starting is not None else part.query
+            if query is not None and query.isActive:
+                self._stop_between_batches(query, grace_s)
 
-    def _stop_between_batches(self, part: _Supervised, grace_s: float = STOP_GRACE_S) -> None:
-        self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(part.query._jsq, _grace_ms(self.flow, grace_s),
+    def _stop_between_batches(self, query: StreamingQuery, grace_s: float = STOP_GRACE_S) -> None:
+        self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(query._jsq, _grace_ms(self.flow, grace_s),
                                                                      *_line_style(self.flow))
 
 
@@ -230,10 +241,12 @@ def _serve_metrics(flow: ReplicationFlow, port: int | None) -> MetricsServer | N
 
 
 def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None, max_backoff_s: float = 30.0,
-                      metrics_port: int | None = None, also: Sequence[Worker] = ()) -> None:
+                      metrics_port: int | None = None, also: Sequence[Worker] = (),
+                      start_wait_s: float = START_WAIT_S) -> None:
     """Runs the flow's query and threads until SIGINT/SIGTERM (or `stop`), restarting failed queries.
     Serves /metrics and /healthz on `metrics_port` (else `metrics.port` of the config; 0: any free port).
-    `also`: threads that watch the flow from outside it (the periodic drill), run beside its own."""
+    `also`: threads that watch the flow from outside it (the periodic drill), run beside its own.
+    `start_wait_s`: how long a query's start is waited for before Spark is asked whether it runs."""
     stop = stop or threading.Event()
     flow.connect()
     server = _serve_metrics(flow, metrics_port)
@@ -243,7 +256,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     stop_between_batches_at_exit(flow)
     listener = listen(flow.spark, flow.progress, flow.translate_progress)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
-                             running=lambda: spark_running(flow.spark))
+                             running=lambda: spark_running(flow.spark), start_wait_s=start_wait_s)
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
                                 name=f"{name}-{flow.config.name}", daemon=True)
                for name, run in [*flow.workers(), *also]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from dr_stream.kafka.client_log import ClientLog, LogSummary
+from dr_stream.failure_notes import LogSummary
+from dr_stream.kafka.client_log import ClientLog
 
 
 class Clock:

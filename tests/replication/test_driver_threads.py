@@ -1,12 +1,16 @@
 """A driver thread whose loop ends on an error is said, counted and started again, never left
-dead while the flow looks alive (pure: the loops are stand-ins)."""
+dead while the flow looks alive; a query's start runs on a thread of its own that says where it
+waits (pure: the loops and starts are stand-ins)."""
 
 from __future__ import annotations
 
 import threading
 
+import pytest
+
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.supervisor import kept_running, slow_start_watch
+from dr_stream.replication.query_start import QueryStart
+from dr_stream.replication.supervisor import kept_running
 
 
 def test_a_loop_that_raised_is_said_counted_and_started_again():
@@ -36,48 +40,45 @@ def test_a_loop_that_ends_normally_is_not_started_again_and_a_stopped_flow_start
     assert calls == [1]
 
 
-def test_a_loop_failing_every_time_goes_on_being_retried_until_the_flow_stops_and_its_failure_at_the_stop_is_not_said():
+def test_a_loop_failing_every_time_goes_on_being_retried_until_the_flow_stops_and_says_its_failure_once():
     lines: list[str] = []
+    calls: list[int] = []
     stop = threading.Event()
 
     def loop(event: threading.Event) -> None:
-        if len(lines) == 3:
+        calls.append(1)
+        if len(calls) == 4:
             stop.set()
         raise ValueError("bad sample\n  at ...")
 
     kept_running("lag", loop, stop, lines.append, pause_s=0)
-    # The fourth failure came as the flow stopped (its JVM may already be gone): not a fault.
-    assert lines == ["driver thread lag stopped on ValueError: bad sample; started again in 0 s"] * 3
+    # The same failure again within a minute is held back; the fourth came as the flow stopped (its
+    # JVM may already be gone): not a fault.
+    assert len(calls) == 4
+    assert lines == ["driver thread lag stopped on ValueError: bad sample; started again in 0 s"]
 
 
-def test_a_start_that_does_not_return_is_said_with_where_the_supervisor_waits():
-    lines: list[str] = []
+def test_a_start_that_has_not_returned_says_where_it_waits_and_hands_over_its_query_once_it_returns():
     released = threading.Event()
 
-    def waits_for_the_gateway() -> None:
-        watch = slow_start_watch("replicate-f", lines.append, after_s=0.05)
-        try:
-            released.wait(5)
-        finally:
-            watch.cancel()
+    def waits_for_the_gateway() -> str:
+        released.wait(5)
+        return "the query"
 
-    starting = threading.Thread(target=waits_for_the_gateway)
-    starting.start()
-    try:
-        for _ in range(100):
-            if lines:
-                break
-            threading.Event().wait(0.02)
-    finally:
-        released.set()
-        starting.join()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("replicate-f: its start has not returned after 0.05 s; the supervisor waits at ")
-    assert "waits_for_the_gateway" in lines[0]
+    start = QueryStart("replicate-f", waits_for_the_gateway)
+    assert start.wait(0.05) is False and not start.done
+    assert "waits_for_the_gateway" in start.where()
+    released.set()
+    assert start.wait(5) is True
+    assert start.result() == "the query"
+    assert start.where() == "unknown"
 
 
-def test_a_start_that_returns_in_time_says_nothing():
-    lines: list[str] = []
-    slow_start_watch("replicate-f", lines.append, after_s=0.2).cancel()
-    threading.Event().wait(0.3)
-    assert lines == []
+def test_a_start_that_failed_raises_its_error_to_whoever_takes_the_result():
+    def refused() -> str:
+        raise TimeoutError("no leader for stress[0]")
+
+    start = QueryStart("replicate-f", refused)
+    assert start.wait(5)
+    with pytest.raises(TimeoutError, match="no leader"):
+        start.result()

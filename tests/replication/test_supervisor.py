@@ -1,6 +1,7 @@
 """A failed query is restarted while Spark runs, and never once Spark has stopped under the flow:
 the flow then ends with one line (the rule with stand-ins; then a real flow whose SparkContext
-is stopped from the JVM's side)."""
+is stopped from the JVM's side). Every restart is said, and a start that does not return is not
+waited for (real flows, restarted and held by a listener of Spark's own)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,22 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
+from pyspark.sql.streaming import StreamingQueryListener
 
+from dr_stream.background import Background
 from dr_stream.log_format import JsonFormatter
+from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, spark_running
+from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, run_until_stopped, spark_running
 from dr_stream.runtime.paths import project_root
-from tests.flows import one_topic_flow_file
-from tests.kafka_tools import count, create_topic, produce, topic_exists, unique, wait_until
+from tests.flows import flow_config, one_topic_flow_file, running_flow
+from tests.kafka_tools import consume_all, count, create_topic, produce, provenance, topic_exists, unique, wait_until
 
 
 class _Query:
@@ -111,3 +116,94 @@ def test_the_jvm_says_its_stop_line_as_the_flows_own_in_text_and_in_json(spark):
         {k: own[k] for k in ("level", "logger", "flow", "message")}
     at = datetime.fromisoformat(said["time"])
     assert at.utcoffset() == timedelta(0) and abs(at - datetime.fromisoformat(own["time"])) < timedelta(minutes=1)
+
+
+class _Starts(StreamingQueryListener):
+    """Counts the starts Spark reports of one query; with `hold`, keeps its first start in this
+    listener until released. Spark hands a query's start to each listener on the query's own thread
+    before `start()` returns, so a listener that does not return holds `start()` with it."""
+
+    def __init__(self, name: str, hold: bool = False) -> None:
+        self.name, self.hold = name, hold
+        self.count = 0
+        self.released = threading.Event()
+
+    def onQueryStarted(self, event) -> None:
+        if event.name == self.name:
+            self.count += 1
+            if self.hold and self.count == 1:
+                self.released.wait(120)
+
+    def onQueryProgress(self, event) -> None:
+        pass
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass
+
+
+def _said_running(lines: list[str]) -> int:
+    return sum(1 for line in lines if "replicate query running after" in line)
+
+
+@pytest.mark.integration
+def test_every_restart_of_the_replicate_query_is_said_however_alike_its_lines(spark, dc1, dc2, topics, tmp_path):
+    """A restart's line gives its phases' seconds, so quick restarts of an idle flow often say the
+    same words: the flow's log once held such a line back as a repeat, and whoever waited for it (a
+    test, an operator counting restarts) saw a start that never returned. Each start Spark reports
+    has its line."""
+    topic = unique("restarts.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 3)
+    config = flow_config(dc1, dc2, tmp_path, name="restarts", topics={"include": [topic.replace(".", "\\.")]},
+                         streaming={"trigger": "100ms"})
+    starts = _Starts(config.replicate_query)
+    spark.streams.addListener(starts)
+    lines: list[str] = []
+    try:
+        with running_flow(spark, config, log=lines.append) as flow:
+            for restart in range(8):
+                assert wait_until(lambda n=restart: _said_running(lines) == n + 1 and starts.count == n + 1, 60), \
+                    "\n".join(line for line in lines if not line.startswith("batch "))
+                flow.request_restart(f"test restart {restart + 1}")
+            assert wait_until(lambda: _said_running(lines) == 9, 60), lines
+    finally:
+        spark.streams.removeListener(starts)
+    assert _said_running(lines) == starts.count == 9
+
+
+@pytest.mark.integration
+def test_a_start_that_does_not_return_is_not_waited_for_and_the_query_spark_runs_is_supervised(
+    spark, dc1, dc2, topics, tmp_path
+):
+    topic = unique("held.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 1)
+    produce(dc1.bootstrap, topic, ({"value": f"{i}".encode()} for i in range(100)))
+    config = flow_config(dc1, dc2, tmp_path, name="held", topics={"include": [topic.replace(".", "\\.")]})
+    held = _Starts(config.replicate_query, hold=True)
+    spark.streams.addListener(held)
+    lines: list[str] = []
+    stop = threading.Event()
+    flow = ReplicationFlow(config, spark, log=lines.append)
+    runner = Background("held flow", lambda: run_until_stopped(flow, stop, start_wait_s=2)).start()
+    try:
+        assert wait_until(lambda: any("supervised from Spark's own state" in line for line in lines), 90), lines
+        assert not any("replicate query running after" in line for line in lines), lines
+        held.released.set()
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= 100, 90), lines
+        # the start returned in the end and said so, once
+        assert wait_until(lambda: _said_running(lines) == 1, 30), lines
+    finally:
+        held.released.set()
+        stop.set()
+        runner.join(60)
+        spark.streams.removeListener(held)
+    said = next(line for line in lines if "supervised from Spark's own state" in line)
+    assert said.startswith(f"{config.replicate_query}: its start has not returned after 2 s, but Spark runs the "
+                           "query (run "), said
+    assert "_start_query" in said, said  # where the start waits: inside the flow's own start
+    copied = consume_all(dc2.bootstrap, topic)
+    assert sorted(provenance(r)[-1]["offset"] for r in copied) == list(range(100))
