@@ -1,5 +1,6 @@
 """`make demo` tells its own story: no librdkafka lines, no Spark start-up warnings (real brokers,
-real Spark: the demo itself, on the dev clusters' ports, which it starts and stops)."""
+real Spark: the demo itself, on clusters of its own that it starts and stops, so a developer's
+`dr-stream dev up` on the dev ports is left alone)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import pytest
 
 from dr_stream.runtime.paths import project_root
 
+# Ports no other test cluster uses (tests/conftest.py), below Linux's ephemeral range.
+DEMO_PORTS = "32092,32192"
+
 
 @pytest.mark.integration
-def test_the_demo_prints_its_story_and_no_client_or_spark_start_up_noise():
-    done = subprocess.run([sys.executable, "-m", "dr_stream.dev.demo"], capture_output=True, text=True,
-                          timeout=900, cwd=project_root())
+def test_the_demo_prints_its_story_and_no_client_or_spark_start_up_noise(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "dr_stream.dev.demo", "--ports", DEMO_PORTS, "--home", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900, cwd=project_root())
     lines = (done.stdout + done.stderr).splitlines()
     assert done.returncode == 0, "\n".join(lines[-40:])
     assert [line for line in lines if re.match(r"%\d\|", line)] == []

@@ -254,7 +254,11 @@ class LocalCluster:
         return stop_pid(self._pid_file, timeout)
 
 
-def dev_clusters(root: Path | None = None) -> list[LocalCluster]:
-    """The two development clusters: dc1 on 19092 and dc2 on 29092, under `.cache/dev/`."""
+DEV_PORTS = (19092, 29092)
+
+
+def dev_clusters(root: Path | None = None, ports: tuple[int, int] = DEV_PORTS) -> list[LocalCluster]:
+    """The two development clusters: dc1 on 19092 and dc2 on 29092, under `.cache/dev/` (or on
+    `ports`, under `root`)."""
     base = root or cache_dir() / "dev"
-    return [LocalCluster("dc1", 19092, base / "dc1"), LocalCluster("dc2", 29092, base / "dc2")]
+    return [LocalCluster("dc1", ports[0], base / "dc1"), LocalCluster("dc2", ports[1], base / "dc2")]

@@ -14,11 +14,13 @@ Stops what it started.
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -27,7 +29,7 @@ from dr_stream.background import Background, BackgroundFailed
 from dr_stream.core.config import ClusterConfig, FlowConfig, load_flow
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, PROVENANCE_HEADER, lag_topic, runs_topic
 from dr_stream.core.provenance import newest_entry
-from dr_stream.dev.clusters import LocalCluster, dev_clusters
+from dr_stream.dev.clusters import DEV_PORTS, LocalCluster, dev_clusters
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.groups import committed_offsets, delete_group
@@ -81,17 +83,22 @@ def _counts(cluster: ClusterConfig) -> dict[str, int]:
         return out
 
 
-def _start_flows(spark, stop: threading.Event) -> tuple[dict[str, FlowConfig], list[Background]]:
-    """Both directions in this Spark application, with their state under `.cache/demo`."""
-    work = cache_dir() / "demo"
+def _start_flows(spark, stop: threading.Event, clusters: list[LocalCluster],
+                 work: Path) -> tuple[dict[str, FlowConfig], list[Background]]:
+    """Both directions in this Spark application, on `clusters`, with their state under `work`."""
     shutil.rmtree(work, ignore_errors=True)
+    at = {c.alias: c.bootstrap for c in clusters}
     configs: dict[str, FlowConfig] = {}
     threads = []
     for name in ("dc1-to-dc2", "dc2-to-dc1"):
         config = load_flow(project_root() / "conf" / f"{name}.yaml")
-        configs[name] = config = replace(config, streaming=replace(
-            config.streaming, checkpoint_dir=str(work / name / "checkpoints"),
-            offset_index=str(work / name / "offset-index"), translations=str(work / name / "translations")))
+        configs[name] = config = replace(
+            config,
+            source=replace(config.source, bootstrap_servers=at[config.source.alias]),
+            destination=replace(config.destination, bootstrap_servers=at[config.destination.alias]),
+            streaming=replace(config.streaming, checkpoint_dir=str(work / name / "checkpoints"),
+                              offset_index=str(work / name / "offset-index"),
+                              translations=str(work / name / "translations")))
         flow = ReplicationFlow(config, spark)
         threads.append(Background(f"flow {name}", lambda flow=flow: run_until_stopped(flow, stop)).start())
     return configs, threads
@@ -148,8 +155,30 @@ def _restore(clusters: list[LocalCluster], started: list[LocalCluster]) -> None:
             print(f"{cluster.alias}: started again, as it was before the demo")
 
 
-def main() -> int:
-    clusters = dev_clusters()
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m dr_stream.dev.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--ports", default=",".join(str(p) for p in DEV_PORTS),
+                        help="dc1's and dc2's broker ports (default: the dev clusters', %(default)s)")
+    parser.add_argument("--home", type=Path, default=None,
+                        help="where the clusters (when not the dev ones) and the flows' state live "
+                             "(default: .cache/dev and .cache/demo)")
+    args = parser.parse_args(argv)
+    try:
+        ports = tuple(int(p) for p in args.ports.split(","))
+    except ValueError:
+        ports = ()
+    if len(ports) != 2:
+        parser.error(f"--ports {args.ports}: two port numbers, dc1's and dc2's, separated by a comma")
+    args.ports = ports
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    # Other ports or a home of its own keep the demo's clusters apart from `dr-stream dev up`'s.
+    own = args.home or (None if args.ports == DEV_PORTS else cache_dir() / f"demo-{args.ports[0]}-{args.ports[1]}")
+    clusters = dev_clusters(own / "clusters" if own else None, args.ports)
+    work = own / "flows" if own else cache_dir() / "demo"
     started = [c for c in clusters if not c.is_running()]
     for cluster in clusters:
         print(f"{cluster.alias}: {'starting' if cluster in started else 'already running'} on {cluster.bootstrap}")
@@ -164,7 +193,7 @@ def main() -> int:
         print(f"produced {PER_TOPIC} records into each of {', '.join(TOPICS)} in both dc1 and dc2")
         spark = spark_session("dr-stream-demo")
         spark.sparkContext.setLogLevel("ERROR")
-        configs, threads = _start_flows(spark, stop)
+        configs, threads = _start_flows(spark, stop, clusters, work)
         if not _wait_converged(clusters, threads):
             return 1
         return _failover_act(spark, configs, clusters, stop, threads)
