@@ -60,7 +60,9 @@ class QueryStart:
         return self._query
 
     def where(self, depth: int = 8) -> str:
-        """Where the start waits now, innermost frame first ('unknown' once it has ended)."""
+        """Where the start's thread is now, innermost frame first ('unknown' once the thread has
+        ended, which in pinned-thread mode is a moment after the start returned: py4j closes the
+        thread's connection as it goes)."""
         frame = sys._current_frames().get(self._thread.ident or -1)
         if frame is None:
             return "unknown"

@@ -71,7 +71,6 @@ def test_a_start_that_has_not_returned_says_where_it_waits_and_hands_over_its_qu
     released.set()
     assert start.wait(5) is True
     assert start.result() == "the query"
-    assert start.where() == "unknown"
 
 
 def test_a_start_that_failed_raises_its_error_to_whoever_takes_the_result():
