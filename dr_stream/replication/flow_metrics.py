@@ -58,6 +58,7 @@ class FlowMetrics:
         self._restarts: dict[str, int] = {}
         self._progressed: dict[str, float] = {}
         self._thread_failures: dict[str, int] = {}
+        self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
         self._trigger_s: dict[str, float] = {}
@@ -98,6 +99,11 @@ class FlowMetrics:
             if restart:
                 self._restarts[query] = self._restarts.get(query, 0) + 1
             self._restarts.setdefault(query, 0)
+
+    def start_unreturned(self, query: str) -> None:
+        """A start of the query had not returned when the supervisor stopped waiting for it."""
+        with self._lock:
+            self._unreturned_starts[query] = self._unreturned_starts.get(query, 0) + 1
 
     def query_active(self, query: str, active: bool) -> None:
         with self._lock:
@@ -193,6 +199,9 @@ class FlowMetrics:
                          "topology change or a wider trigger", "query", self._restarts),
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "
                          "error and was started again", "thread", self._thread_failures),
+            self._family(CounterMetricFamily, "dr_stream_query_starts_unreturned", "Starts of a query not returned "
+                         "when the supervisor stopped waiting (it then supervises the query Spark runs under that "
+                         "name)", "query", self._unreturned_starts),
         ]
 
     def _gauges(self) -> Iterator[Metric]:

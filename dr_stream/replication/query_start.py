@@ -27,7 +27,6 @@ from pyspark.util import InheritableThread
 
 class QueryStart:
     def __init__(self, name: str, start: Callable[[], StreamingQuery]) -> None:
-        self.name = name
         self._start = start
         self._query: StreamingQuery | None = None
         self._error: BaseException | None = None

@@ -72,7 +72,7 @@ def kept_running(name: str, run: Callable[[threading.Event], None], stop: thread
                 return
             failed(name)
             said(f"driver thread {name} stopped on {type(exc).__name__}: {first_line(exc)}; "
-                f"started again in {pause_s:g} s")
+                 f"started again in {pause_s:g} s")
             stop.wait(pause_s)
 
 
@@ -157,8 +157,11 @@ class _Supervisor:
                 self._retry(part, now, f"{part.name} could not start: {first_line(exc)}")
                 return
         else:
+            if part.starting is not start:  # counted once per start, whether or not Spark runs it yet
+                self.flow.metrics.start_unreturned(part.name)
             query = active_query(self.flow.spark, part.name)
             if query is None:
+                self.flow.metrics.query_active(part.name, False)
                 if part.starting is None:
                     self.flow.log(f"{part.name}: its start has not returned after {self.start_wait_s:g} s and "
                                   f"Spark runs no query of that name yet; the start waits at {start.where()}")
