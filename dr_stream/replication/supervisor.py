@@ -94,7 +94,7 @@ class _Supervised:
     # a start that has not returned and whose query Spark did not run yet when last asked
     starting: QueryStart | None = None
 
-    def running(self, query: StreamingQuery) -> None:
+    def supervise(self, query: StreamingQuery) -> None:
         self.query, self.started_at, self.restart_at, self.starting = query, time.monotonic(), None, None
 
 
@@ -170,7 +170,7 @@ class _Supervisor:
             self.flow.log(f"{part.name}: its start has not returned after {self.start_wait_s:g} s, but Spark runs "
                           f"the query (run {query.runId}): supervised from Spark's own state; the start waits at "
                           f"{start.where()}")
-        part.running(query)
+        part.supervise(query)
         part.launches += 1
         self.flow.metrics.query_started(part.name, restart=part.launches > 1)
 

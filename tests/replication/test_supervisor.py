@@ -25,6 +25,7 @@ from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervi
 from dr_stream.runtime.paths import project_root
 from tests.flows import flow_config, one_topic_flow_file, running_flow
 from tests.kafka_tools import consume_all, count, create_topic, produce, provenance, topic_exists, unique, wait_until
+from tests.replication.test_flow_metrics import scrape
 
 
 class _Query:
@@ -201,9 +202,8 @@ def test_a_start_that_does_not_return_is_not_waited_for_and_the_query_spark_runs
         stop.set()
         runner.join(60)
         spark.streams.removeListener(held)
-    unreturned = {tuple(s.labels.values()): s.value for family in flow.metrics.collect() for s in family.samples
-                  if s.name == "dr_stream_query_starts_unreturned_total"}
-    assert unreturned == {("held", config.replicate_query): 1.0}
+    unreturned = (("flow", "held"), ("query", config.replicate_query))
+    assert scrape(flow.metrics)[("dr_stream_query_starts_unreturned_total", unreturned)] == 1
     said = next(line for line in lines if "supervised from Spark's own state" in line)
     assert said.startswith(f"{config.replicate_query}: its start has not returned after 2 s, but Spark runs the "
                            "query (run "), said
