@@ -2,13 +2,14 @@
 
     python -m bench.profile [--label before] [--smoke] [--only TOOL] [--out bench/results]
 
-Runs `make bench`'s workloads once per replicator (dr-stream micro-batch, dr-stream real-time,
-MirrorMaker 2) on clusters of its own, each with Java Flight Recorder on its JVM and py-spy on
-dr-stream's Python driver (bench/cpu_profile.py), and writes `profile-<date>-<label>.md` under
-`--out`: per phase, CPU-seconds by component (bench/cpu_components.py) beside MirrorMaker 2's,
-with a flame graph (SVG) of every JVM and driver in `profile-<date>-<label>/`. The recordings
-and py-spy's raw files stay under .cache/bench/logs/. The recorder and the sampler cost a few
-percent of CPU themselves: compare profiles with profiles, and `make bench` with `make bench`.
+Runs `make bench`'s workloads once per replicator (dr-stream micro-batch, dr-stream real-time, the
+plain Spark copy, MirrorMaker 2) on clusters of its own, each with Java Flight Recorder on its JVM
+and py-spy on the Python driver (bench/cpu_profile.py), and writes `profile-<date>-<label>.md` and
+`.json` under `--out`: per phase, CPU-seconds by component (bench/cpu_components.py) side by side.
+A flame graph (SVG) of every JVM and driver goes to `.cache/bench/profiles/profile-<date>-<label>/`
+(megabytes each: kept out of the repository); the recordings and py-spy's raw files stay under
+.cache/bench/logs/. The recorder and the sampler cost a few percent of CPU themselves: compare
+profiles with profiles, and `make bench` with `make bench`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bench import run as bench_run
 from bench import workloads
 from bench.cpu_profile import Profiler, Sampled, attribute
 from bench.flame_graph import flame_graph_svg
-from bench.report import DR, DR_RT, MM2, TOOLS
+from bench.report import MM2, TOOLS
 from bench.workloads import Size
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.runtime.paths import cache_dir, project_root
@@ -90,7 +91,8 @@ def run(size: Size, out: Path, label: str, tools: list[str], log: Log) -> Path:
     name = f"profile-{time.strftime('%Y-%m-%d', time.gmtime())}-{label}"
     work = cache_dir() / "bench" / f"profile-{when}"
     logs = cache_dir() / "bench" / "logs" / f"profile-{when}"
-    figures = out / name
+    # Flame graphs are megabytes each: they stay beside the recordings, out of the repository.
+    figures = cache_dir() / "bench" / "profiles" / name
     figures.mkdir(parents=True, exist_ok=True)
     source = LocalCluster("bench-src", PORTS[0], work / "src")
     cpu: dict[str, dict[str, Counter[str]]] = {phase: {} for phase in REPORTED}
@@ -151,9 +153,10 @@ def markdown(cpu: dict[str, dict[str, Counter[str]]], seconds: dict[str, dict[st
             continue
         lines += [f"## {phase}", ""]
         lines += _table(cpu[phase], seconds[phase], size, phase)
-        lines += ["", "Flame graphs: " + ", ".join(
-            f"[{tool} {kind}]({name}/{_slug(tool)}-{phase}-{kind}.svg)" for tool in cpu[phase]
-            for kind in ("jvm", "driver") if (kind == "jvm" or tool != MM2)), ""]
+        lines += ["", f"Flame graphs (kept out of the repository, in `.cache/bench/profiles/{name}/` of the "
+                  "checkout that recorded them): " + ", ".join(
+                      f"`{_slug(tool)}-{phase}-{kind}.svg`" for tool in cpu[phase]
+                      for kind in ("jvm", "driver") if (kind == "jvm" or tool != MM2)), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
     args = parser.parse_args(argv)
     size = workloads.SMOKE if args.smoke else workloads.FULL
-    run(size, args.out, args.label, args.only or [DR, DR_RT, MM2], lambda line: print(line, flush=True))
+    run(size, args.out, args.label, args.only or list(TOOLS), lambda line: print(line, flush=True))
     return 0
 
 

@@ -176,6 +176,11 @@ def dr_stream(config: Path, env: dict[str, str], log_file: Path) -> Replicator:
                       env, log_file)
 
 
+def plain_spark(env: dict[str, str], log_file: Path) -> Replicator:
+    python = project_root() / ".venv" / "bin" / "python"
+    return Replicator("plain Spark", [str(python), "-m", "bench.plain_spark"], env, log_file)
+
+
 def mirror_maker(properties: Path, log_file: Path, heap: str = "2G", jvm_options: list[str] | None = None
                  ) -> Replicator:
     # Heap as in Kafka's connect-mirror-maker.sh; the driver of dr-stream gets 2g too.

@@ -16,6 +16,7 @@ import argparse
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -24,8 +25,8 @@ from pathlib import Path
 from bench import workloads
 from bench.cpu_profile import JFR_OPTIONS, Profiler
 from bench.failover_time import FailoverTimes, failover_times, index_bytes_per_million
-from bench.replicators import Replicator, dr_stream, mirror_maker
-from bench.report import DR, DR_RT, MM2, TOOLS, ToolResult, markdown, plot
+from bench.replicators import Replicator, dr_stream, mirror_maker, plain_spark
+from bench.report import DR, DR_RT, MM2, PLAIN, TOOLS, ToolResult, markdown, plot
 from bench.workloads import Size
 from dr_stream.background import Background
 from dr_stream.dev.clusters import LocalCluster
@@ -33,7 +34,7 @@ from dr_stream.runtime.jvm import JvmPins
 from dr_stream.runtime.paths import cache_dir, project_root
 
 HERE = Path(__file__).resolve().parent
-DR_TRIGGER = {DR: "200ms", DR_RT: "5m"}
+DR_TRIGGER = {DR: "200ms", DR_RT: "5m", PLAIN: "200ms"}
 DR_DRIVER_MEMORY = "1g"
 DR_TOPICS = r"bench\.catchup|bench\.drs\..*"
 Log = Callable[[str], None]
@@ -42,7 +43,16 @@ Log = Callable[[str], None]
 def _machine() -> str:
     pins = JvmPins.load()
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} cores, {memory:.0f} GiB; Kafka {pins.kafka}, Spark {pins.spark}"
+    # MirrorMaker 2 runs from the brokers' own jars, so it is the brokers' version; Spark's Kafka
+    # connector runs the client version pinned for it.
+    return (f"{os.cpu_count()} cores, {memory:.0f} GiB; brokers and MirrorMaker 2: Kafka {pins.kafka_broker}; "
+            f"Spark {pins.spark} with kafka-clients {pins.kafka}; Java {_java_version()}")
+
+
+def _java_version() -> str:
+    out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    found = re.search(r'version "([^"]+)"', out)
+    return found.group(1) if found else "unknown"
 
 
 def _host_steal_s() -> float:
@@ -64,9 +74,11 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
               names: dict[str, str], size: Size, megabytes: float, log: Log,
-              profiler: Profiler | None = None) -> ToolResult:
+              profiler: Profiler | None = None, translates: bool = True) -> ToolResult:
     """With a `profiler`, each phase (start-up, catch-up, the wait for the lag topic, steady) is
-    marked as it begins, and the recording written out before the replicator stops."""
+    marked as it begins, and the recording written out before the replicator stops. A replicator
+    that does not `translate` group offsets (the plain Spark copy) copies the failover topic but
+    has no groups to measure."""
     mark = profiler.mark if profiler else (lambda _: None)
     workloads.recreate_topic(source.bootstrap, names["steady"], size.partitions)
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
@@ -100,14 +112,15 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         # The groups commit a few seconds into the steady load: their offsets travel while it runs.
         failover = Background("failover exactness", lambda: result.groups.extend(workloads.failover_exactness(
             source.bootstrap, names["lag"], target.bootstrap, lag_dest, size, names["tool"], log,
-            delay_s=min(10, size.steady_seconds / 4)))).start()
+            delay_s=min(10, size.steady_seconds / 4)))).start() if translates else None
         cpu_mark("steady")
         result.latencies = workloads.steady(source.bootstrap, names["steady"], target.bootstrap,
                                             names["steady_dest"], size, log)
         cpu_mark("after")
         result.steady_cpu_seconds = cpu_at["after"] - cpu_at["steady"]
         result.sent = size.steady_rate * size.steady_seconds
-        failover.join(timeout=size.sync_wait_s + 120)
+        if failover is not None:
+            failover.join(timeout=size.sync_wait_s + 120)
         log("  steady latency: " + ", ".join(f"p{q} {workloads.percentile(result.latencies, q):,.0f} ms"
                                              for q in (50, 95, 99)))
         replicator.check_alive()
@@ -175,7 +188,24 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
                      source, target, names, size, megabytes, log, profiler)
 
 
-RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, MM2: _mirror_maker}
+def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
+                 megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
+    env = {**_dr_env(work, source, target, tool, 2, jfr=profiler is not None),
+           "BENCH_TOPICS": r"bench\.catchup|bench\.plain\..*", "BENCH_WORK": str(work)}
+    settings = (f"bench/plain_spark.py: Spark's Kafka source -> Spark's Kafka sink, nothing else; trigger "
+                f"{DR_TRIGGER[tool]}, maxOffsetsPerTrigger 500000; {_cores()}, local[2], driver {DR_DRIVER_MEMORY}, "
+                "Spark's default JVM options; sink acks=all, idempotent, linger 5 ms, batch 256 KiB; no timestamp "
+                "carried, no provenance, no offset index, no translation")
+    names = {"catchup": "bench.catchup", "steady": "bench.plain.steady", "steady_dest": "bench.plain.steady",
+             "lag": "bench.plain.lag", "lag_dest": "bench.plain.lag", "tool": "plain"}
+    # Spark's sink creates no topic: the destination gets the source's partitions first.
+    workloads.create_topics(target.bootstrap, {"bench.catchup": size.partitions,
+                                               "bench.plain.steady": size.partitions, "bench.plain.lag": 1})
+    return _run_tool(plain_spark(env, log_file), ToolResult(tool, settings=settings), source, target, names, size,
+                     megabytes, log, profiler, translates=False)
+
+
+RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, PLAIN: _plain_spark, MM2: _mirror_maker}
 
 
 def _order(repeat: int, tools: list[str]) -> list[str]:
@@ -214,12 +244,13 @@ def start_source(source: LocalCluster, size: Size, log: Log) -> float:
     source.start()
     workloads.create_topics(source.bootstrap, {
         "bench.catchup": size.partitions, "bench.drs.steady": size.partitions,
-        "bench.mm2.steady": size.partitions, "bench.drs.lag": 1, "bench.mm2.lag": 1,
+        "bench.mm2.steady": size.partitions, "bench.plain.steady": size.partitions,
+        "bench.drs.lag": 1, "bench.mm2.lag": 1, "bench.plain.lag": 1,
     })
     log(f"loading {size.records:,} records of {size.record_bytes} B into bench.catchup ...")
     megabytes = workloads.load(source.bootstrap, "bench.catchup", size.records, size.record_bytes,
                                size.partitions, log)
-    for topic in ("bench.drs.lag", "bench.mm2.lag"):
+    for topic in ("bench.drs.lag", "bench.mm2.lag", "bench.plain.lag"):
         workloads.load(source.bootstrap, topic, size.lag_records, 100, 1, log)
     return megabytes
 

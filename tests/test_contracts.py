@@ -31,7 +31,7 @@ def test_every_internal_name_is_the_one_the_fixture_states():
         "runs_topic_prefix": contracts.RUNS_TOPIC_PREFIX, "lag_topic_prefix": contracts.LAG_TOPIC_PREFIX,
         "left_out_group_prefix": contracts.LEFT_OUT_GROUP_PREFIX,
         "sync_metadata_prefix": contracts.SYNC_METADATA_PREFIX,
-        "timestamp_interceptor": contracts.TIMESTAMP_INTERCEPTOR, "runs_interceptor": contracts.RUNS_INTERCEPTOR,
+        "copy_interceptor": contracts.COPY_INTERCEPTOR,
         "runs_topic_setting": contracts.RUNS_TOPIC_SETTING,
         "provenance_header_setting": contracts.PROVENANCE_HEADER_SETTING,
         "runs_hold_setting": contracts.RUNS_HOLD_SETTING,

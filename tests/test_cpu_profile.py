@@ -25,7 +25,7 @@ def test_the_frame_nearest_the_leaf_that_a_rule_knows_decides():
     assert jvm_component(TASK, json_in_sink) == "record path: JSON (provenance header)"
     assert jvm_component(TASK, SINK) == "sink: row -> producer record"
     assert jvm_component(TASK, [*SINK, "org.apache.kafka.clients.producer.KafkaProducer.send",
-                                "io.drstream.kafka.CopyRunInterceptor.onSend"]) == "interceptor: copy runs"
+                                "io.drstream.kafka.CopyInterceptor.onSend"]) == "interceptor: copy runs"
 
 
 def test_a_producers_sender_thread_counts_as_the_producer_whatever_its_stack():

@@ -4,7 +4,7 @@ for the same reason: applications, tools and the JVM side (jvm/) see these bytes
 stated once.
 
 The JVM side writes the runs record (`io.drstream.kafka.CopyRuns`), reads the provenance header
-(`io.drstream.kafka.ProvenanceEntry`) and the timestamp header (`TimestampInterceptor`) and takes
+(`io.drstream.kafka.ProvenanceEntry`) and the timestamp header (`CopyInterceptor`) and takes
 the interceptor settings below; the record path writes the provenance header from Spark columns.
 Golden fixtures under tests/contracts/ hold the bytes each side must write and read; the Python
 tests and jvm/src/test both read them, so a change on one side alone fails a test.
@@ -22,7 +22,9 @@ from typing import Any
 
 # Headers on replicated records.
 PROVENANCE_HEADER = "__replicator_id"  # the default of `provenance.header`; Confluent Replicator's key
-TIMESTAMP_HEADER = "__dr_stream_ts"  # transient: set by the record path, moved into the timestamp by the sink
+# Transient: set by the record path (epoch milliseconds, 8 bytes big-endian), moved into the record's
+# timestamp by the sink's interceptor.
+TIMESTAMP_HEADER = "__dr_stream_ts"
 # Internal topics.
 CONSUMER_TIMESTAMPS_TOPIC = "__consumer_timestamps"  # on the source cluster, one per cluster
 RUNS_TOPIC_PREFIX = "__dr_stream_runs."  # on the destination, one per flow
@@ -31,9 +33,9 @@ ACLS_TOPIC_PREFIX = "__dr_stream_acls."  # on the destination, one per flow: the
 # Groups and commit metadata.
 LEFT_OUT_GROUP_PREFIX = "dr-stream-left-out."  # on a failback's returning cluster
 SYNC_METADATA_PREFIX = "dr-stream:"  # metadata of every offset commit dr-stream makes
-# The sink's producer: its interceptors and their settings (Spark passes them with a `kafka.` prefix).
-TIMESTAMP_INTERCEPTOR = "io.drstream.kafka.TimestampInterceptor"
-RUNS_INTERCEPTOR = "io.drstream.kafka.CopyRunInterceptor"
+# The sink's producer: its one interceptor (timestamps, runs) and its settings (Spark passes them
+# with a `kafka.` prefix).
+COPY_INTERCEPTOR = "io.drstream.kafka.CopyInterceptor"
 RUNS_TOPIC_SETTING = "dr.stream.runs.topic"
 PROVENANCE_HEADER_SETTING = "dr.stream.provenance.header"
 RUNS_HOLD_SETTING = "dr.stream.runs.hold.ms"

@@ -12,11 +12,10 @@ import json
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.core.contracts import (
     CONSUMER_TIMESTAMPS_TOPIC,
+    COPY_INTERCEPTOR,
     PROVENANCE_HEADER,
     PROVENANCE_HEADER_SETTING,
-    RUNS_INTERCEPTOR,
     RUNS_TOPIC_SETTING,
-    TIMESTAMP_INTERCEPTOR,
 )
 
 
@@ -111,10 +110,10 @@ def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str 
     """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.
 
     Spark's Kafka sink (through 4.2) cannot set a record's timestamp: the record path carries the
-    source timestamp in `TIMESTAMP_HEADER`, and the timestamp interceptor (jvm/) moves it into the
-    record timestamp and drops the header before the send. It goes first, so the runs
-    interceptor, which reports each run of copied records to the flow's runs topic, sees each
-    record's final timestamp; both read their settings from the producer's own configuration."""
+    source timestamp in `TIMESTAMP_HEADER`, and dr-stream's one interceptor (jvm/ CopyInterceptor)
+    moves it into the record timestamp and drops the header before the send; with `runs_topic` it
+    also reports each run of copied records to the flow's runs topic. It reads its settings from
+    the producer's own configuration and goes after any interceptor the flow's properties name."""
     options = {
         # Ordering per partition, with retries, is what makes the crash-resume filter exact.
         "kafka.acks": "all",
@@ -124,11 +123,9 @@ def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str 
         "kafka.batch.size": "262144",
         **cluster_options(destination),
     }
-    ours = [TIMESTAMP_INTERCEPTOR]
     if runs_topic:
-        ours.append(RUNS_INTERCEPTOR)
         options[f"kafka.{RUNS_TOPIC_SETTING}"] = runs_topic
         options[f"kafka.{PROVENANCE_HEADER_SETTING}"] = header
     interceptors = options.get("kafka.interceptor.classes", "")
-    options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, *ours) if c)
+    options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, COPY_INTERCEPTOR) if c)
     return options

@@ -3,7 +3,7 @@
 1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
    expressions) -> the crash-resume filter (`resume`, marks fixed when the query starts) ->
    Spark's Kafka sink, whose producer reports each run it wrote to the flow's runs topic
-   (`CopyRunInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
+   (`CopyInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
    real-time mode (`streaming.mode`). In micro-batch mode its trigger widens once batches run
    back to back on a few records per partition (`trigger_width`).
 2. topics (thread): creates and grows destination topics and follows their configs

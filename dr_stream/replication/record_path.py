@@ -25,6 +25,7 @@ from dr_stream.runtime.provenance_columns import (
     append_headers,
     cycle_flags,
     provenance_value,
+    timestamp_stamp,
 )
 from dr_stream.runtime.step import Step
 
@@ -110,7 +111,7 @@ def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
 
 def sink_headers(plan: ReplicationPlan) -> Column:
     """The record's headers, then this hop's provenance header and the transient timestamp header."""
-    added = [(TIMESTAMP_HEADER, F.unix_millis(F.col("timestamp")).cast("string").cast("binary"))]
+    added = [(TIMESTAMP_HEADER, timestamp_stamp(F.col("timestamp")))]
     if plan.provenance_enabled:
         added.insert(0, (plan.header, provenance_value(plan.source_cluster_id)))
     return append_headers(F.col("headers"), added)

@@ -64,6 +64,13 @@ def copy_time_ms() -> Column:
     return JvmColumn(_record_path_columns().copyTime()).cast("string")
 
 
+def timestamp_stamp(timestamp: Column) -> Column:
+    """The transient timestamp header's value for a timestamp column: epoch milliseconds as 8
+    bytes, big-endian (the sink's interceptor reads them back without parsing text). A null
+    timestamp gives a null value, which the interceptor leaves to the producer's clock."""
+    return JvmColumn(_record_path_columns().timestampStamp(F.unix_millis(timestamp)._jc))
+
+
 CYCLE = 1  # io.drstream.spark.CycleRule.CYCLE
 MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dr_stream.core.config import parse_flow
-from dr_stream.core.contracts import RUNS_INTERCEPTOR, TIMESTAMP_INTERCEPTOR
+from dr_stream.core.contracts import COPY_INTERCEPTOR
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.clients import client_properties
 
@@ -33,18 +33,17 @@ def test_the_replicate_source_reads_the_flow_s_topics_committed_only_with_header
     assert options["kafka.group.id"] == f"dr-stream-{FLOW.name}-replicate"
 
 
-def test_the_sink_is_idempotent_user_settings_win_and_the_timestamp_interceptor_comes_last():
+def test_the_sink_is_idempotent_user_settings_win_and_its_one_interceptor_comes_last():
     options = spark_options.sink(FLOW.destination)
     assert (options["kafka.acks"], options["kafka.enable.idempotence"]) == ("all", "true")
     assert options["kafka.linger.ms"] == "20"
-    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{TIMESTAMP_INTERCEPTOR}"
+    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{COPY_INTERCEPTOR}"
     assert "kafka.dr.stream.runs.topic" not in options
 
 
-def test_with_a_runs_topic_the_runs_interceptor_follows_the_timestamp_one_and_gets_its_settings():
+def test_with_a_runs_topic_the_interceptor_gets_its_settings_and_is_still_the_only_one_of_ours():
     options = spark_options.sink(FLOW.destination, "__dr_stream_runs.f", "__hdr")
-    assert options["kafka.interceptor.classes"].endswith(
-        f"{TIMESTAMP_INTERCEPTOR},{RUNS_INTERCEPTOR}")
+    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{COPY_INTERCEPTOR}"
     assert (options["kafka.dr.stream.runs.topic"], options["kafka.dr.stream.provenance.header"]) == (
         "__dr_stream_runs.f", "__hdr")
 

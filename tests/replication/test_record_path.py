@@ -149,7 +149,7 @@ def test_a_record_with_one_entry_from_the_destination_among_several_hops_is_a_cy
     assert df.select(cycle_bits(plan)).first()[0] == 3
 
 
-def test_sink_rows_append_one_header_with_the_origin_and_a_transient_timestamp(spark):
+def test_sink_rows_append_one_header_with_the_origin_and_a_transient_binary_timestamp(spark):
     plan = ReplicationPlan("SRC", "DEST")
     row = kafka_rows(spark, [("app", b"1")]).transform(to_sink_rows(plan)).select("headers").first()[0]
     keys = [h["key"] for h in row]
@@ -158,7 +158,8 @@ def test_sink_rows_append_one_header_with_the_origin_and_a_transient_timestamp(s
     assert {k: origin[k] for k in ("cluster", "topic", "partition", "offset")} == {
         "cluster": "SRC", "topic": "orders", "partition": 1, "offset": 100}
     assert isinstance(origin["timestamp"], int)
-    assert int(bytes(row[2]["value"])) == 1262304000000
+    # epoch milliseconds, 8 bytes big-endian: the interceptor reads them without parsing text
+    assert bytes(row[2]["value"]) == (1262304000000).to_bytes(8, "big")
 
 
 def test_the_record_path_is_one_stage_of_generated_code_that_copies_each_record_once(spark):

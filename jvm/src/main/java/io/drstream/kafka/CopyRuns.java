@@ -31,8 +31,10 @@ final class CopyRuns {
     long destEnd;
     long lastTimestamp;
     long copiedAt;
-    // Its place among the changed runs, made once: an acknowledgement only looks it up.
+    // Its place among the changed runs, made once; `listed` while it is there, so an
+    // acknowledgement that extends a listed run touches no map but the open runs.
     final String changeKey;
+    boolean listed;
 
     Run(String destTopic, int destPartition, Origin first, long destOffset, long copiedAt) {
       this.destTopic = destTopic;
@@ -91,13 +93,17 @@ final class CopyRuns {
       run = new Run(destTopic, destPartition, origin, destOffset, now);
       open.put(key, run);
     }
-    changed.put(run.changeKey, run);
+    if (!run.listed) {
+      run.listed = true;
+      changed.put(run.changeKey, run);
+    }
   }
 
   synchronized List<Version> takeChanged() {
     List<Version> out = new ArrayList<>(changed.size());
     for (Run run : changed.values()) {
       out.add(new Version(run, run.key(), run.value()));
+      run.listed = false;
     }
     changed.clear();
     return out;
@@ -107,6 +113,7 @@ final class CopyRuns {
   synchronized void unpublished(List<Version> versions) {
     for (Version v : versions) {
       changed.putIfAbsent(v.run().changeKey, v.run());
+      v.run().listed = true;
     }
   }
 

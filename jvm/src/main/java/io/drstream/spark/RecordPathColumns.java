@@ -3,6 +3,7 @@ package io.drstream.spark;
 import java.io.Serializable;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.api.java.UDF0;
+import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 
@@ -31,6 +32,32 @@ public final class RecordPathColumns {
    */
   public static Column copyTime() {
     return functions.udf(new Clock(), DataTypes.LongType).asNondeterministic().apply();
+  }
+
+  /**
+   * The sink interceptor's timestamp stamp ({@code io.drstream.kafka.CopyInterceptor}) of epoch
+   * milliseconds: 8 bytes, big-endian, so neither side formats or parses a number.
+   */
+  public static Column timestampStamp(Column epochMillis) {
+    return functions.udf(new Stamp(), DataTypes.BinaryType).apply(epochMillis);
+  }
+
+  private static final class Stamp implements UDF1<Long, byte[]>, Serializable {
+    private static final long serialVersionUID = 1L;
+
+    @java.lang.Override
+    public byte[] call(Long ms) {
+      if (ms == null) {
+        return null;
+      }
+      long v = ms;
+      byte[] out = new byte[Long.BYTES];
+      for (int i = Long.BYTES - 1; i >= 0; i--) {
+        out[i] = (byte) v;
+        v >>>= 8;
+      }
+      return out;
+    }
   }
 
   private static final class Clock implements UDF0<Long>, Serializable {

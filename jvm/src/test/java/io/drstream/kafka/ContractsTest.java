@@ -32,13 +32,12 @@ class ContractsTest {
   void everyNameTheJvmUsesIsTheOneTheFixtureStates() throws IOException {
     JsonNode names = golden("names.json");
     Map<String, String> said = Map.of(
-        "timestamp_header", TimestampInterceptor.HEADER,
-        "provenance_header", CopyRunInterceptor.DEFAULT_PROVENANCE_HEADER,
-        "timestamp_interceptor", TimestampInterceptor.class.getName(),
-        "runs_interceptor", CopyRunInterceptor.class.getName(),
-        "runs_topic_setting", CopyRunInterceptor.RUNS_TOPIC,
-        "provenance_header_setting", CopyRunInterceptor.HEADER,
-        "runs_hold_setting", CopyRunInterceptor.HOLD_MS);
+        "timestamp_header", CopyInterceptor.STAMP_HEADER,
+        "provenance_header", CopyInterceptor.DEFAULT_PROVENANCE_HEADER,
+        "copy_interceptor", CopyInterceptor.class.getName(),
+        "runs_topic_setting", CopyInterceptor.RUNS_TOPIC,
+        "provenance_header_setting", CopyInterceptor.HEADER,
+        "runs_hold_setting", CopyInterceptor.HOLD_MS);
     said.forEach((name, value) -> assertEquals(names.get(name).asText(), value, name));
   }
 

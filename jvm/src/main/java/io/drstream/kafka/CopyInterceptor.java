@@ -22,11 +22,19 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Feeds the offset index from the write path: turns the sink producer's sends and
- * acknowledgements into runs (origin offsets -> destination offsets) and publishes them to the
- * flow's runs topic on the destination.
+ * The one interceptor of the replicate query's sink producer: gives each copied record its source
+ * record's timestamp, and feeds the offset index from the write path.
  *
- * <p>{@code onSend} reads each record's newest provenance header (origin cluster, topic,
+ * <p>Timestamp: Spark's Kafka sink (through 4.2) has no timestamp column, so the record path
+ * carries the source timestamp in a transient header, {@value #STAMP_HEADER}, whose value is the
+ * epoch milliseconds as 8 bytes, big-endian. {@code onSend} moves it into the record's timestamp
+ * and drops the header. A record leaves either unchanged (no stamp) or with the stamp removed and
+ * every other header, the key, value and partition untouched; a stamp that is not 8 bytes leaves
+ * the timestamp to the producer, as Kafka would.
+ *
+ * <p>Runs: the interceptor turns the producer's sends and acknowledgements into runs (origin
+ * offsets -> destination offsets) and publishes them to the flow's runs topic on the destination.
+ * {@code onSend} reads each record's newest provenance header (origin cluster, topic,
  * partition, offset; {@link ProvenanceOrigin}) on the sending thread and queues it per destination partition; the
  * producer acknowledges a partition's records in the order they were sent (idempotent, ordered
  * retries), so {@code onAcknowledgement} pairs each acknowledgement with the head of that queue.
@@ -45,7 +53,8 @@ import org.slf4j.LoggerFactory;
  * {@value #HOLD_MS}, a test knob that delays each end-of-task publication and turns the periodic
  * one off, so a test can kill the flow between a write and its publication.
  */
-public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byte[]> {
+public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]> {
+  public static final String STAMP_HEADER = "__dr_stream_ts";
   public static final String RUNS_TOPIC = "dr.stream.runs.topic";
   public static final String HEADER = "dr.stream.provenance.header";
   public static final String HOLD_MS = "dr.stream.runs.hold.ms";
@@ -53,7 +62,7 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
   public static final String DEFAULT_PROVENANCE_HEADER = "__replicator_id";
   static final long DEFAULT_INTERVAL_MS = 500;
 
-  private static final Logger LOG = LoggerFactory.getLogger(CopyRunInterceptor.class);
+  private static final Logger LOG = LoggerFactory.getLogger(CopyInterceptor.class);
   private static final CopyRuns.Origin NONE = new CopyRuns.Origin("", "", -1, -1, -1);
 
   private final Map<TopicPartition, ArrayDeque<CopyRuns.Origin>> sent = new HashMap<>();
@@ -105,6 +114,7 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
 
   @Override
   public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+    record = stamped(record);
     if (runsTopic == null || record.partition() == null) {
       return record;
     }
@@ -115,6 +125,32 @@ public final class CopyRunInterceptor implements ProducerInterceptor<byte[], byt
     }
     taskEnd.onEndOfCurrentTask(this::publishAtTaskEnd);
     return record;
+  }
+
+  /** The record with its stamp moved into its timestamp (the record itself without a stamp). */
+  public static ProducerRecord<byte[], byte[]> stamped(ProducerRecord<byte[], byte[]> record) {
+    Header stamp = record.headers().lastHeader(STAMP_HEADER);
+    if (stamp == null) {
+      return record;
+    }
+    // The header is removed in place: the sink builds a new record (and header list) per row and
+    // does not read it again, and the producer makes the list read-only only after the
+    // interceptors. Only the record object is new, since its timestamp cannot be changed.
+    record.headers().remove(STAMP_HEADER);
+    return new ProducerRecord<>(
+        record.topic(), record.partition(), timestamp(stamp.value()), record.key(), record.value(), record.headers());
+  }
+
+  /** The stamp's epoch milliseconds; null (the producer's own time) for a value not 8 bytes long. */
+  public static Long timestamp(byte[] value) {
+    if (value == null || value.length != Long.BYTES) {
+      return null;
+    }
+    long ms = 0;
+    for (byte b : value) {
+      ms = (ms << 8) | (b & 0xFF);
+    }
+    return ms;
   }
 
   /** The record's newest provenance entry, or NONE when it has none that parses. */
