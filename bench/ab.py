@@ -14,6 +14,7 @@ run: a change is kept only when its ratios move beyond the spread of its runs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import statistics
@@ -131,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=[DR, DR_RT], default=DR)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script, measures nothing")
+    parser.add_argument("--records", type=int, help="catch-up records (default: make bench's); a long catch-up "
+                                                    "amortizes each JVM's warm-up")
     args = parser.parse_args(argv)
     try:
         arms = [Arm.parse(a) for a in args.arm]
@@ -140,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("arm names must differ from each other and from MirrorMaker 2")
     for arm in arms:
         print(f"arm {arm.name}: {arm.env or 'as is'}", flush=True)
-    results = run(arms, args.mode, args.repeat, workloads.SMOKE if args.smoke else workloads.FULL,
-                  log=lambda line: print(line, flush=True))
+    size = workloads.SMOKE if args.smoke else workloads.FULL
+    if args.records:
+        size = dataclasses.replace(size, records=args.records)
+    results = run(arms, args.mode, args.repeat, size, log=lambda line: print(line, flush=True))
     print(summary(results))
     return 0
 

@@ -94,6 +94,7 @@ def run(size: Size, out: Path, label: str, tools: list[str], log: Log) -> Path:
     # Flame graphs are megabytes each: they stay beside the recordings, out of the repository.
     figures = cache_dir() / "bench" / "profiles" / name
     figures.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     source = LocalCluster("bench-src", PORTS[0], work / "src")
     cpu: dict[str, dict[str, Counter[str]]] = {phase: {} for phase in REPORTED}
     seconds: dict[str, dict[str, float]] = {phase: {} for phase in REPORTED}

@@ -119,16 +119,19 @@ def in_pool(spark: SparkSession, pool: str, start: Callable[[], StreamingQuery])
     return started
 
 
-# C1 alone gets a 48 MB code cache by default, which a flow fills within minutes: the JVM then
-# stops compiling and says so on the console. The parallel collector, not G1: the record path
-# allocates several short-lived copies of every record, and G1's write barriers and concurrent
-# refinement cost more than the parallel collector's young collections. In `make bench`'s
-# workloads (medians of 2 alternating runs beside MirrorMaker 2) it copied 52k records/s against
-# 45k, took 77 CPU-seconds against 83 and peaked at 944 MiB against 1,081; at 1,000 partitions
-# (`make bench-scale`'s largest size, dr-stream alone) 1,529 MiB against 1,986 and 92 CPU-seconds
-# against 105. The heap is kept at most 30% free, so a driver whose live data is a few hundred MB
-# does not sit on its whole -Xmx. C2 measured worse on both counts (README: Benchmark).
-DRIVER_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC "
+# A flow runs for days, so the JIT is chosen for the records it copies, not its first minute: both
+# compilers (C2 too), whose compilations cost a quarter of a core for a few minutes and then make
+# every record cheaper. A 5,000,000-record catch-up (`python -m bench.ab --records 5000000`,
+# 2026-11-26, beside MirrorMaker 2 4.3.1 at 95,395 records/s and 49 CPU-seconds) copied 87,920
+# records/s in 71 CPU-seconds with C2, 57,895 in 106 with C1 alone (-XX:TieredStopAtLevel=1, the
+# earlier choice, which `make bench`'s 1,000,000 records had favoured only because C2's warm-up
+# is a larger share of a short run). The parallel collector, not G1: the record path allocates
+# several short-lived copies of every record, and G1's write barriers and concurrent refinement
+# cost more than the parallel collector's young collections (1,000,000 records with C2: 28.1
+# CPU-seconds of catch-up against 25.1, 101 for the whole run against 91, 1,141 MiB against 924).
+# The heap is kept at most 30% free, so a driver whose live data is a few hundred MB does not sit
+# on its whole -Xmx.
+DRIVER_JAVA_OPTIONS = ("-XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC "
                        "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30")
 
 
@@ -161,10 +164,8 @@ def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_por
         .config("spark.ui.port", str(ui_port or 4040))
         .config("spark.ui.showConsoleProgress", "false")
         .config(map=CONSUMER_CACHE)
-        # The JVM this process starts runs on the same few cores as everything else: C1 alone
-        # compiles Spark's and the generated code with a fraction of the CPU that C2 spends
-        # in the first minutes, and measured no slower at a flow's rates (README: Benchmark).
-        # log4j2 reads its configuration before Spark's first line: no start-up WARN lines.
+        # The JVM's options: DRIVER_JAVA_OPTIONS says why each. log4j2 reads its configuration
+        # before Spark's first line: no start-up WARN lines.
         .config("spark.driver.extraJavaOptions",
                 f"{java_options} -Dlog4j2.configurationFile=file:{log4j2_file(log_format)}")
     )

@@ -16,7 +16,6 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,7 +64,10 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
   private static final Logger LOG = LoggerFactory.getLogger(CopyInterceptor.class);
   private static final CopyRuns.Origin NONE = new CopyRuns.Origin("", "", -1, -1, -1);
 
-  private final Map<TopicPartition, ArrayDeque<CopyRuns.Origin>> sent = new HashMap<>();
+  // Origins sent and not yet acknowledged, by destination topic and partition (an index, not a
+  // key object per record); guarded by itself.
+  private final Map<String, List<ArrayDeque<CopyRuns.Origin>>> sent = new HashMap<>();
+  private final Runnable publishAtTaskEnd = this::publishAtTaskEnd;
   private final CopyRuns runs = new CopyRuns();
   private final ProvenanceOrigin origins = new ProvenanceOrigin();
   private final TaskEnd taskEnd = new TaskEnd();
@@ -120,10 +122,9 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     }
     CopyRuns.Origin origin = origin(record);
     synchronized (sent) {
-      sent.computeIfAbsent(new TopicPartition(record.topic(), record.partition()), k -> new ArrayDeque<>())
-          .add(origin);
+      queue(record.topic(), record.partition()).add(origin);
     }
-    taskEnd.onEndOfCurrentTask(this::publishAtTaskEnd);
+    taskEnd.onEndOfCurrentTask(publishAtTaskEnd);
     return record;
   }
 
@@ -166,16 +167,23 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     if (runsTopic == null || metadata == null) {
       return;
     }
-    TopicPartition tp = new TopicPartition(metadata.topic(), metadata.partition());
     CopyRuns.Origin origin;
     synchronized (sent) {
-      ArrayDeque<CopyRuns.Origin> queue = sent.get(tp);
-      origin = queue == null ? null : queue.poll();
+      origin = queue(metadata.topic(), metadata.partition()).poll();
     }
     if (origin == null || origin == NONE || exception != null || !metadata.hasOffset()) {
       return;
     }
-    runs.acked(tp.topic(), tp.partition(), origin, metadata.offset(), System.currentTimeMillis());
+    runs.acked(metadata.topic(), metadata.partition(), origin, metadata.offset(), System.currentTimeMillis());
+  }
+
+  /** The queue of sent origins of one destination partition; callers hold {@code sent}. */
+  private ArrayDeque<CopyRuns.Origin> queue(String topic, int partition) {
+    List<ArrayDeque<CopyRuns.Origin>> partitions = sent.computeIfAbsent(topic, t -> new ArrayList<>());
+    while (partitions.size() <= partition) {
+      partitions.add(new ArrayDeque<>());
+    }
+    return partitions.get(partition);
   }
 
   private void publishAtTaskEnd() {

@@ -1,5 +1,8 @@
 package io.drstream.kafka;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.ref.WeakReference;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.util.Collections;
@@ -13,8 +16,12 @@ import java.util.Set;
  * plain Kafka producer (there it never registers anything). Invariant: an action is registered at
  * most once per task attempt, and runs on the task's thread after the task's own work (Spark's
  * Kafka writer has flushed its producer by then), so its failure fails the task.
+ *
+ * <p>It is asked for every record sent: a thread that asks again within the task it registered
+ * for is answered from its own memory of that task, with one handle call and no lock.
  */
 final class TaskEnd {
+  private static final MethodHandle CURRENT;
   private static final Method GET;
   private static final Method ATTEMPT_ID;
   private static final Method ADD_LISTENER;
@@ -34,6 +41,15 @@ final class TaskEnd {
     } catch (ReflectiveOperationException | LinkageError e) {
       get = null;
     }
+    MethodHandle current = null;
+    if (get != null) {
+      try {
+        current = MethodHandles.publicLookup().unreflect(get);
+      } catch (IllegalAccessException e) {
+        get = null;
+      }
+    }
+    CURRENT = current;
     GET = get;
     ATTEMPT_ID = attempt;
     ADD_LISTENER = add;
@@ -41,16 +57,22 @@ final class TaskEnd {
   }
 
   private final Set<Long> registered = Collections.synchronizedSet(new HashSet<>());
+  // The task context this thread last registered for (weakly: a finished task's context is not kept).
+  private final ThreadLocal<WeakReference<Object>> lastRegistered = new ThreadLocal<>();
 
   /** True when the calling thread runs a Spark task (the action is then registered for its end). */
   boolean onEndOfCurrentTask(Runnable action) {
-    if (GET == null) {
+    if (CURRENT == null) {
       return false;
     }
     try {
-      Object context = GET.invoke(null);
+      Object context = CURRENT.invoke();
       if (context == null) {
         return false;
+      }
+      WeakReference<Object> last = lastRegistered.get();
+      if (last != null && last.get() == context) {
+        return true;
       }
       long attempt = (Long) ATTEMPT_ID.invoke(context);
       if (!registered.add(attempt)) {
@@ -74,8 +96,9 @@ final class TaskEnd {
             }
           });
       ADD_LISTENER.invoke(context, listener);
+      lastRegistered.set(new WeakReference<>(context));
       return true;
-    } catch (ReflectiveOperationException e) {
+    } catch (Throwable e) {
       return false;
     }
   }
