@@ -52,13 +52,14 @@ demo: setup
 demo-yarn: setup dist
 	$(PY) -m dr_stream.dev.demo_yarn
 
-# dr-stream vs MirrorMaker 2 on its own two clusters (about 6 min); results in bench/results/.
+# dr-stream, a plain Spark copy and MirrorMaker 2 on their own two clusters, 3 alternating runs
+# each (about 20 min); results in bench/results/.
 bench: setup
 	$(PY) -m bench.run
 
 # Where each replicator's CPU goes in `make bench`'s catch-up and steady phases: Java Flight
-# Recorder and py-spy, one run each (about 12 min); bench/results/profile-<date>-<label>.md,
-# .json and flame graphs. PROFILE_ARGS="--label after" names the report.
+# Recorder and py-spy, one run each (about 17 min); bench/results/profile-<date>-<label>.md and
+# .json, flame graphs in .cache/bench/profiles/. PROFILE_ARGS="--label after" names the report.
 profile: setup
 	$(PY) -m bench.profile $(PROFILE_ARGS)
 

@@ -157,7 +157,7 @@ def markdown(cpu: dict[str, dict[str, Counter[str]]], seconds: dict[str, dict[st
         lines += ["", f"Flame graphs (kept out of the repository, in `.cache/bench/profiles/{name}/` of the "
                   "checkout that recorded them): " + ", ".join(
                       f"`{_slug(tool)}-{phase}-{kind}.svg`" for tool in cpu[phase]
-                      for kind in ("jvm", "driver") if (kind == "jvm" or tool != MM2)), ""]
+                      for kind in ("jvm", "driver") if (kind == "jvm" or not tool.startswith(MM2))), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.splitlines()[0])
     parser.add_argument("--label", default="now", help="names the report: profile-<date>-<label>.md")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness, measures nothing")
-    parser.add_argument("--only", choices=list(TOOLS), action="append", help="profile only this replicator")
+    parser.add_argument("--only", choices=[*TOOLS, bench_run.MM2_COMPAT], action="append",
+                        help="profile only this replicator (MirrorMaker 2 3.x only when named)")
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
     args = parser.parse_args(argv)
     size = workloads.SMOKE if args.smoke else workloads.FULL

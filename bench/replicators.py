@@ -181,13 +181,15 @@ def plain_spark(env: dict[str, str], log_file: Path) -> Replicator:
     return Replicator("plain Spark", [str(python), "-m", "bench.plain_spark"], env, log_file)
 
 
-def mirror_maker(properties: Path, log_file: Path, heap: str = "2G", jvm_options: list[str] | None = None
-                 ) -> Replicator:
+def mirror_maker(properties: Path, log_file: Path, heap: str = "2G", jvm_options: list[str] | None = None,
+                 compat: bool = False) -> Replicator:
+    """MirrorMaker 2 at the brokers' version, or (`compat`) at the 3.x version the compatibility
+    brokers run, to see what a newer MirrorMaker 2 does cheaper on the same clusters."""
     # Heap as in Kafka's connect-mirror-maker.sh; the driver of dr-stream gets 2g too.
     # Its own log4j configuration writes INFO to the log file: without one, Kafka's jars log nothing.
     logging = [f"-Dlog4j2.configurationFile={project_root() / 'bench' / 'mm2-log4j2.properties'}",
                f"-Dbench.mm2.log={log_file}"]
     command = ["java", "-Xms256M", f"-Xmx{heap}", "-XX:+UseG1GC", *(jvm_options or []), *logging,
-               "-cp", kafka_classpath(),
+               "-cp", kafka_classpath(compat),
                "org.apache.kafka.connect.mirror.MirrorMaker", str(properties)]
     return Replicator("MirrorMaker 2", command, {}, log_file)

@@ -13,6 +13,7 @@ them to `latest.md` / `latest.png`, and stops everything it started, by PID.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import shutil
@@ -174,18 +175,21 @@ def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, targ
 
 
 def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-                  megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
+                  megabytes: float, log: Log, profiler: Profiler | None = None, compat: bool = False) -> ToolResult:
+    """MirrorMaker 2 at the brokers' version; `compat`: at the compatibility brokers' 3.x version."""
     work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
-    settings = (f"bench/mm2.properties: dedicated mode, {_cores()}, tasks.max=2, heap 2G; group offset sync, "
+    version = JvmPins.load().kafka_broker_compat if compat else JvmPins.load().kafka_broker
+    settings = (f"Kafka {version}; bench/mm2.properties: dedicated mode, {_cores()}, tasks.max=2, heap 2G; "
+                "group offset sync, "
                 "checkpoints and "
                 "heartbeats every 1 s, dst.offset.flush.interval.ms=1000, offset.lag.max at its default (100); "
                 "source consumer fetch.max.wait.ms=50; producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady", "steady_dest": "src.bench.mm2.steady",
              "lag": "bench.mm2.lag", "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}
     jvm_options = JFR_OPTIONS.split() if profiler else []
-    return _run_tool(mirror_maker(properties, log_file, jvm_options=jvm_options), ToolResult(MM2, settings=settings),
-                     source, target, names, size, megabytes, log, profiler)
+    return _run_tool(mirror_maker(properties, log_file, jvm_options=jvm_options, compat=compat),
+                     ToolResult(tool, settings=settings), source, target, names, size, megabytes, log, profiler)
 
 
 def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
@@ -205,7 +209,11 @@ def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, ta
                      megabytes, log, profiler, translates=False)
 
 
-RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, PLAIN: _plain_spark, MM2: _mirror_maker}
+# Not in `make bench`: `make profile` runs it to see what MirrorMaker 2 at the brokers' version
+# does cheaper than the 3.x one on the same clusters.
+MM2_COMPAT = "MirrorMaker 2 3.x"
+RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, PLAIN: _plain_spark, MM2: _mirror_maker,
+           MM2_COMPAT: functools.partial(_mirror_maker, compat=True)}
 
 
 def _order(repeat: int, tools: list[str]) -> list[str]:
