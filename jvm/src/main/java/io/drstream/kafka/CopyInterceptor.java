@@ -1,5 +1,6 @@
 package io.drstream.kafka;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -143,15 +144,8 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
   }
 
   /** The stamp's epoch milliseconds; null (the producer's own time) for a value not 8 bytes long. */
-  public static Long timestamp(byte[] value) {
-    if (value == null || value.length != Long.BYTES) {
-      return null;
-    }
-    long ms = 0;
-    for (byte b : value) {
-      ms = (ms << 8) | (b & 0xFF);
-    }
-    return ms;
+  static Long timestamp(byte[] value) {
+    return value == null || value.length != Long.BYTES ? null : ByteBuffer.wrap(value).getLong();
   }
 
   /** The record's newest provenance entry, or NONE when it has none that parses. */

@@ -22,7 +22,6 @@ import java.util.Set;
  */
 final class TaskEnd {
   private static final MethodHandle CURRENT;
-  private static final Method GET;
   private static final Method ATTEMPT_ID;
   private static final Method ADD_LISTENER;
   private static final Class<?> LISTENER;
@@ -46,11 +45,10 @@ final class TaskEnd {
       try {
         current = MethodHandles.publicLookup().unreflect(get);
       } catch (IllegalAccessException e) {
-        get = null;
+        current = null;
       }
     }
     CURRENT = current;
-    GET = get;
     ATTEMPT_ID = attempt;
     ADD_LISTENER = add;
     LISTENER = listener;

@@ -1,6 +1,7 @@
 package io.drstream.spark;
 
 import java.io.Serializable;
+import java.nio.ByteBuffer;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.api.java.UDF0;
 import org.apache.spark.sql.api.java.UDF1;
@@ -47,16 +48,7 @@ public final class RecordPathColumns {
 
     @java.lang.Override
     public byte[] call(Long ms) {
-      if (ms == null) {
-        return null;
-      }
-      long v = ms;
-      byte[] out = new byte[Long.BYTES];
-      for (int i = Long.BYTES - 1; i >= 0; i--) {
-        out[i] = (byte) v;
-        v >>>= 8;
-      }
-      return out;
+      return ms == null ? null : ByteBuffer.allocate(Long.BYTES).putLong(ms).array();
     }
   }
 
