@@ -19,13 +19,8 @@ import signal
 import sys
 import threading
 
+from dr_stream.kafka.spark_options import SINK_PRODUCER
 from dr_stream.runtime.jvm import spark_jars
-
-# The producer settings of both replicators in `make bench` (dr_stream/kafka/spark_options.sink,
-# bench/mm2.properties): the floor differs from dr-stream only in what dr-stream adds.
-SINK_PRODUCER = {"kafka.acks": "all", "kafka.enable.idempotence": "true",
-                 "kafka.max.in.flight.requests.per.connection": "5", "kafka.linger.ms": "5",
-                 "kafka.batch.size": "262144"}
 
 
 def connector_jars() -> list[str]:
@@ -56,6 +51,8 @@ def main() -> int:
     # columns: no projection of the user's own.
     query = (records.writeStream.format("kafka")
              .option("kafka.bootstrap.servers", env["BENCH_TARGET"])
+             # dr-stream's sink producer settings (bench/mm2.properties has the same): the floor
+             # differs from dr-stream only in what dr-stream adds.
              .options(**SINK_PRODUCER)
              .option("checkpointLocation", env["BENCH_WORK"] + "/checkpoint")
              .trigger(processingTime=env.get("BENCH_TRIGGER", "200ms").replace("ms", " milliseconds"))

@@ -179,7 +179,8 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
     """MirrorMaker 2 at the brokers' version; `compat`: at the compatibility brokers' 3.x version."""
     work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
-    version = JvmPins.load().kafka_broker_compat if compat else JvmPins.load().kafka_broker
+    pins = JvmPins.load()
+    version = pins.kafka_broker_compat if compat else pins.kafka_broker
     settings = (f"Kafka {version}; bench/mm2.properties: dedicated mode, {_cores()}, tasks.max=2, heap 2G; "
                 "group offset sync, "
                 "checkpoints and "

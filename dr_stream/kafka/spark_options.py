@@ -106,6 +106,17 @@ def batch_range(cluster: ClusterConfig, starts: dict[str, dict[str, int]],
             "endingOffsets": json.dumps(ends)}
 
 
+# The sink producer's own settings; a flow's `kafka:` properties win over them.
+SINK_PRODUCER = {
+    # Ordering per partition, with retries, is what makes the crash-resume filter exact.
+    "kafka.acks": "all",
+    "kafka.enable.idempotence": "true",
+    "kafka.max.in.flight.requests.per.connection": "5",
+    "kafka.linger.ms": "5",
+    "kafka.batch.size": "262144",
+}
+
+
 def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER) -> dict[str, str]:
     """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.
 
@@ -114,15 +125,7 @@ def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str 
     moves it into the record timestamp and drops the header before the send; with `runs_topic` it
     also reports each run of copied records to the flow's runs topic. It reads its settings from
     the producer's own configuration and goes after any interceptor the flow's properties name."""
-    options = {
-        # Ordering per partition, with retries, is what makes the crash-resume filter exact.
-        "kafka.acks": "all",
-        "kafka.enable.idempotence": "true",
-        "kafka.max.in.flight.requests.per.connection": "5",
-        "kafka.linger.ms": "5",
-        "kafka.batch.size": "262144",
-        **cluster_options(destination),
-    }
+    options = {**SINK_PRODUCER, **cluster_options(destination)}
     if runs_topic:
         options[f"kafka.{RUNS_TOPIC_SETTING}"] = runs_topic
         options[f"kafka.{PROVENANCE_HEADER_SETTING}"] = header
