@@ -178,7 +178,6 @@ def markdown(runs: Runs, size: Size, when: str, machine: str, png: str) -> str:
         "first run): `dr-stream failover` with the source's address pointing nowhere, for one group and for "
         "1,000 groups on 10 partitions each.",
         "",
-        "",
         "The plain Spark copy (bench/plain_spark.py) is Spark's Kafka source written straight to its sink, "
         "nothing of dr-stream's: it copies no timestamp, adds no provenance, indexes and translates nothing, so "
         "it has no failover rows. It is the floor under dr-stream's record path: `plain Spark / MM2` is what "

@@ -182,9 +182,8 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
     pins = JvmPins.load()
     version = pins.kafka_broker_compat if compat else pins.kafka_broker
     settings = (f"Kafka {version}; bench/mm2.properties: dedicated mode, {_cores()}, tasks.max=2, heap 2G; "
-                "group offset sync, "
-                "checkpoints and "
-                "heartbeats every 1 s, dst.offset.flush.interval.ms=1000, offset.lag.max at its default (100); "
+                "group offset sync, checkpoints and heartbeats every 1 s, dst.offset.flush.interval.ms=1000, "
+                "offset.lag.max at its default (100); "
                 "source consumer fetch.max.wait.ms=50; producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "src.bench.catchup", "steady": "bench.mm2.steady", "steady_dest": "src.bench.mm2.steady",
              "lag": "bench.mm2.lag", "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}
