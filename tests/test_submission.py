@@ -71,20 +71,33 @@ def test_the_users_files_jars_and_archives_are_merged_with_ours_not_replaced():
 
 def test_every_jvm_reads_dr_streams_log4j2_configuration_from_its_first_line():
     local = _conf(_plan())["spark.driver.extraJavaOptions"]
-    assert local.startswith("-Dlog4j2.configurationFile=file:/")
+    assert " -Dlog4j2.configurationFile=file:/" in local
     assert local.endswith("/dr_stream/runtime/log4j2.properties")
     yarn = _plan("--master", "yarn", "--deploy-mode", "cluster")
-    assert _conf(yarn)["spark.driver.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2.properties"
-    assert _conf(yarn)["spark.executor.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2.properties"
+    assert _conf(yarn)["spark.driver.extraJavaOptions"].endswith(" -Dlog4j2.configurationFile=log4j2.properties")
+    assert _conf(yarn)["spark.executor.extraJavaOptions"].endswith(" -Dlog4j2.configurationFile=log4j2.properties")
     assert _option(yarn, "--files").split(",")[1].endswith("/dr_stream/runtime/log4j2.properties")
 
 
 def test_json_logs_switch_every_jvm_and_a_remote_drivers_python_lines(monkeypatch):
     monkeypatch.setenv("DR_STREAM_LOG_FORMAT", "json")
     yarn = _plan("--master", "yarn", "--deploy-mode", "cluster")
-    assert _conf(yarn)["spark.executor.extraJavaOptions"] == "-Dlog4j2.configurationFile=log4j2-json.properties"
+    assert _conf(yarn)["spark.executor.extraJavaOptions"].endswith(" -Dlog4j2.configurationFile=log4j2-json.properties")
     assert _conf(yarn)["spark.yarn.appMasterEnv.DR_STREAM_LOG_FORMAT"] == "json"
     assert _conf(_plan())["spark.driver.extraJavaOptions"].endswith("/dr_stream/runtime/log4j2-json.properties")
+
+
+def test_the_flows_jit_and_collector_choices_reach_the_driver_and_the_executors(monkeypatch):
+    from dr_stream.runtime.session import DRIVER_JAVA_OPTIONS
+
+    for argv in (_plan("--master", "yarn", "--deploy-mode", "cluster"), _plan("--master", "yarn"),
+                 _plan("--master", "k8s://https://127.0.0.1:6443", "--deploy-mode", "cluster")):
+        conf = _conf(argv)
+        assert conf["spark.driver.extraJavaOptions"].startswith(DRIVER_JAVA_OPTIONS), argv
+        assert conf["spark.executor.extraJavaOptions"].startswith(DRIVER_JAVA_OPTIONS), argv
+    monkeypatch.setenv("DR_STREAM_DRIVER_JAVA_OPTIONS", "-XX:+UseG1GC")
+    conf = _conf(_plan("--master", "yarn", "--deploy-mode", "cluster"))
+    assert conf["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC -Dlog4j2.configurationFile=log4j2.properties"
 
 
 def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():

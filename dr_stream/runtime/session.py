@@ -119,20 +119,35 @@ def in_pool(spark: SparkSession, pool: str, start: Callable[[], StreamingQuery])
     return started
 
 
-# A flow runs for days, so the JIT is chosen for the records it copies, not its first minute: both
-# compilers (C2 too), whose compilations cost a quarter of a core for a few minutes and then make
-# every record cheaper. A 5,000,000-record catch-up (`python -m bench.ab --records 5000000`,
-# 2026-11-26, beside MirrorMaker 2 4.3.1 at 95,395 records/s and 49 CPU-seconds) copied 87,920
-# records/s in 71 CPU-seconds with C2, 57,895 in 106 with C1 alone (-XX:TieredStopAtLevel=1, the
-# earlier choice, which `make bench`'s 1,000,000 records had favoured only because C2's warm-up
-# is a larger share of a short run). The parallel collector, not G1: the record path allocates
-# several short-lived copies of every record, and G1's write barriers and concurrent refinement
-# cost more than the parallel collector's young collections (1,000,000 records with C2: 28.1
-# CPU-seconds of catch-up against 25.1, 101 for the whole run against 91, 1,141 MiB against 924).
-# The heap is kept at most 30% free, so a driver whose live data is a few hundred MB does not sit
-# on its whole -Xmx.
+# A flow runs for days, so the JIT is chosen for the records it copies, not its first minute.
+# Both compilers run (C2 too): a 5,000,000-record catch-up (`python -m bench.ab --records
+# 5000000`, 2026-11-26, beside MirrorMaker 2 4.3.1 at 95,395 records/s and 49 CPU-seconds)
+# copied 87,920 records/s in 71 CPU-seconds with C2, 57,895 in 106 with C1 alone
+# (-XX:TieredStopAtLevel=1). C2 compiles only what stays hot, though: its thresholds are ten
+# times the JVM's defaults (Tier4*). A streaming query runs a great deal of lukewarm Spark code
+# once per batch (analysis, planning, code generation, progress), and at the default thresholds
+# C2 kept compiling it for minutes, a third of the catch-up's CPU; the record path's loops reach
+# the higher thresholds within a few batches all the same. Same 5,000,000 records, two rounds
+# each, alternating with MirrorMaker 2 4.3.1 (2026-11-26; 118,189-120,161 records/s in 42.6-45.3
+# CPU-seconds): 81,263 / 96,205 records/s in 70.1 / 68.0 CPU-seconds at the default thresholds,
+# 95,086 / 105,333 in 62.4 / 59.2 with the higher ones; over the 60 s steady load after it, p99
+# 747 / 572 -> 333 / 388 ms and 48 / 46 -> 38 / 35 CPU-seconds; the whole run 132 / 136 -> 116 /
+# 111 CPU-seconds.
+#
+# The parallel collector, not G1: the record path allocates several short-lived copies of every
+# record, and G1's write barriers and concurrent refinement cost more than the parallel
+# collector's young collections (1,000,000 records with C2: 28.1 CPU-seconds of catch-up against
+# 25.1, 101 for the whole run against 91, 1,141 MiB against 924). The heap is kept at most 30%
+# free, so a driver whose live data is a few hundred MB does not sit on its whole -Xmx.
 DRIVER_JAVA_OPTIONS = ("-XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC "
-                       "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30")
+                       "-XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 "
+                       "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+                       "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
+
+
+def flow_java_options() -> str:
+    """The JVM options of a flow's JVMs: `DR_STREAM_DRIVER_JAVA_OPTIONS`, else DRIVER_JAVA_OPTIONS."""
+    return os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS)
 
 
 def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_port: int | None = None,
@@ -154,7 +169,7 @@ def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_por
         # Everything runs in this process: no need for the host's outward address (and no
         # warning that the hostname resolves to a loopback one).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    java_options = os.environ.get("DR_STREAM_DRIVER_JAVA_OPTIONS", DRIVER_JAVA_OPTIONS)
+    java_options = flow_java_options()
     return (
         builder.master(master)
         .config("spark.jars", ",".join(str(j) for j in spark_jars()))

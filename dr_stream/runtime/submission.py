@@ -147,12 +147,24 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
         ours["--files"] = [flow_argument]
         flow_argument = Path(flow_path).name  # where --files puts it: the driver's working directory
     _log4j2(target, conf, ours)
+    _java_options(conf)
     head = ["--master", target.master, "--deploy-mode", target.deploy_mode, "--name", f"dr-stream-{flow_name}"]
     if properties_file:
         head += ["--properties-file", properties_file, "--load-spark-defaults"]
     for key, value in conf.items():
         head += ["--conf", f"{key}={value}"]
     return [*head, *_merged(options, ours), job, "--config", flow_argument]
+
+
+def _java_options(conf: dict[str, str]) -> None:
+    """The flow's JIT and collector choices (`session.DRIVER_JAVA_OPTIONS` says why) for the
+    driver and the executors, where the record path runs on a cluster, ahead of what else this
+    plan gives them. A `--conf` of the user's for either key still replaces the whole value."""
+    from dr_stream.runtime.session import flow_java_options
+
+    options = flow_java_options()
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+        conf[key] = f"{options} {conf[key]}" if conf.get(key) else options
 
 
 def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]]) -> None:
