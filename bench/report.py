@@ -161,7 +161,32 @@ def rows(runs: Runs, size: Size) -> list[list[str]]:
     return out
 
 
-def markdown(runs: Runs, size: Size, when: str, machine: str, png: str) -> str:
+def long_rows(long: dict[str, ToolResult]) -> list[list[str]]:
+    """[metric, one cell per tool in TOOLS, one per ratio in RATIOS, better] rows of the long catch-up."""
+    metrics: list[tuple[str, Metric, str, str]] = [
+        ("records/s while copying", lambda r: r.catch_up and r.catch_up.records_per_s, ",.0f", "higher"),
+        ("CPU-seconds, first record copied -> all copied", lambda r: r.catch_up_cpu_seconds, ",.1f", "lower"),
+        ("records copied per CPU-second", lambda r: r.catch_up and r.catch_up_cpu_seconds
+         and r.catch_up.records / r.catch_up_cpu_seconds, ",.0f", "higher"),
+        ("peak RSS (MiB)", lambda r: r.peak_rss / 2**20, ",.0f", "lower"),
+    ]
+    out = []
+    for label, metric, fmt, better in metrics:
+        per_tool = {t: _values([long[t]] if t in long else [], metric) for t in TOOLS}
+        out.append([label, *(_cell(per_tool[t], fmt) for t in TOOLS),
+                    *(_ratio(per_tool[a], per_tool[b]) for a, b in RATIOS), better])
+    return out
+
+
+def _table(first_column: str, body: list[list[str]]) -> list[str]:
+    return ["| " + first_column + " | " + " | ".join(f"{DR} (micro-batch)" if t == DR else t for t in TOOLS) + " | "
+            + " | ".join(f"ratio {h}" for h in RATIO_HEADERS) + " | better |",
+            "|---|" + "---:|" * (len(TOOLS) + len(RATIOS)) + "---|",
+            *("| " + " | ".join(row) + " |" for row in body)]
+
+
+def markdown(runs: Runs, size: Size, when: str, machine: str, png: str,
+             long: dict[str, ToolResult] | None = None) -> str:
     repeats = max((len(v) for v in runs.values()), default=0)
     lines = [
         f"# dr-stream vs plain Spark vs MirrorMaker 2: {when}",
@@ -180,14 +205,20 @@ def markdown(runs: Runs, size: Size, when: str, machine: str, png: str) -> str:
         "",
         "The plain Spark copy (bench/plain_spark.py) is Spark's Kafka source written straight to its sink, "
         "nothing of dr-stream's: it copies no timestamp, adds no provenance, indexes and translates nothing, so "
-        "it has no failover rows. It is the floor under dr-stream's record path: `plain Spark / MM2` is what "
-        "Spark costs, `micro-batch / plain Spark` what dr-stream adds.",
+        "it has no failover rows. Spark in it is tuned as dr-stream tunes it (the flow's JVM options, one task "
+        "per core, asynchronous progress tracking). It is the floor under dr-stream's record path: "
+        "`plain Spark / MM2` is what Spark costs, `micro-batch / plain Spark` what dr-stream adds.",
         "",
-        "| metric | " + " | ".join(f"{DR} (micro-batch)" if t == DR else t for t in TOOLS) + " | "
-        + " | ".join(f"ratio {h}" for h in RATIO_HEADERS) + " | better |",
-        "|---|" + "---:|" * (len(TOOLS) + len(RATIOS)) + "---|",
+        *_table("metric", rows(runs, size)),
     ]
-    lines += ["| " + " | ".join(row) + " |" for row in rows(runs, size)]
+    if long:
+        records = next(iter(long.values())).catch_up
+        lines += ["", f"## Long catch-up: {records.records if records else size.long_records:,} records", "",
+                  "The same source topic grown to this size (the records above, then more alike), each replicator "
+                  "once, alone, from a new destination: long enough that each JVM's warm-up (class loading, the "
+                  "JIT compilers) is a small part of the copy, as it is for a flow that runs for days. CPU-seconds "
+                  "are the process tree's from the first record copied to the last.", "",
+                  *_table("long catch-up", long_rows(long))]
     lines += ["", f"![latency CDF and throughput]({png})", "", "Settings:", ""]
     lines += [f"- {tool}: {runs[tool][0].settings}" for tool in TOOLS if runs.get(tool)]
     return "\n".join([*lines, ""])

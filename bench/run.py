@@ -6,13 +6,16 @@ Starts its own local clusters (nothing else is touched), loads the source, then 
 replicator (dr-stream in micro-batch and in real-time mode, MirrorMaker 2) alone through the
 same workloads (bench/workloads.py), `BENCH_REPEAT` times (default 3) in alternation, each run
 against a new destination cluster, measuring its process tree (bench/replicators.py). The
-failover timing is a dr-stream run of its own at the end. Writes `<UTC time>.md` and `.png` under `--out`, copies
+failover timing is a dr-stream run of its own at the end; then the catch-up topic grows to
+`long_records` (5M) and each replicator copies it once (the long catch-up, where each JVM's
+warm-up is amortized). Writes `<UTC time>.md` and `.png` under `--out`, copies
 them to `latest.md` / `latest.png`, and stops everything it started, by PID.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import os
 import re
@@ -75,11 +78,12 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
               names: dict[str, str], size: Size, megabytes: float, log: Log,
-              profiler: Profiler | None = None, translates: bool = True) -> ToolResult:
+              profiler: Profiler | None = None, translates: bool = True, catch_up_only: bool = False) -> ToolResult:
     """With a `profiler`, each phase (start-up, catch-up, the wait for the lag topic, steady) is
     marked as it begins, and the recording written out before the replicator stops. A replicator
     that does not `translate` group offsets (the plain Spark copy) copies the failover topic but
-    has no groups to measure."""
+    has no groups to measure. `catch_up_only`: stops once the catch-up is copied (the long
+    catch-up)."""
     mark = profiler.mark if profiler else (lambda _: None)
     workloads.recreate_topic(source.bootstrap, names["steady"], size.partitions)
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
@@ -104,6 +108,8 @@ def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, 
         log(f"  catch-up: {result.catch_up.seconds_from_start:.1f}s from start, "
             f"{result.catch_up.records_per_s:,.0f} records/s while copying, "
             f"{result.catch_up_cpu_seconds:,.1f} CPU-seconds")
+        if catch_up_only:
+            return result
         workloads.wait_topic(target.bootstrap, names["lag_dest"], 1)
         lag_dest = names["lag_dest"]
         # Everything copied before the groups commit, so each is translated against a complete copy.
@@ -158,7 +164,7 @@ def _slots(tool: str, size: Size) -> int:
 
 
 def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-               megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
+               megabytes: float, log: Log, profiler: Profiler | None = None, catch_up_only: bool = False) -> ToolResult:
     slots = _slots(tool, size)
     env = _dr_env(work, source, target, tool, slots, jfr=profiler is not None)
     settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {DR_TRIGGER[tool]}"
@@ -169,13 +175,15 @@ def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, targ
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
     result = _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
-                       source, target, names, size, megabytes, log, profiler)
-    result.index_bytes_per_million = index_bytes_per_million(work, log)
+                       source, target, names, size, megabytes, log, profiler, catch_up_only=catch_up_only)
+    if not catch_up_only:
+        result.index_bytes_per_million = index_bytes_per_million(work, log)
     return result
 
 
 def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-                  megabytes: float, log: Log, profiler: Profiler | None = None, compat: bool = False) -> ToolResult:
+                  megabytes: float, log: Log, profiler: Profiler | None = None, catch_up_only: bool = False,
+                  compat: bool = False) -> ToolResult:
     """MirrorMaker 2 at the brokers' version; `compat`: at the compatibility brokers' 3.x version."""
     work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
@@ -189,16 +197,19 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
              "lag": "bench.mm2.lag", "lag_dest": "src.bench.mm2.lag", "tool": "mm2"}
     jvm_options = JFR_OPTIONS.split() if profiler else []
     return _run_tool(mirror_maker(properties, log_file, jvm_options=jvm_options, compat=compat),
-                     ToolResult(tool, settings=settings), source, target, names, size, megabytes, log, profiler)
+                     ToolResult(tool, settings=settings), source, target, names, size, megabytes, log, profiler,
+                     catch_up_only=catch_up_only)
 
 
 def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-                 megabytes: float, log: Log, profiler: Profiler | None = None) -> ToolResult:
+                 megabytes: float, log: Log, profiler: Profiler | None = None,
+                 catch_up_only: bool = False) -> ToolResult:
     env = {**_dr_env(work, source, target, tool, 2, jfr=profiler is not None),
            "BENCH_TOPICS": r"bench\.catchup|bench\.plain\..*", "BENCH_WORK": str(work)}
     settings = (f"bench/plain_spark.py: Spark's Kafka source -> Spark's Kafka sink, nothing else; trigger "
                 f"{DR_TRIGGER[tool]}, maxOffsetsPerTrigger 500000; {_cores()}, local[2], driver {DR_DRIVER_MEMORY}, "
-                "Spark's default JVM options; sink acks=all, idempotent, linger 5 ms, batch 256 KiB; no timestamp "
+                "dr-stream's JVM options, one task per core, asynchronous progress tracking; sink acks=all, "
+                "idempotent, linger 5 ms, batch 256 KiB; no timestamp "
                 "carried, no provenance, no offset index, no translation")
     names = {"catchup": "bench.catchup", "steady": "bench.plain.steady", "steady_dest": "bench.plain.steady",
              "lag": "bench.plain.lag", "lag_dest": "bench.plain.lag", "tool": "plain"}
@@ -206,7 +217,7 @@ def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, ta
     workloads.create_topics(target.bootstrap, {"bench.catchup": size.partitions,
                                                "bench.plain.steady": size.partitions, "bench.plain.lag": 1})
     return _run_tool(plain_spark(env, log_file), ToolResult(tool, settings=settings), source, target, names, size,
-                     megabytes, log, profiler, translates=False)
+                     megabytes, log, profiler, translates=False, catch_up_only=catch_up_only)
 
 
 # Not in `make bench`: `make profile` runs it to see what MirrorMaker 2 at the brokers' version
@@ -244,6 +255,31 @@ def _failover_timing(work: Path, source: LocalCluster, port: int, size: Size, lo
     finally:
         replicator.stop()
         target.stop()
+
+
+def _long_catch_up(work: Path, source: LocalCluster, port: int, size: Size, logs: Path, stamp: str,
+                   log: Log) -> dict[str, ToolResult]:
+    """Grows the catch-up topic to `size.long_records` and lets each replicator copy it once,
+    from a new destination, stopping once it has."""
+    if size.long_records <= size.records:
+        return {}
+    added = size.long_records - size.records
+    log(f"long catch-up: adding {added:,} records to bench.catchup ({size.long_records:,} in all) ...")
+    workloads.load(source.bootstrap, "bench.catchup", added, size.record_bytes, size.partitions, log)
+    long = dataclasses.replace(size, records=size.long_records)
+    megabytes = long.records * long.record_bytes / 1e6
+    out = {}
+    for tool in TOOLS:
+        log(f"-- long catch-up: {tool}")
+        slug = tool.replace(" ", "-")
+        target = fresh_target(work, port, f"dst-long-{slug}")
+        try:
+            out[tool] = RUNNERS[tool](tool, work / f"{slug}-long", logs / f"{stamp}-{slug}-long.log", source, target,
+                                      long, megabytes, log, catch_up_only=True)
+        finally:
+            target.stop()
+            shutil.rmtree(work / f"dst-long-{slug}", ignore_errors=True)
+    return out
 
 
 def start_source(source: LocalCluster, size: Size, log: Log) -> float:
@@ -288,12 +324,13 @@ def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Log
         if only:
             return None
         runs[DR][0].failover = _failover_timing(work, source, ports[1], size, logs, stamp, log)
+        long = _long_catch_up(work, source, ports[1], size, logs, stamp, log)
         out.mkdir(parents=True, exist_ok=True)
         png = out / f"{stamp}.png"
         plot(runs, png)
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         report = out / f"{stamp}.md"
-        report.write_text(markdown(runs, size, when, _machine(), png.name))
+        report.write_text(markdown(runs, size, when, _machine(), png.name, long))
         shutil.copyfile(png, out / "latest.png")
         (out / "latest.md").write_text(re.sub(re.escape(png.name), "latest.png", report.read_text()))
         log(f"results: {report} and {png} (also latest.md / latest.png)")

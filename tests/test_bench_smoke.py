@@ -9,10 +9,13 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def table(text: str) -> dict[str, tuple[str, ...]]:
-    """metric -> (dr-stream micro-batch, dr-stream realtime, MirrorMaker 2, plain Spark)."""
-    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
-            if line.startswith("| ") and "---" not in line]
+def table(text: str, first_column: str = "metric") -> dict[str, tuple[str, ...]]:
+    """metric -> (dr-stream micro-batch, dr-stream realtime, MirrorMaker 2, plain Spark), from the
+    table whose first column is `first_column`."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_column} |"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in lines[start:end] if "---" not in line]
     header = rows[0]
     columns = [header.index(name) for name in ("dr-stream (micro-batch)", "dr-stream realtime", "MirrorMaker 2",
                                                "plain Spark")]
@@ -40,5 +43,10 @@ def test_bench_runs_every_replicator_through_every_workload_and_reports_each_met
         assert rows[f"failover, group {lag}: records skipped"][:2] == ("0", "0")
         assert rows[f"failover, group {lag}: first synced offset was the final one"][:2] == ("yes 1/1", "yes 1/1")
     assert all(float(rss.replace(",", "")) > 0 for rss in rows["cost: peak RSS (MiB)"])
+    long = table(report.read_text(), "long catch-up")
+    # The long catch-up: every replicator copied the grown topic, each with a rate and a cost.
+    assert all(cell != "-" for cell in long["records/s while copying"]), long
+    assert all(cell != "-" for cell in long["CPU-seconds, first record copied -> all copied"]), long
+    assert f"Long catch-up: {SMOKE.long_records:,} records" in report.read_text()
     assert (tmp_path / "latest.png").stat().st_size > 10_000
     assert "latest.png" in (tmp_path / "latest.md").read_text()
