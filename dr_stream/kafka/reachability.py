@@ -37,7 +37,8 @@ _BROKER_PREFIX = re.compile(r"^\S+/\S+: ")
 
 
 class ClusterAccessError(RuntimeError):
-    """One line: the cluster's alias, why it could not be used, and its bootstrap servers."""
+    """One line: the cluster's alias, why it could not be used, its bootstrap servers and the
+    file and key to look at."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class Reachability:
     cluster_id: str | None
     cause: str | None  # None when reached
     seconds: float
+    # Where the cluster is written (`ClusterConfig.defined_at`: `<file>: <source|destination>`)
+    defined_at: str = ""
 
     @property
     def ok(self) -> bool:
@@ -60,7 +63,20 @@ class Reachability:
     def line(self) -> str:
         if self.ok:
             return f"{self.alias}: ok (cluster.id {self.cluster_id}, {self.bootstrap}, {self.seconds:.1f}s)"
-        return f"{self.alias}: {self.cause} ({self.bootstrap})"
+        where = f"; {self.defined_at}.{key_to_check(self.cause)}" if self.defined_at else ""
+        return f"{self.alias}: {self.cause} ({self.bootstrap}{where})"
+
+
+def key_to_check(cause: str) -> str:
+    """The key of a cluster's configuration that a failure points at: the credentials for a
+    refused login, the trust settings for a failed TLS handshake, else the bootstrap servers."""
+    if cause.startswith(_REFUSALS[0]):
+        return "kafka.sasl.jaas.config"
+    if cause.startswith(_REFUSALS[1]):
+        return "kafka.ssl.truststore.location"
+    if cause.startswith("Java client settings refused"):
+        return "kafka"
+    return "bootstrap_servers"
 
 
 def _detail(message: str) -> str:
@@ -104,10 +120,12 @@ def probe(cluster: ClusterConfig, timeout_s: float = 10.0, refusal_is_final: boo
             client.poll(0.1)  # serves the error events (and the client's log lines)
         elapsed = time.monotonic() - started
         if future.done() and future.exception() is None:
-            return Reachability(cluster.alias, cluster.bootstrap_servers, future.result().cluster_id, None, elapsed)
+            return Reachability(cluster.alias, cluster.bootstrap_servers, future.result().cluster_id, None, elapsed,
+                                cluster.defined_at)
         if future.done() and not errors:
             errors.append((future.exception().args[0].code(), future.exception().args[0].str()))
-        return Reachability(cluster.alias, cluster.bootstrap_servers, None, cause(errors, timeout_s), elapsed)
+        return Reachability(cluster.alias, cluster.bootstrap_servers, None, cause(errors, timeout_s), elapsed,
+                            cluster.defined_at)
     finally:
         client.__exit__(None, None, None)  # destroyed here, in the caller's thread
 
@@ -168,8 +186,10 @@ def probe_java(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
             answer = "error TimeoutException: the Java check did not finish"
     elapsed = time.monotonic() - started
     if answer.startswith("ok "):
-        return Reachability(cluster.alias, cluster.bootstrap_servers, answer[3:].strip(), None, elapsed)
-    return Reachability(cluster.alias, cluster.bootstrap_servers, None, java_cause(answer, timeout_s), elapsed)
+        return Reachability(cluster.alias, cluster.bootstrap_servers, answer[3:].strip(), None, elapsed,
+                            cluster.defined_at)
+    return Reachability(cluster.alias, cluster.bootstrap_servers, None, java_cause(answer, timeout_s), elapsed,
+                        cluster.defined_at)
 
 
 def _escaped(text: str) -> str:

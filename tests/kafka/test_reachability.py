@@ -70,3 +70,37 @@ def test_one_line_per_cluster_names_which_client_family_failed():
     assert check_line(python_refused, None) == (False, "dc1: unreachable: refused (b:1) [dr-stream's clients]")
     ok, line = check_line(ok, Reachability("dc1", "b:1", "OTHER", None, 1.0))
     assert not ok and "different clusters" in line
+
+
+def test_a_failure_names_the_file_and_the_key_to_look_at():
+    at = "/etc/dr-stream/flow.yaml: source"
+    assert Reachability("dc1", "b:1", None, "unreachable: refused", 0.0, at).line() == (
+        "dc1: unreachable: refused (b:1; /etc/dr-stream/flow.yaml: source.bootstrap_servers)")
+    assert Reachability("dc1", "b:1", None, "no answer within 10s", 10.0, at).line().endswith(
+        "source.bootstrap_servers)")
+    assert Reachability("dc1", "b:1", None, "authentication failed: bad", 0.4, at).line().endswith(
+        "; /etc/dr-stream/flow.yaml: source.kafka.sasl.jaas.config)")
+    assert Reachability("dc1", "b:1", None, "TLS handshake failed: x", 0.1, at).line().endswith(
+        "source.kafka.ssl.truststore.location)")
+    assert Reachability("dc1", "b:1", "ID", None, 0.1, at).line() == "dc1: ok (cluster.id ID, b:1, 0.1s)"
+
+
+def test_a_bad_bootstrap_address_fails_in_one_line_naming_cluster_file_and_key(tmp_path):
+    import pytest
+    import yaml
+
+    from dr_stream.core.config import load_flow
+    from dr_stream.kafka.reachability import ClusterAccessError, require_cluster_id
+
+    path = tmp_path / "flow.yaml"
+    # Nothing listens on port 1: the connection is refused at once.
+    path.write_text(yaml.safe_dump({
+        "source": {"alias": "dc1", "bootstrap_servers": "127.0.0.1:1"},
+        "destination": {"alias": "dc2", "bootstrap_servers": "127.0.0.1:1"},
+    }))
+    with pytest.raises(ClusterAccessError) as failed:
+        require_cluster_id(load_flow(path).source, timeout_s=2)
+    line = str(failed.value)
+    assert "\n" not in line
+    assert line.startswith("dc1: unreachable: ") and "refused" in line
+    assert line.endswith(f"(127.0.0.1:1; {path}: source.bootstrap_servers)")

@@ -132,6 +132,9 @@ class TestCheckConfig:
             errors = [line for line in (result.stdout + result.stderr).splitlines()
                       if "sec" in line and ("failed" in line or "no such file" in line)]
             assert len(errors) == 1 and expected in errors[0], (command, result.stdout, result.stderr)
+            if expected_exit == 3:  # the line names where to look: the file and the key
+                key = "sasl.jaas.config" if case == "wrong-password" else "ssl.truststore.location"
+                assert f"{path}: destination.kafka.{key})" in errors[0], (command, errors)
             assert "not-the-password" not in result.stdout + result.stderr
             assert no_librdkafka_lines(result)
             assert seconds < 60, (command, seconds)
