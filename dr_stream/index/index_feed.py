@@ -334,9 +334,15 @@ class IndexFeed:
             self._rows_unmerged, self._deleted_unkept = 0, False
 
     def close(self) -> None:
-        """Appends what the table does not hold yet (a stopped flow leaves it complete), then
-        closes the runs reader."""
+        """Reads the runs topic to its end and appends what the table does not hold yet, then
+        closes the runs reader: a stopped flow leaves the table complete. The flow closes the feed
+        after its queries stopped, so the runs of their last batches are on the topic by then;
+        the feed thread itself stops with the flow and may not have read them."""
         try:
+            if self._reader is not None:
+                with self._reading:
+                    got = self._reader.read_to_end(timeout=10.0)
+                    self._take(got.runs, got.malformed)
             if self._unwritten:
                 self.write()
         except Exception as exc:  # the session may be going down with the process
