@@ -117,15 +117,35 @@ SINK_PRODUCER = {
 }
 
 
-def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER) -> dict[str, str]:
+# The Java producer's own defaults for the two sizes a large record needs raised.
+PRODUCER_MAX_REQUEST_SIZE = 1_048_576
+PRODUCER_BUFFER_MEMORY = 33_554_432
+
+
+def record_size_limits(largest_message_bytes: int) -> dict[str, str]:
+    """The sink producer's size settings for topics whose `max.message.bytes` reaches
+    `largest_message_bytes`: a request may carry a record that large (`max.request.size`), and
+    the producer's buffer holds it (`buffer.memory`). Nothing below the producer's defaults."""
+    if largest_message_bytes <= PRODUCER_MAX_REQUEST_SIZE:
+        return {}
+    return {"kafka.max.request.size": str(largest_message_bytes),
+            "kafka.buffer.memory": str(max(PRODUCER_BUFFER_MEMORY, 2 * largest_message_bytes))}
+
+
+def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER,
+         largest_message_bytes: int = 0) -> dict[str, str]:
     """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.
 
     Spark's Kafka sink (through 4.2) cannot set a record's timestamp: the record path carries the
     source timestamp in `TIMESTAMP_HEADER`, and dr-stream's one interceptor (jvm/ CopyInterceptor)
     moves it into the record timestamp and drops the header before the send; with `runs_topic` it
     also reports each run of copied records to the flow's runs topic. It reads its settings from
-    the producer's own configuration and goes after any interceptor the flow's properties name."""
-    options = {**SINK_PRODUCER, **cluster_options(destination)}
+    the producer's own configuration and goes after any interceptor the flow's properties name.
+
+    `largest_message_bytes`: the largest `max.message.bytes` among the topics the flow syncs, so a
+    record the source topic accepts fits the sink's requests (`record_size_limits`); a
+    `max.request.size` or `buffer.memory` in the flow's properties wins."""
+    options = {**SINK_PRODUCER, **record_size_limits(largest_message_bytes), **cluster_options(destination)}
     if runs_topic:
         options[f"kafka.{RUNS_TOPIC_SETTING}"] = runs_topic
         options[f"kafka.{PROVENANCE_HEADER_SETTING}"] = header

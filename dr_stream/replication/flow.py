@@ -115,6 +115,8 @@ class ReplicationFlow:
         self._subscribed: set[str] | None = None
         self._partitions = 0
         self._marks: dict[tuple[str, int], int] = {}
+        # the largest max.message.bytes the running query's sink was sized for (`spark_options.sink`)
+        self._message_bytes = 0
         self._left_out: dict[tuple[str, int], int] = {}
         self._read_through: dict[tuple[str, int], int] = {}
         self._restart_reason: str | None = None
@@ -272,6 +274,7 @@ class ReplicationFlow:
 
     def _start_query(self) -> StreamingQuery:
         replicated = self._sync_topics()
+        self._message_bytes = self.topic_sync.largest_message_bytes
         self.clock.mark("topics")
         self._subscribed, self._partitions = set(replicated), sum(replicated.values())
         config = self.config
@@ -298,7 +301,7 @@ class ReplicationFlow:
         writer = (
             stream.writeStream.queryName(config.replicate_query).format("kafka")
             .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
-                                          self.plan.header))
+                                          self.plan.header, self._message_bytes))
             .option("checkpointLocation", checkpoint)
         )
         if config.streaming.realtime:
@@ -347,7 +350,8 @@ class ReplicationFlow:
         """Keeps destination topics in step with the source, between and during batches.
 
         A new source topic is created on the destination here, then the query restarts to
-        subscribe to it: its records cannot reach the sink before the topic exists. New
+        subscribe to it: its records cannot reach the sink before the topic exists. So does a
+        topic whose `max.message.bytes` grows past what the sink's producer was sized for. New
         partitions of a subscribed topic are read by the micro-batch source on its own; the sink's
         producer waits for them on the destination (up to max.block.ms) until this loop has added
         them. In real-time mode they restart the query. A
@@ -368,6 +372,12 @@ class ReplicationFlow:
                     # A real-time batch keeps the partitions it started with; a restart reads the
                     # new ones at once (and checks the task slots again).
                     self.request_restart(f"source partitions {self._partitions} -> {sum(replicated.values())}")
+                elif self._subscribed is not None and self.topic_sync.largest_message_bytes > max(
+                        self._message_bytes, spark_options.PRODUCER_MAX_REQUEST_SIZE):
+                    # The sink's producer takes its request size at start: a topic that now allows
+                    # larger records needs a producer sized for them.
+                    self.request_restart(f"a source topic's max.message.bytes is now "
+                                         f"{self.topic_sync.largest_message_bytes}: the sink's requests grow to match")
                 if self._marks and time.monotonic() - last_recreation_check >= 10:
                     last_recreation_check = time.monotonic()
                     ends = log_bounds(self._source_admin, sorted(self._marks))

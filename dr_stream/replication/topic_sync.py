@@ -48,6 +48,20 @@ class TopicSync:
     _last_config_sync: float = field(default=0.0, init=False)
     _warned_more_partitions: set[str] = field(default_factory=set, init=False)
     _configs_denied: set[str] = field(default_factory=set, init=False)
+    # source topic -> its own max.message.bytes, as last read (topics at the broker's default are absent)
+    _message_bytes: dict[str, int] = field(default_factory=dict, init=False)
+
+    @property
+    def largest_message_bytes(self) -> int:
+        """The largest `max.message.bytes` a replicated source topic sets itself (0: none does);
+        the destination topic gets the same, so the sink's requests must allow it."""
+        return max(self._message_bytes.values(), default=0)
+
+    def _note_limits(self, topic: str, configs: dict[str, str]) -> None:
+        if "max.message.bytes" in configs:
+            self._message_bytes[topic] = int(configs["max.message.bytes"])
+        else:
+            self._message_bytes.pop(topic, None)
 
     def sync(self) -> dict[str, int]:
         """One pass; returns the replicated source topics with their partition counts.
@@ -86,6 +100,8 @@ class TopicSync:
         unread = [found for found in configs.values() if isinstance(found, Exception)]
         if unread:  # no topic is created without the source's configs: the next pass tries again
             raise unread[0]
+        for topic, found in configs.items():
+            self._note_limits(topic, found)
         wanted = {remote: (partitions, configs.get(topic, {})) for topic, (remote, partitions) in new.items()}
         failed = []
         for remote, created in sorted(create_topics(self.destination, wanted).items()):
@@ -125,6 +141,7 @@ class TopicSync:
             except NotAuthorized as exc:
                 self._deny(topic, remote, exc)
                 continue
+            self._note_limits(topic, theirs)
             changed = {k: v for k, v in theirs.items() if ours.get(k) != v}
             if changed:
                 changes[remote] = changed

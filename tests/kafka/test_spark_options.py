@@ -48,6 +48,17 @@ def test_with_a_runs_topic_the_interceptor_gets_its_settings_and_is_still_the_on
         "__dr_stream_runs.f", "__hdr")
 
 
+def test_the_sink_s_requests_grow_to_the_largest_max_message_bytes_the_flow_syncs():
+    assert "kafka.max.request.size" not in spark_options.sink(FLOW.destination, largest_message_bytes=1_000_000)
+    options = spark_options.sink(FLOW.destination, largest_message_bytes=3_000_000)
+    assert (options["kafka.max.request.size"], options["kafka.buffer.memory"]) == ("3000000", "33554432")
+    assert spark_options.sink(FLOW.destination, largest_message_bytes=40_000_000)["kafka.buffer.memory"] == "80000000"
+    own = parse_flow({"source": {"alias": "dc1", "bootstrap_servers": "a:1"},
+                      "destination": {"alias": "dc2", "bootstrap_servers": "b:2",
+                                      "kafka": {"max.request.size": "5000000"}}})
+    assert spark_options.sink(own.destination, largest_message_bytes=3_000_000)["kafka.max.request.size"] == "5000000"
+
+
 def test_a_batch_range_names_each_partition_s_start_and_end():
     options = spark_options.batch_range(FLOW.destination, {"t": {"1": 5}}, {"t": {"1": 9}})
     assert (options["assign"], options["startingOffsets"], options["endingOffsets"]) == (

@@ -90,6 +90,25 @@ def test_topic_created_while_running_is_replicated_and_partition_increase_follow
     assert not topic_exists(dc2.bootstrap, first), "rename applies: the source name is not created"
 
 
+def test_a_record_the_source_topic_accepts_above_a_megabyte_is_copied(spark, dc1, dc2, topics, tmp_path):
+    topic = unique("large.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 2, {"max.message.bytes": "3000000"})
+    large = bytes(range(256)) * 8192  # 2 MiB
+    records = [{"value": f"small {i}".encode(), "partition": i % 2} for i in range(600)]
+    records.insert(300, {"key": b"large", "value": large, "partition": 0})
+    produce(dc1.bootstrap, topic, records, **{"message.max.bytes": 3_000_000})
+
+    config = flow_config(dc1, dc2, tmp_path, topics={"include": [topic.replace(".", "\\.")]})
+    with running_flow(spark, config):
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= 601, 90)
+
+    copied = consume_all(dc2.bootstrap, topic)
+    assert len(copied) == 601
+    assert [c.value for c in copied if c.key == b"large"] == [large]
+    assert topic_config(dc2.bootstrap, topic)["max.message.bytes"] == "3000000"
+
+
 def test_aborted_transaction_is_not_copied(spark, dc1, dc2, topics, tmp_path):
     from confluent_kafka import Producer
 
