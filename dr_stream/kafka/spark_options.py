@@ -132,6 +132,12 @@ def record_size_limits(largest_message_bytes: int) -> dict[str, str]:
             "kafka.buffer.memory": str(max(PRODUCER_BUFFER_MEMORY, 2 * largest_message_bytes))}
 
 
+def outgrown(sized_for: int, largest_message_bytes: int) -> bool:
+    """Whether a sink sized for `sized_for` (`record_size_limits`) is too small for topics whose
+    `max.message.bytes` now reaches `largest_message_bytes`: its producer takes the sizes at start."""
+    return largest_message_bytes > max(sized_for, PRODUCER_MAX_REQUEST_SIZE)
+
+
 def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER,
          largest_message_bytes: int = 0) -> dict[str, str]:
     """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.

@@ -372,12 +372,10 @@ class ReplicationFlow:
                     # A real-time batch keeps the partitions it started with; a restart reads the
                     # new ones at once (and checks the task slots again).
                     self.request_restart(f"source partitions {self._partitions} -> {sum(replicated.values())}")
-                elif self._subscribed is not None and self.topic_sync.largest_message_bytes > max(
-                        self._message_bytes, spark_options.PRODUCER_MAX_REQUEST_SIZE):
-                    # The sink's producer takes its request size at start: a topic that now allows
-                    # larger records needs a producer sized for them.
+                elif self._subscribed is not None and spark_options.outgrown(
+                        self._message_bytes, self.topic_sync.largest_message_bytes):
                     self.request_restart(f"a source topic's max.message.bytes is now "
-                                         f"{self.topic_sync.largest_message_bytes}: the sink's requests grow to match")
+                                         f"{self.topic_sync.largest_message_bytes}: the sink grows to match")
                 if self._marks and time.monotonic() - last_recreation_check >= 10:
                     last_recreation_check = time.monotonic()
                     ends = log_bounds(self._source_admin, sorted(self._marks))

@@ -57,6 +57,9 @@ def test_the_sink_s_requests_grow_to_the_largest_max_message_bytes_the_flow_sync
                       "destination": {"alias": "dc2", "bootstrap_servers": "b:2",
                                       "kafka": {"max.request.size": "5000000"}}})
     assert spark_options.sink(own.destination, largest_message_bytes=3_000_000)["kafka.max.request.size"] == "5000000"
+    # A running sink is outgrown only by a limit above both its own size and the producer's default.
+    assert not spark_options.outgrown(0, 1_000_000) and spark_options.outgrown(0, 2_000_000)
+    assert not spark_options.outgrown(3_000_000, 3_000_000) and spark_options.outgrown(3_000_000, 3_000_001)
 
 
 def test_a_batch_range_names_each_partition_s_start_and_end():
