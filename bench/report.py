@@ -134,14 +134,19 @@ RATIO_HEADERS = ("micro-batch / MM2", "realtime / MM2", "plain Spark / MM2 (Spar
                  "micro-batch / plain Spark (dr-stream's share)")
 
 
+def _metric_row(runs: Runs, label: str, metric: Metric, fmt: str, better: str) -> list[str]:
+    """[label, one cell per tool in TOOLS, one per ratio in RATIOS, better]."""
+    per_tool = {tool: _values(runs.get(tool, []), metric) for tool in TOOLS}
+    return [label, *(_cell(per_tool[t], fmt) for t in TOOLS), *(_ratio(per_tool[a], per_tool[b]) for a, b in RATIOS),
+            better]
+
+
 def rows(runs: Runs, size: Size) -> list[list[str]]:
     """[metric, one cell per tool in TOOLS, one per ratio in RATIOS, better] rows."""
     out = []
     blank = ["-"] * len(RATIOS)
     for label, metric, fmt, better in _metrics(size):
-        per_tool = {tool: _values(runs.get(tool, []), metric) for tool in TOOLS}
-        out.append([label, *(_cell(per_tool[t], fmt) for t in TOOLS),
-                    *(_ratio(per_tool[a], per_tool[b]) for a, b in RATIOS), better])
+        out.append(_metric_row(runs, label, metric, fmt, better))
         if label.endswith("until the final offset is live"):
             lag = next(g for g in size.lags if label.startswith(
                 f"failover, group {'at the head' if g == 0 else f'{g:,} behind'}:"))
@@ -170,12 +175,8 @@ def long_rows(long: dict[str, ToolResult]) -> list[list[str]]:
          and r.catch_up.records / r.catch_up_cpu_seconds, ",.0f", "higher"),
         ("peak RSS (MiB)", lambda r: r.peak_rss / 2**20, ",.0f", "lower"),
     ]
-    out = []
-    for label, metric, fmt, better in metrics:
-        per_tool = {t: _values([long[t]] if t in long else [], metric) for t in TOOLS}
-        out.append([label, *(_cell(per_tool[t], fmt) for t in TOOLS),
-                    *(_ratio(per_tool[a], per_tool[b]) for a, b in RATIOS), better])
-    return out
+    runs = {tool: [result] for tool, result in long.items()}
+    return [_metric_row(runs, label, metric, fmt, better) for label, metric, fmt, better in metrics]
 
 
 def _table(first_column: str, body: list[list[str]]) -> list[str]:

@@ -51,7 +51,7 @@ from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
 from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of, runs_frame
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
-from dr_stream.index.runs_topic import RunsReader
+from dr_stream.index.runs_topic import RunsRead, RunsReader
 from dr_stream.runtime.local_frame import local_frame
 
 Partition = tuple[str, int]
@@ -135,8 +135,7 @@ class IndexFeed:
         with self._reading:
             if self._reader is None:
                 self.load()
-            got = self._reader.read_to_end()
-            self._take(got.runs, got.malformed)
+            got = self._read_to_end()
             mark("runs topic")
             rebuilt = self._fill_gaps()
             mark("destination scan")
@@ -148,6 +147,12 @@ class IndexFeed:
         # before it: until then the runs topic and the destination still hold what it will get.
         with self._lock:
             self._last_write = float("-inf")
+
+    def _read_to_end(self, timeout: float = 30.0) -> RunsRead:
+        """Takes every run published up to now; callers hold `_reading`."""
+        got = self._reader.read_to_end(timeout)
+        self._take(got.runs, got.malformed)
+        return got
 
     def _fill_gaps(self) -> bool:
         """True when it rebuilt runs from the destination."""
@@ -341,8 +346,7 @@ class IndexFeed:
         try:
             if self._reader is not None:
                 with self._reading:
-                    got = self._reader.read_to_end(timeout=10.0)
-                    self._take(got.runs, got.malformed)
+                    self._read_to_end(timeout=10.0)
             if self._unwritten:
                 self.write()
         except Exception as exc:  # the session may be going down with the process

@@ -33,6 +33,7 @@ _AUTHENTICATION = {KafkaError._AUTHENTICATION}
 _TLS = {KafkaError._SSL}
 _DECISIVE = _AUTHENTICATION | _TLS
 _REFUSALS = ("authentication failed", "TLS handshake failed")
+_JAVA_SETTINGS_REFUSED = "Java client settings refused"
 _BROKER_PREFIX = re.compile(r"^\S+/\S+: ")
 
 
@@ -50,6 +51,10 @@ class Reachability:
     seconds: float
     # Where the cluster is written (`ClusterConfig.defined_at`: `<file>: <source|destination>`)
     defined_at: str = ""
+
+    @classmethod
+    def of(cls, cluster: ClusterConfig, cluster_id: str | None, cause: str | None, seconds: float) -> Reachability:
+        return cls(cluster.alias, cluster.bootstrap_servers, cluster_id, cause, seconds, cluster.defined_at)
 
     @property
     def ok(self) -> bool:
@@ -74,7 +79,7 @@ def key_to_check(cause: str) -> str:
         return "kafka.sasl.jaas.config"
     if cause.startswith(_REFUSALS[1]):
         return "kafka.ssl.truststore.location"
-    if cause.startswith("Java client settings refused"):
+    if cause.startswith(_JAVA_SETTINGS_REFUSED):
         return "kafka"
     return "bootstrap_servers"
 
@@ -120,12 +125,10 @@ def probe(cluster: ClusterConfig, timeout_s: float = 10.0, refusal_is_final: boo
             client.poll(0.1)  # serves the error events (and the client's log lines)
         elapsed = time.monotonic() - started
         if future.done() and future.exception() is None:
-            return Reachability(cluster.alias, cluster.bootstrap_servers, future.result().cluster_id, None, elapsed,
-                                cluster.defined_at)
+            return Reachability.of(cluster, future.result().cluster_id, None, elapsed)
         if future.done() and not errors:
             errors.append((future.exception().args[0].code(), future.exception().args[0].str()))
-        return Reachability(cluster.alias, cluster.bootstrap_servers, None, cause(errors, timeout_s), elapsed,
-                            cluster.defined_at)
+        return Reachability.of(cluster, None, cause(errors, timeout_s), elapsed)
     finally:
         client.__exit__(None, None, None)  # destroyed here, in the caller's thread
 
@@ -164,7 +167,7 @@ def java_cause(line: str, timeout_s: float) -> str:
         return f"{_REFUSALS[1]}: {message}"
     if "Timeout" in kind:
         return f"no answer within {timeout_s:.0f}s"
-    return f"Java client settings refused: {kind}: {message}"
+    return f"{_JAVA_SETTINGS_REFUSED}: {kind}: {message}"
 
 
 def probe_java(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
@@ -186,10 +189,8 @@ def probe_java(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:
             answer = "error TimeoutException: the Java check did not finish"
     elapsed = time.monotonic() - started
     if answer.startswith("ok "):
-        return Reachability(cluster.alias, cluster.bootstrap_servers, answer[3:].strip(), None, elapsed,
-                            cluster.defined_at)
-    return Reachability(cluster.alias, cluster.bootstrap_servers, None, java_cause(answer, timeout_s), elapsed,
-                        cluster.defined_at)
+        return Reachability.of(cluster, answer[3:].strip(), None, elapsed)
+    return Reachability.of(cluster, None, java_cause(answer, timeout_s), elapsed)
 
 
 def _escaped(text: str) -> str:
