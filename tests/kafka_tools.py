@@ -271,6 +271,25 @@ def delete_groups(bootstrap: str, groups: Iterable[str]) -> None:
                 raise
 
 
+def forget_prefixed(bootstrap: str, topic_prefix: str, group_prefix: str, attempts: int = 3) -> None:
+    """Deletes the topics and groups a test module made (its names' prefixes), so the session's
+    clusters do not carry them into the modules after it. A broker busy with the rest of the
+    suite may let one round's request outlive its timeout (a bare `TimeoutError` from a future
+    once failed a whole run here), so the round is tried again with a new client."""
+    from dr_stream.kafka.groups import list_groups
+
+    for attempt in range(1, attempts + 1):
+        client = admin(bootstrap)  # held while its futures run
+        try:
+            delete_topics(bootstrap, [t for t in client.list_topics(timeout=10).topics if t.startswith(topic_prefix)])
+            delete_groups(bootstrap, [g for g in list_groups(client, timeout=30) if g.startswith(group_prefix)])
+            return
+        except (TimeoutError, KafkaException) as exc:
+            if attempt == attempts:
+                raise AssertionError(f"{bootstrap}: {topic_prefix}* and {group_prefix}* not deleted in {attempts} "
+                                     f"rounds: {type(exc).__name__}: {exc}") from exc
+
+
 def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Event) -> None:
     """A member of `group` on `topic` until `stop`: the group is STABLE meanwhile."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,

@@ -15,12 +15,10 @@ from dr_stream.background import Background
 from dr_stream.core.monitoring_config import DrillConfig
 from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
-    admin,
     committed,
     consume_and_commit,
     create_topic,
-    delete_groups,
-    delete_topics,
+    forget_prefixed,
     group_state,
     produce,
     stay_subscribed,
@@ -37,11 +35,7 @@ def flow(spark, dc1, dc2, tmp_path_factory):
     with running_flow(spark, config) as running:
         yield running
     for cluster in (dc1, dc2):
-        names = [t for t in admin(cluster.bootstrap).list_topics(timeout=10).topics if t.startswith("drill.")]
-        delete_topics(cluster.bootstrap, names)
-        groups = [g.group_id for g in admin(cluster.bootstrap).list_consumer_groups().result(timeout=15).valid
-                  if g.group_id.startswith("dg-")]
-        delete_groups(cluster.bootstrap, groups)
+        forget_prefixed(cluster.bootstrap, "drill.", "dg-")
 
 
 def copied_and_committed(flow, dc1, dc2, name: str, partitions: int, commits: dict[int, int]) -> tuple[str, str]:

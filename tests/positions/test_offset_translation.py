@@ -21,7 +21,6 @@ from dr_stream.operations.failover import failover, translate_positions
 from dr_stream.operations.flow_tables import FlowTables
 from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
-    admin,
     committed,
     consume_all,
     consume_and_commit,
@@ -30,6 +29,7 @@ from tests.kafka_tools import (
     delete_records_before,
     delete_topics,
     end_offsets,
+    forget_prefixed,
     group_state,
     produce,
     resume_as_group,
@@ -93,14 +93,7 @@ def flow(spark, dc1, dc2, tmp_path_factory, mid_topic):
     with running_flow(spark, config) as running:
         yield running
     for cluster in (dc1, dc2):
-        client = admin(cluster.bootstrap)
-        names = [t for t in client.list_topics(timeout=10).topics if t.startswith("xlate.")]
-        delete_topics(cluster.bootstrap, names)
-        groups = [g.group_id for g in client.list_consumer_groups().result(timeout=15).valid
-                  if g.group_id.startswith("xg-")]
-        if groups:
-            for future in client.delete_consumer_groups(groups, request_timeout=15).values():
-                future.exception(timeout=15)  # a group already gone is fine
+        forget_prefixed(cluster.bootstrap, "xlate.", "xg-")
 
 
 def wait_replicated(flow, dc2, topic: str, partition: int, origin_last: int, timeout: float = 120) -> None:
