@@ -23,6 +23,9 @@ def test_the_demo_prints_its_story_and_no_client_or_spark_start_up_noise(tmp_pat
     lines = (done.stdout + done.stderr).splitlines()
     assert done.returncode == 0, "\n".join(lines[-40:])
     assert [line for line in lines if re.match(r"%\d\|", line)] == []
-    assert [line for line in lines if re.search(r"\bWARN\b", line)] == []
+    # A warning is for something the demo did not mean to happen (its own commits misread, once).
+    # The JVM's own notice of the incubator module Spark's launcher always adds cannot be turned off.
+    assert [line for line in lines if re.search(r"\bWARN(ING)?\b", line)
+            and not line.startswith("WARNING: Using incubator modules")] == []
     assert "counts stable for 10s: every record exactly once in each cluster, nothing loops" in lines
     assert len(lines) < 100, f"{len(lines)} lines"

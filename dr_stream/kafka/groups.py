@@ -76,10 +76,14 @@ def read_committed(consumer: Consumer, cluster: ClusterConfig, group: str, parti
     return found
 
 
-# librdkafka at times hands back a committed offset's metadata with bytes past its end that the
-# broker never sent, and decoding it fails. A second read gets the real metadata. After this many
-# reads the offset is kept with `UNREADABLE_METADATA`: it is then not taken for dr-stream's own
-# commit (the flow the other way would otherwise never report a consumer's real position).
+# librdkafka keeps a fetched metadata as bytes and a length, and confluent-kafka-python reads it as
+# a C string, on past its end to the first NUL in memory: metadata a writer did not end with a NUL
+# comes back with bytes the broker never sent, and may not decode. dr-stream's own commits end
+# with one (librdkafka puts it there; the Java client's `GroupOffsets` adds it), so this is left
+# for other writers' metadata (a Java application's, a commit from before that rule): it is read
+# again, and after this many reads kept as `UNREADABLE_METADATA`, which is never taken for
+# dr-stream's own commit (the flow the other way would otherwise never report a consumer's real
+# position).
 METADATA_READS = 3
 UNREADABLE_METADATA = "\ufffd"
 

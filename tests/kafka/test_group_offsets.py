@@ -110,6 +110,38 @@ def test_a_round_of_many_groups_spread_over_several_writing_clients_commits_ever
         delete_topics(dc1.bootstrap, [topic])
 
 
+@pytest.mark.integration
+def test_a_position_committed_by_either_client_reads_back_as_the_same_text_through_the_other(spark, dc1, caplog):
+    """The flow commits through the Java client and the command line reads through librdkafka,
+    and the other way round: each side reads exactly the metadata the other wrote, many groups
+    at once from several threads, and nothing is taken for a consumer's own commit."""
+    from dr_stream.core.contracts import sync_metadata
+    from dr_stream.kafka.groups import ConsumerGroupOffsets, commit_offsets
+
+    groups, topic = [unique(f"meta-{i}-") for i in range(40)], unique("meta.")
+    create_topic(dc1.bootstrap, topic, partitions=4)
+    partitions = [(topic, p) for p in range(4)]
+    metadata = sync_metadata("dc1-to-dc2", "9zQ3-Lk2SKuZ4tX0Vb8Rjg")
+    java, librdkafka = clients.group_offsets(dc1.config), ConsumerGroupOffsets(dc1.config)
+    try:
+        wanted = {g: {tp: 10 * i + tp[1] for tp in partitions} for i, g in enumerate(groups)}
+        assert java.commit(wanted, metadata) == {}
+        for _ in range(5):
+            read = librdkafka.committed(groups, partitions)
+            assert read == {g: {tp: Committed(o, metadata) for tp, o in wanted[g].items()} for g in groups}
+        assert "did not decode" not in caplog.text
+        assert all(c.written_by_dr_stream and not c.taken_by(None) for g in groups for c in read[g].values())
+
+        commit_offsets(dc1.config, groups[0], {(topic, 0): 7}, metadata)  # the command line's commit
+        assert java.committed([groups[0]])[groups[0]][(topic, 0)] == Committed(7, metadata)
+    finally:
+        java.close()
+        librdkafka.close()
+        for group in groups:
+            delete_group(admin(dc1.bootstrap), group)
+        delete_topics(dc1.bootstrap, [topic])
+
+
 def test_a_commit_names_the_cluster_its_position_was_translated_from():
     from dr_stream.core.contracts import sync_metadata, synced_from
 

@@ -41,6 +41,14 @@ import org.apache.kafka.common.TopicPartition;
  * </ul>
  *
  * <p>Tabs and line breaks inside a metadata string or an error are replaced by spaces.
+ *
+ * <p>A commit's metadata goes out ending in one NUL character ({@link #onTheWire}), and a fetched
+ * metadata loses it again ({@link #asWritten}). librdkafka keeps a fetched metadata as bytes and
+ * a length, and confluent-kafka-python reads those bytes as a C string, up to the first NUL it
+ * finds: metadata without one was read on into whatever memory followed, so dr-stream's own
+ * commits came back from the command line garbled, or did not decode at all. With the NUL, the
+ * bytes on the wire are those librdkafka's own writers commit (their length counts the C
+ * string's terminator), and every reader finds the same text.
  */
 public final class GroupOffsets implements AutoCloseable {
   // OffsetCommit names one group, and an admin client keeps one request in flight per
@@ -48,6 +56,7 @@ public final class GroupOffsets implements AutoCloseable {
   // trips (5,000 took 14 s on one broker). A round's commits are spread over up to WRITERS
   // clients, each with a connection of its own; the first is the reading client.
   private static final int WRITERS = 8;
+  private static final String NUL = "\u0000";
   private final Properties props;
   private final List<Admin> writers = new ArrayList<>();
   private final Admin admin;
@@ -153,7 +162,7 @@ public final class GroupOffsets implements AutoCloseable {
             continue;
           }
           String partition = o.getKey().topic() + '\t' + o.getKey().partition();
-          String what = o.getValue().offset() + "\t" + clean(o.getValue().metadata());
+          String what = o.getValue().offset() + "\t" + clean(asWritten(o.getValue().metadata()));
           now.put(partition, what);
           if (changesOnly && what.equals(before.get(partition))) {
             continue;
@@ -178,7 +187,7 @@ public final class GroupOffsets implements AutoCloseable {
     for (String line : lines(offsets)) {
       String[] f = line.split("\t");
       byGroup.computeIfAbsent(f[0], g -> new HashMap<>())
-          .put(new TopicPartition(f[1], Integer.parseInt(f[2])), new OffsetAndMetadata(Long.parseLong(f[3]), metadata));
+          .put(new TopicPartition(f[1], Integer.parseInt(f[2])), new OffsetAndMetadata(Long.parseLong(f[3]), onTheWire(metadata)));
     }
     Map<String, KafkaFuture<Void>> futures = new TreeMap<>();
     int spread = Math.min(WRITERS, byGroup.size());
@@ -220,6 +229,16 @@ public final class GroupOffsets implements AutoCloseable {
       }
     }
     return out;
+  }
+
+  /** The metadata a commit carries: {@code metadata} and one NUL, which every reader stops at. */
+  static String onTheWire(String metadata) {
+    return metadata.endsWith(NUL) ? metadata : metadata + NUL;
+  }
+
+  /** A fetched metadata as its writer gave it: {@link #onTheWire}'s inverse, for either kind of writer. */
+  static String asWritten(String metadata) {
+    return metadata != null && metadata.endsWith(NUL) ? metadata.substring(0, metadata.length() - 1) : metadata;
   }
 
   private static String clean(String text) {
