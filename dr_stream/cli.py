@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.kafka.reachability import ClusterAccessError
+from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -72,35 +73,16 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _spark(config):
-    from dr_stream.runtime.session import spark_session
-
-    spark = spark_session(f"dr-stream-{config.name}-cli")
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def _tables(config):
-    """The flow's tables, read without a JVM; Spark only where `deltalake` cannot open them."""
-    from dr_stream.operations.flow_tables import FlowTables
-
-    return FlowTables.of(config, lambda: _spark(config), _to_stderr)
-
-
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def _positions(args: argparse.Namespace, commit: bool) -> int:
     from dr_stream.operations.failover import failover, translate_positions
     from dr_stream.operations.report import format_positions
 
     config = load_flow(args.config)
-    tables = _tables(config)
+    tables = tables_of(config)
     if commit:
-        positions = failover(config, tables, args.group, dry_run=args.dry_run, force=args.force, log=_to_stderr)
+        positions = failover(config, tables, args.group, dry_run=args.dry_run, force=args.force, log=to_stderr)
     else:
-        positions = translate_positions(config, tables, args.group, log=_to_stderr)
+        positions = translate_positions(config, tables, args.group, log=to_stderr)
     if args.json:
         print(json.dumps({"source_reachable": positions.source_reachable, "origin": positions.origin,
                           "positions": [p.as_dict() for p in positions.rows]}, indent=2))
@@ -124,7 +106,7 @@ def _failback(args: argparse.Namespace) -> int:
     from dr_stream.operations.report import format_failback
 
     config = load_flow(args.config)
-    spark = _spark(config)
+    spark = spark_for(config)
     # With --json, stdout carries only the report: progress lines go to stderr.
     progress_to = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
     try:
@@ -143,75 +125,8 @@ def _reset_flow(args: argparse.Namespace) -> int:
     from dr_stream.operations.reset_flow import reset_flow
 
     config = load_flow(args.config)
-    for line in reset_flow(config, _spark(config)):
+    for line in reset_flow(config, spark_for(config)):
         print(line)
-    return 0
-
-
-def _status(args: argparse.Namespace) -> int:
-    from dr_stream.operations.report import format_status
-    from dr_stream.operations.status import (
-        Thresholds,
-        over_thresholds,
-        replication_lag,
-        source_commits,
-        translation_ages,
-        unreachable,
-    )
-
-    config = load_flow(args.config)
-    if args.plot:
-        return _plot(config, args.plot, args.since)
-    down = unreachable(config)
-    tables = _tables(config)
-    lags = replication_lag(config, tables, source_up=config.source.alias not in down,
-                           destination_up=config.destination.alias not in down)
-    ages = translation_ages(tables)
-    limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
-    judged = limits.max_translation_age is not None and config.source.alias not in down
-    over = over_thresholds(lags, ages, limits, source_commits(config) if judged else None)
-    if args.json:
-        print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],
-                          "unreachable": down, "over_thresholds": over}, indent=2))
-    else:
-        print(format_status(lags, ages))
-    for alias in down:
-        print(f"dr-stream: status: {alias} does not answer", file=sys.stderr)
-    for line in over:
-        print(f"dr-stream: status: {line}", file=sys.stderr)
-    return 3 if down else 2 if over else 0
-
-
-def _drill(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from dr_stream.operations.drill import drill
-    from dr_stream.operations.report import format_drill
-
-    config = load_flow(args.config)
-    limits = replace(config.drill, **{k: v for k, v in (("rpo_s", args.rpo_seconds),
-                                                        ("max_translation_age_s", args.max_translation_age))
-                                      if v is not None})
-    verdict = drill(config, _tables(config), limits, log=_to_stderr)
-    print(json.dumps(verdict.as_dict(), indent=2) if args.json else format_drill(verdict))
-    for check in verdict.failures:
-        print(f"dr-stream: drill: {check.line()}", file=sys.stderr)
-    return 0 if verdict.ready else 3 if any(c.area == "clusters" for c in verdict.failures) else 2
-
-
-def _plot(config, path: str, minutes: float) -> int:
-    import time
-
-    from dr_stream.operations.lag_plot import draw_lag
-    from dr_stream.replication.lag_history import read_samples
-
-    samples = read_samples(config.destination, config.name, int((time.time() - minutes * 60) * 1000))
-    if not samples:
-        print(f"dr-stream: status: no lag samples of flow {config.name} on {config.destination.alias} in the last "
-              f"{minutes:g} minutes (the flow records them while it runs)", file=sys.stderr)
-        return 1
-    drawn = draw_lag(samples, path, config.name)
-    print(f"{path}: lag of {len(drawn['records'])} topics over {len(samples)} samples")
     return 0
 
 
@@ -324,31 +239,7 @@ def _state_commands(sub) -> None:
     reset_state.add_argument("--config", required=True)
     reset_state.set_defaults(func=_reset_flow)
 
-    status = sub.add_parser("status", help="replication lag per partition and translation age")
-    status.add_argument("--config", required=True)
-    status.add_argument("--json", action="store_true")
-    status.add_argument("--max-lag-records", type=int, help="exit 2 when a partition lags by more records")
-    status.add_argument("--max-lag-seconds", type=float,
-                        help="exit 2 when a partition's oldest record not copied yet is older")
-    status.add_argument("--max-translation-age", type=float,
-                        help="exit 2 when a group committed on the source since its last translation and "
-                             "that translation is older (seconds)")
-    status.add_argument("--plot", metavar="FILE.png",
-                        help="draw lag (records and seconds) per topic over the recent past, from what the running "
-                             "flow recorded on the destination, instead of the table")
-    status.add_argument("--since", type=float, default=60.0, metavar="MINUTES", help="with --plot: how far back")
-    status.set_defaults(func=_status)
-
-    drill = sub.add_parser("drill", help="check, changing nothing, that failover would work now: topics, lag within "
-                                         "the RPO, exact and current translations, a dry run for every group")
-    drill.add_argument("--config", required=True)
-    drill.add_argument("--rpo-seconds", type=float, help="the most a failover may lose, in seconds of records not "
-                                                         "copied yet (default: drill.rpo of the flow file, 60 s)")
-    drill.add_argument("--max-translation-age", type=float, metavar="SECONDS",
-                       help="the longest a group that moved may wait for its translation (default: "
-                            "drill.max_translation_age, 60 s)")
-    drill.add_argument("--json", action="store_true")
-    drill.set_defaults(func=_drill)
+    add_report_commands(sub)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")
     reset.add_argument("--config", required=True)

@@ -43,7 +43,7 @@ def flow_file(config: FlowConfig, directory: Path, **sections) -> str:
         "source": {"alias": c.source.alias, "bootstrap_servers": c.source.bootstrap_servers},
         "destination": {"alias": c.destination.alias, "bootstrap_servers": c.destination.bootstrap_servers},
         "streaming": {"checkpoint_dir": c.streaming.checkpoint_dir, "offset_index": c.streaming.offset_index,
-                      "translations": c.streaming.translations},
+                      "translations": c.streaming.translations, "losses": c.streaming.losses},
         **sections,
     }))
     return str(path)

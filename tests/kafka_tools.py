@@ -68,6 +68,15 @@ def topic_config(bootstrap: str, name: str) -> dict[str, str]:
     return {k: e.value for k, e in entries.items()}
 
 
+def set_topic_config(bootstrap: str, name: str, settings: dict[str, str]) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    client = admin(bootstrap)
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()])
+    client.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+
 def partition_count(bootstrap: str, name: str) -> int:
     topic = admin(bootstrap).list_topics(name, timeout=10).topics.get(name)
     return len(topic.partitions) if topic and not topic.error else 0

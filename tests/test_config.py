@@ -33,6 +33,10 @@ def test_defaults_follow_the_design():
     assert config.streaming.max_trigger_ms == 30_000
     assert config.offsets.positions_from == "__consumer_offsets"
     assert (config.drill.rpo_s, config.drill.max_translation_age_s, config.drill.interval_s) == (60.0, 60.0, None)
+    assert config.drill.losses_since_s == 7 * 24 * 3600.0
+    # the ledger of losses sits beside the offset index, wherever that is
+    assert config.streaming.losses == ".cache/flows/dc1-to-dc2/losses"
+    assert parse_flow(with_(streaming={"offset_index": "s3a://b/dr/idx"}), "f.yaml").streaming.losses == "s3a://b/dr/losses"
     assert not config.offsets.share_groups.enabled  # share groups are synced only when named
 
 
@@ -45,9 +49,11 @@ def test_share_groups_are_selected_by_regex_and_internal_groups_never():
     assert chosen.matches("orders-eu") and not chosen.matches("orders-test") and not chosen.matches("dr-stream-x")
 
 
-def test_the_drill_keys_take_durations_up_to_hours():
-    drill = parse_flow(with_(drill={"rpo": "30s", "max_translation_age": "2m", "interval": "1h"}), "f.yaml").drill
+def test_the_drill_keys_take_durations_up_to_days():
+    drill = parse_flow(with_(drill={"rpo": "30s", "max_translation_age": "2m", "interval": "1h",
+                                    "losses_since": "2d"}), "f.yaml").drill
     assert (drill.rpo_s, drill.max_translation_age_s, drill.interval_s) == (30.0, 120.0, 3600.0)
+    assert drill.losses_since_s == 2 * 24 * 3600.0
 
 
 @pytest.mark.parametrize(

@@ -128,6 +128,8 @@ class StreamingConfig:
     checkpoint_dir: str
     offset_index: str
     translations: str = ".cache/flows/translations"
+    # the ledger of source records the flow could no longer copy (`replication.losses`)
+    losses: str = ".cache/flows/losses"
     trigger: str = "1s"
     max_records_per_batch: int = 200_000
     starting_offsets: str = "earliest"
@@ -320,7 +322,7 @@ def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
 
 
 def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
-    s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "trigger",
+    s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "losses", "trigger",
                                      "max_records_per_batch", "starting_offsets", "mode", "resume_scan_timeout",
                                      "max_trigger"})
     mode = r.string(s, "mode", "streaming", default="microbatch")
@@ -352,6 +354,7 @@ def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
         # Where the flow records each translation: a Delta table beside the offset
         # index unless set. Derived as a string, since the index may be a URI (hdfs://, s3a://).
         translations=r.string(s, "translations", "streaming", default=sibling(offset_index, "translations")),
+        losses=r.string(s, "losses", "streaming", default=sibling(offset_index, "losses")),
         trigger=trigger,
         max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
         starting_offsets=starting,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|milliseconds?|seconds?|minutes?|hours?)\s*$")
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|milliseconds?|seconds?|minutes?|hours?|days?)\s*$")
 
 T = TypeVar("T")
 
@@ -22,7 +22,7 @@ def milliseconds(duration: str) -> int:
     """A duration already matched by DURATION, in ms."""
     number, unit = DURATION.match(duration).groups()
     scale = (1 if unit == "ms" or unit.startswith("milli") else 1000 if unit.startswith("s")
-             else 3_600_000 if unit.startswith("h") else 60_000)
+             else 3_600_000 if unit.startswith("h") else 86_400_000 if unit.startswith("d") else 60_000)
     return int(float(number) * scale)
 
 

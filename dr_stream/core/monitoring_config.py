@@ -33,12 +33,14 @@ class DrillConfig:
     A flow is ready for failover when no partition's copy is older than `rpo_s` and no group
     that moved on the source waits longer than `max_translation_age_s` for its translation.
     `interval_s`: how often the running flow drills itself and exports the verdict as metrics;
-    None (the default) leaves the drill to the command.
+    None (the default) leaves the drill to the command. A loss recorded in the last
+    `losses_since_s` fails the drill: the destination misses those records.
     """
 
     rpo_s: float = 60.0
     max_translation_age_s: float = 60.0
     interval_s: float | None = None
+    losses_since_s: float = 7 * 24 * 3600.0
 
 
 def read_metrics(r: YamlReader, raw: Any) -> MetricsConfig:
@@ -59,7 +61,7 @@ MIN_DRILL_INTERVAL_S = 60.0
 
 
 def read_drill(r: YamlReader, raw: Any) -> DrillConfig:
-    d = r.mapping(raw, "drill", {"rpo", "max_translation_age", "interval"})
+    d = r.mapping(raw, "drill", {"rpo", "max_translation_age", "interval", "losses_since"})
     rpo = r.duration_s(d, "rpo", "drill", "60s")
     age = r.duration_s(d, "max_translation_age", "drill", "60s")
     for key, value in (("rpo", rpo), ("max_translation_age", age)):
@@ -69,4 +71,4 @@ def read_drill(r: YamlReader, raw: Any) -> DrillConfig:
     if interval is not None and interval < MIN_DRILL_INTERVAL_S:
         raise r.fail("drill.interval", f"{interval:g}s is shorter than {MIN_DRILL_INTERVAL_S:g}s: each drill reads "
                                        "every selected topic and group on both clusters")
-    return DrillConfig(rpo, age, interval)
+    return DrillConfig(rpo, age, interval, r.duration_s(d, "losses_since", "drill", "7d"))

@@ -9,6 +9,7 @@ Reads both clusters and the flow's tables, then judges with `readiness`:
 - acls: with `acls.enabled`, every ACL the source's call for is on the destination and none
   is left out for want of a mapping (not judged when the flow does not sync ACLs);
 - lag: the oldest record not copied of each topic is younger than the RPO;
+- losses: no loss recorded in the flow's ledger lately (`drill.losses_since`, 7 days);
 - translation: every selected group committed on the source has a recorded translation of
   each partition, exact, not clamped and current;
 - failover: a dry run of `failover` for every group: each partition would be committed (or
@@ -19,6 +20,7 @@ Invariant: no request here writes to a cluster or a table.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 
@@ -44,6 +46,7 @@ from dr_stream.operations.readiness import (
     failover_checks,
     flow_check,
     lag_checks,
+    loss_checks,
     topic_checks,
     translation_checks,
 )
@@ -72,6 +75,8 @@ def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = N
     checks.append(_acls(config, source, destination))
     lags = [g for g in replication_lag(config, tables) if config.topic_filter.matches(g.topic)]
     checks += lag_checks(lags, limits.rpo_s)
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=limits.losses_since_s)
+    checks += loss_checks(config.name, tables.losses.read(since), limits.losses_since_s)
     if not config.offsets.translate:
         checks += [Check(area, config.name, SKIPPED, "offsets.translate is false")
                    for area in ("translation", "failover")]

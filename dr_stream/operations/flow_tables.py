@@ -1,6 +1,7 @@
-"""A flow's two Delta tables as the commands read them: the offset index and the translation log.
+"""A flow's Delta tables as the commands read them: the offset index, the translation log and
+the ledger of losses.
 
-Both are read through one `DeltaReads`, so a command sees one snapshot of each table and
+All are read through one `DeltaReads`, so a command sees one snapshot of each table and
 reports a fall back to Spark once.
 """
 
@@ -9,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dr_stream.core.config import FlowConfig
+from dr_stream.core.config import FlowConfig, sibling
 from dr_stream.index import IndexReads
 from dr_stream.positions import TranslationLog
+from dr_stream.replication.losses import LossLedger
 from dr_stream.runtime.delta_reads import DeltaReads
 
 
@@ -19,17 +21,20 @@ from dr_stream.runtime.delta_reads import DeltaReads
 class FlowTables:
     index: IndexReads
     translations: TranslationLog
+    losses: LossLedger
 
     @classmethod
     def of(cls, config: FlowConfig, spark: Callable[[], object] | None = None,
            log: Callable[[str], None] = print) -> FlowTables:
-        return cls.at(config.streaming.offset_index, config.streaming.translations, spark, log)
+        return cls.at(config.streaming.offset_index, config.streaming.translations, spark, log,
+                      config.streaming.losses)
 
     @classmethod
     def at(cls, index_path: str, translations_path: str, spark: Callable[[], object] | None = None,
-           log: Callable[[str], None] = print) -> FlowTables:
+           log: Callable[[str], None] = print, losses_path: str | None = None) -> FlowTables:
         reads = DeltaReads(spark, log)
-        return cls(IndexReads(index_path, reads), TranslationLog(translations_path, reads))
+        losses = losses_path or sibling(index_path, "losses")
+        return cls(IndexReads(index_path, reads), TranslationLog(translations_path, reads), LossLedger(losses, reads))
 
     @property
     def fell_back(self) -> bool:

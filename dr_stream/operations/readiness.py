@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.core.policy import TopicRenamer
+from dr_stream.replication.losses import Loss
 
 OK, FAIL, SKIPPED = "ok", "FAIL", "skipped"
 
@@ -26,7 +27,7 @@ EXACT_METHODS = frozenset({"exact", "next", "returned", "waiting"})
 MOVABLE_ACTIONS = frozenset({"would commit", "unchanged"})
 
 # Every area a drill checks, in the order it reports them.
-AREAS = ("clusters", "flow", "topics", "acls", "lag", "translation", "failover")
+AREAS = ("clusters", "flow", "topics", "acls", "lag", "losses", "translation", "failover")
 
 GroupPartition = tuple[str, str, int]
 
@@ -137,6 +138,14 @@ def acl_check(flow: str, wanted: Iterable, there: Iterable, unmappable: Iterable
     if problems:
         return Check("acls", flow, FAIL, "; ".join(problems))
     return Check("acls", flow, OK, f"{len(set(wanted))} ACLs in place on {destination}")
+
+
+def loss_checks(flow: str, losses: Iterable[Loss], since_s: float) -> list[Check]:
+    """A failing check per loss recorded in the last `since_s`: the destination misses those
+    records, and a failover onto it makes that final, so an operator looks first (and re-drills
+    with a shorter `--losses-since` once they have)."""
+    found = [Check("losses", f"{x.topic}[{x.partition}]", FAIL, x.line()) for x in losses]
+    return found or [Check("losses", flow, OK, f"none recorded in the last {since_s / 3600:g} h")]
 
 
 def lag_checks(lags: Iterable[PartitionLag], rpo_s: float) -> list[Check]:

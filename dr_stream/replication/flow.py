@@ -60,9 +60,11 @@ from dr_stream.replication.acl_sync import AclSync
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.left_out import read_left_out
+from dr_stream.replication.loss_watch import LossWatch
+from dr_stream.replication.losses import LossLedger
 from dr_stream.replication.progress import ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.replication.resume import Resume, resume_marks
+from dr_stream.replication.resume import Resume, resume_marks, shown_marks
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
@@ -70,11 +72,6 @@ from dr_stream.runtime.session import in_pool
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 
 Worker = tuple[str, Callable[[threading.Event], None]]
-
-
-def _shown(marks: dict[tuple[str, int], int], most: int = 6) -> str:
-    shown = ", ".join(f"{t}[{p}]<={o}" for (t, p), o in sorted(marks.items())[:most])
-    return shown + (" ..." if len(marks) > most else "")
 
 
 @dataclass
@@ -179,6 +176,8 @@ class ReplicationFlow:
         self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
                                       self.metrics, log=self.log)
         self.lag_sampler.prepare()
+        self.losses = LossWatch(self.spark, LossLedger(config.streaming.losses), config.replicate_checkpoint,
+                                config.streaming.starting_offsets, self._source_admin, self.metrics, self.log)
         self.connected = True
 
     def close(self) -> None:
@@ -282,7 +281,8 @@ class ReplicationFlow:
             self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
                                    config.path))
         self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
-        self.clock.mark("resume marks")
+        self.losses.at_start(replicated, self._marks)
+        self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
             **spark_options.replicate_source(config, sorted(replicated))).load()
         if not config.streaming.realtime:
@@ -325,13 +325,13 @@ class ReplicationFlow:
         if self.feed.unscanned:
             unread = {k: first for k, (first, _) in self.feed.unscanned.items()}
             self.log(f"(re)start: at-least-once for {len(unread)} destination partitions whose newest copies were "
-                     f"not read (from offsets {_shown(unread)}): records copied there before the stop may be "
+                     f"not read (from offsets {shown_marks(unread)}): records copied there before the stop may be "
                      "written again")
         left_out = read_left_out(self.config.source, self.destination_cluster_id,
                                  ((t, p) for t, n in replicated.items() for p in range(n)))
         self._left_out = left_out
         if left_out:
-            self.log(f"records left out at failback are not copied ({_shown(left_out)}; group "
+            self.log(f"records left out at failback are not copied ({shown_marks(left_out)}; group "
                      f"{left_out_group(self.destination_cluster_id)} on {self.config.source.alias})")
         wanted = set(copied) | set(left_out)
         ends = {k: end for k, (_, end) in log_bounds(self._source_admin, sorted(wanted)).items()}
@@ -340,7 +340,7 @@ class ReplicationFlow:
             self.log(f"{topic}[{partition}] ends at {end}, below origin offset {offset} already handled; "
                      "the topic was recreated, so nothing is skipped there")
         if marks.skip_through:
-            self.log(f"(re)start: origin offsets {_shown(marks.skip_through)} are already on the destination (or "
+            self.log(f"(re)start: origin offsets {shown_marks(marks.skip_through)} are already on the destination (or "
                      "were left out), so records at or below them are skipped, not written twice")
         return marks.skip_through
 

@@ -58,6 +58,7 @@ class FlowMetrics:
         self._restarts: dict[str, int] = {}
         self._progressed: dict[str, float] = {}
         self._thread_failures: dict[str, int] = {}
+        self._lost: dict[tuple[str, str], int] = {}
         self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
@@ -113,6 +114,11 @@ class FlowMetrics:
         """A driver thread's loop ended on an error (the supervisor starts it again)."""
         with self._lock:
             self._thread_failures[thread] = self._thread_failures.get(thread, 0) + 1
+
+    def records_lost(self, topic: str, cause: str, records: int) -> None:
+        """Records the flow recorded as lost (`losses`); a loss of unknown size shows its series at 0."""
+        with self._lock:
+            self._lost[(topic, cause)] = self._lost.get((topic, cause), 0) + max(records, 0)
 
     def lag_sampled(self, lags: list[PartitionLag], unreachable: list[str]) -> None:
         with self._lock:
@@ -188,7 +194,13 @@ class FlowMetrics:
         return family
 
     def _counters(self) -> Iterator[Metric]:
+        lost = CounterMetricFamily("dr_stream_records_lost", "Source records the flow can no longer copy, by cause "
+                                   "(retention, topic-recreated, offsets-rewound, refused; see `dr-stream losses`)",
+                                   labels=["flow", "topic", "cause"])
+        for (topic, cause), records in sorted(self._lost.items()):
+            lost.add_metric([self.flow, topic, cause], records)
         return [
+            lost,
             self._family(CounterMetricFamily, "dr_stream_records_copied", "Records written to the destination",
                          "topic", self._copied),
             self._family(CounterMetricFamily, "dr_stream_records_skipped", "Records read and not copied "

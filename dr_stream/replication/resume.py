@@ -80,3 +80,9 @@ class Resume:
         if not self.marks or not self.left_out:
             return F.lit(False)
         return self.dropped() & already_copied(self.left_out)
+
+
+def shown_marks(marks: dict[Partition, int], most: int = 6) -> str:
+    """Marks as a log line shows them: the first few, `topic[partition]<=offset`."""
+    shown = ", ".join(f"{t}[{p}]<={o}" for (t, p), o in sorted(marks.items())[:most])
+    return shown + (" ..." if len(marks) > most else "")

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # Each state key, and the directory name a shared URI for it would usually end in.
-_KEYS = {"checkpoint_dir": "checkpoints", "offset_index": "offset-index", "translations": "translations"}
+_KEYS = {"checkpoint_dir": "checkpoints", "offset_index": "offset-index", "translations": "translations",
+         "losses": "losses"}
 
 
 def is_relative(uri: str) -> bool:

@@ -1,0 +1,158 @@
+"""The commands that report on a flow and change nothing: `status`, `drill` and `losses`.
+
+Each reads the flow's tables without a JVM where it can (`tables_of`), prints a table or JSON
+on stdout and its findings one per line on stderr, and exits 0 when all is well, 2 when a limit
+is passed or a loss is on record, 3 when a cluster does not answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from dr_stream.core.config import load_flow
+from dr_stream.core.config_reader import DURATION, milliseconds
+
+
+def spark_for(config):
+    from dr_stream.runtime.session import spark_session
+
+    spark = spark_session(f"dr-stream-{config.name}-cli")
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def tables_of(config):
+    """The flow's tables, read without a JVM; Spark only where `deltalake` cannot open them."""
+    from dr_stream.operations.flow_tables import FlowTables
+
+    return FlowTables.of(config, lambda: spark_for(config), to_stderr)
+
+
+def to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from dr_stream.operations.report import format_status
+    from dr_stream.operations.status import (
+        Thresholds,
+        over_thresholds,
+        replication_lag,
+        source_commits,
+        translation_ages,
+        unreachable,
+    )
+
+    config = load_flow(args.config)
+    if args.plot:
+        return _plot(config, args.plot, args.since)
+    down = unreachable(config)
+    tables = tables_of(config)
+    lags = replication_lag(config, tables, source_up=config.source.alias not in down,
+                           destination_up=config.destination.alias not in down)
+    ages = translation_ages(tables)
+    limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
+    judged = limits.max_translation_age is not None and config.source.alias not in down
+    over = over_thresholds(lags, ages, limits, source_commits(config) if judged else None)
+    if args.json:
+        print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],
+                          "unreachable": down, "over_thresholds": over}, indent=2))
+    else:
+        print(format_status(lags, ages))
+    for alias in down:
+        print(f"dr-stream: status: {alias} does not answer", file=sys.stderr)
+    for line in over:
+        print(f"dr-stream: status: {line}", file=sys.stderr)
+    return 3 if down else 2 if over else 0
+
+
+def _drill(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from dr_stream.operations.drill import drill
+    from dr_stream.operations.report import format_drill
+
+    config = load_flow(args.config)
+    since = None
+    if args.losses_since is not None:
+        if not DURATION.match(args.losses_since):
+            print(f"dr-stream: --losses-since: {args.losses_since!r} is not a duration like 12h or 7d", file=sys.stderr)
+            return 2
+        since = milliseconds(args.losses_since) / 1000
+    limits = replace(config.drill, **{k: v for k, v in (("rpo_s", args.rpo_seconds),
+                                                        ("max_translation_age_s", args.max_translation_age),
+                                                        ("losses_since_s", since))
+                                      if v is not None})
+    verdict = drill(config, tables_of(config), limits, log=to_stderr)
+    print(json.dumps(verdict.as_dict(), indent=2) if args.json else format_drill(verdict))
+    for check in verdict.failures:
+        print(f"dr-stream: drill: {check.line()}", file=sys.stderr)
+    return 0 if verdict.ready else 3 if any(c.area == "clusters" for c in verdict.failures) else 2
+
+
+def _losses(args: argparse.Namespace) -> int:
+    config = load_flow(args.config)
+    ledger = tables_of(config).losses
+    losses = ledger.read()
+    if args.json:
+        print(json.dumps({"losses": [x.as_dict() for x in losses]}, indent=2))
+    else:
+        for loss in losses:
+            print(loss.line())
+        print(f"{len(losses)} losses recorded by flow {config.name} ({ledger.path})")
+    return 2 if losses else 0
+
+
+def _plot(config, path: str, minutes: float) -> int:
+    import time
+
+    from dr_stream.operations.lag_plot import draw_lag
+    from dr_stream.replication.lag_history import read_samples
+
+    samples = read_samples(config.destination, config.name, int((time.time() - minutes * 60) * 1000))
+    if not samples:
+        print(f"dr-stream: status: no lag samples of flow {config.name} on {config.destination.alias} in the last "
+              f"{minutes:g} minutes (the flow records them while it runs)", file=sys.stderr)
+        return 1
+    drawn = draw_lag(samples, path, config.name)
+    print(f"{path}: lag of {len(drawn['records'])} topics over {len(samples)} samples")
+    return 0
+
+
+def add_report_commands(sub) -> None:
+    status = sub.add_parser("status", help="replication lag per partition and translation age")
+    status.add_argument("--config", required=True)
+    status.add_argument("--json", action="store_true")
+    status.add_argument("--max-lag-records", type=int, help="exit 2 when a partition lags by more records")
+    status.add_argument("--max-lag-seconds", type=float,
+                        help="exit 2 when a partition's oldest record not copied yet is older")
+    status.add_argument("--max-translation-age", type=float,
+                        help="exit 2 when a group committed on the source since its last translation and "
+                             "that translation is older (seconds)")
+    status.add_argument("--plot", metavar="FILE.png",
+                        help="draw lag (records and seconds) per topic over the recent past, from what the running "
+                             "flow recorded on the destination, instead of the table")
+    status.add_argument("--since", type=float, default=60.0, metavar="MINUTES", help="with --plot: how far back")
+    status.set_defaults(func=_status)
+
+    drill = sub.add_parser("drill", help="check, changing nothing, that failover would work now: topics, lag within "
+                                         "the RPO, exact and current translations, a dry run for every group")
+    drill.add_argument("--config", required=True)
+    drill.add_argument("--rpo-seconds", type=float, help="the most a failover may lose, in seconds of records not "
+                                                         "copied yet (default: drill.rpo of the flow file, 60 s)")
+    drill.add_argument("--max-translation-age", type=float, metavar="SECONDS",
+                       help="the longest a group that moved may wait for its translation (default: "
+                            "drill.max_translation_age, 60 s)")
+    drill.add_argument("--losses-since", metavar="DURATION",
+                       help="fail on each loss recorded this recently, e.g. 7d, 12h (default: drill.losses_since, 7d)")
+    drill.add_argument("--json", action="store_true")
+    drill.set_defaults(func=_drill)
+
+    losses = sub.add_parser("losses", help="source records the flow could no longer copy (retention, a recreated "
+                                           "topic, rewound offsets, a skipped refused record); exit 2 if any")
+    losses.add_argument("--config", required=True)
+    losses.add_argument("--json", action="store_true")
+    losses.set_defaults(func=_losses)

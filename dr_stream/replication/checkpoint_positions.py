@@ -1,0 +1,65 @@
+"""Where a replicate query's source stands, as its checkpoint says: the next offset it reads of
+each source partition.
+
+Spark writes, for each batch N, `offsets/N` (the end of the range it reads of each source
+partition, which is the next offset to read once the batch is done) and, once the batch's
+output is written, `commits/N`. A restarted query goes on from the newest committed batch's
+offsets (a batch planned but not committed runs again from the same start). Those are what the
+flow compares with the source's log start to find what retention deleted before it was read.
+
+`offset_log_positions` is the rule for one offset file (pure); `next_to_read` reads the
+checkpoint through Hadoop's FileSystem, so it works on any state URI.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from dr_stream.runtime.state_paths import qualified
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+Partition = tuple[str, int]
+
+
+def offset_log_positions(text: str) -> dict[Partition, int]:
+    """One `offsets/N` file -> per source partition, its end offset. The file is a version line,
+    the batch's metadata, then one line per source (a Kafka source's: `{topic: {partition:
+    offset}}`); a negative offset (Spark's "earliest" or "latest" marker) says nothing exact."""
+    out: dict[Partition, int] = {}
+    for line in text.splitlines()[2:]:
+        if not line.strip().startswith("{"):
+            continue
+        for topic, partitions in json.loads(line).items():
+            if isinstance(partitions, dict):
+                out.update({(topic, int(p)): int(o) for p, o in partitions.items() if int(o) >= 0})
+    return out
+
+
+def newest_batch(names: list[str]) -> int | None:
+    """The highest batch id among a log directory's file names (checksums and temporary files
+    are not batches)."""
+    ids = [int(n) for n in names if n.isdigit()]
+    return max(ids) if ids else None
+
+
+def next_to_read(spark: SparkSession, checkpoint: str) -> dict[Partition, int]:
+    """Per source partition, the offset the query reads next when it starts from `checkpoint`;
+    empty when no batch was committed there yet (the query then starts at `starting_offsets`)."""
+    commits, fs = qualified(spark, f"{checkpoint.rstrip('/')}/commits")
+    if not fs.exists(commits):
+        return {}
+    batch = newest_batch([status.getPath().getName() for status in fs.listStatus(commits)])
+    if batch is None:
+        return {}
+    offsets, _ = qualified(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}")
+    if not fs.exists(offsets):
+        return {}
+    stream = fs.open(offsets)
+    try:
+        text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    return offset_log_positions(text)

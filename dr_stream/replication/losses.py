@@ -1,0 +1,128 @@
+"""Losses: source records a flow can no longer copy, each recorded with its range and its cause.
+
+A loss is never the flow's choice, so it is never silent: it goes to the flow's ledger (a Delta
+table, `streaming.losses`), to one log line, to `dr_stream_records_lost_total` and to `dr-stream
+losses`, and `drill` fails while a recent one is on record.
+
+The causes (`CAUSES`):
+- `retention`: the source deleted records (retention, or a delete-records request) before the
+  flow read them: its log start passed the next offset the flow was to read;
+- `topic-recreated`: the source topic was deleted and created again, so its offsets start over;
+- `offsets-rewound`: the source's log end fell below what was already copied (an unclean
+  leader election, a truncation);
+- `refused`: the destination refused the record itself and an operator skipped it.
+
+`retention_losses` and `unrecorded` are the rules (pure); `LossLedger` is the table.
+
+Invariant: a range is recorded once: a restart that finds the same gap again (nothing was read
+since) records only what grew, never the same offsets twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+
+from dr_stream.runtime.delta_reads import DeltaReads
+
+Partition = tuple[str, int]
+CAUSES = ("retention", "topic-recreated", "offsets-rewound", "refused")
+# `--losses-since` of `drill` when not given: a loss this recent is something an operator has
+# to look at before failing over onto the destination that misses it.
+RECENT_S = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class Loss:
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    records: int  # -1 when the source cannot tell (a recreated topic's old offsets)
+    cause: str
+    detected_at: dt.datetime
+
+    def line(self) -> str:
+        count = "an unknown number of records" if self.records < 0 else f"{self.records} records"
+        return (f"{self.topic}[{self.partition}]: {count} lost ({self.cause}), offsets "
+                f"{self.first_offset}-{self.last_offset}, detected {self.detected_at:%Y-%m-%dT%H:%M:%SZ}")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "detected_at": self.detected_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+
+
+def retention_losses(next_to_read: Mapping[Partition, int], log_starts: Mapping[Partition, int],
+                     now: dt.datetime) -> list[Loss]:
+    """A partition whose log starts past the next offset the flow was to read lost the records
+    between them: `next .. start - 1`. Offsets are counted as records: a transaction marker among
+    them is counted too (the source no longer says which offsets held one)."""
+    return [Loss(topic, partition, nxt, log_starts[(topic, partition)] - 1,
+                 log_starts[(topic, partition)] - nxt, "retention", now)
+            for (topic, partition), nxt in sorted(next_to_read.items())
+            if (topic, partition) in log_starts and log_starts[(topic, partition)] > nxt]
+
+
+def unrecorded(found: Iterable[Loss], recorded: Iterable[Loss]) -> list[Loss]:
+    """`found`, less the offsets the ledger already holds for the same partition and cause: a
+    restart before the flow read past a gap finds it again, maybe grown (retention went on)."""
+    through: dict[tuple[str, int, str], list[tuple[int, int]]] = {}
+    for loss in recorded:
+        through.setdefault((loss.topic, loss.partition, loss.cause), []).append((loss.first_offset, loss.last_offset))
+    out = []
+    for loss in found:
+        first = loss.first_offset
+        for start, end in sorted(through.get((loss.topic, loss.partition, loss.cause), [])):
+            if start <= first <= end:
+                first = end + 1
+        if first > loss.last_offset:
+            continue
+        records = loss.records if loss.records < 0 else loss.last_offset - first + 1
+        out.append(Loss(loss.topic, loss.partition, first, loss.last_offset, records, loss.cause, loss.detected_at))
+    return out
+
+
+_COLUMNS = "topic, partition, first_offset, last_offset, records, cause, detected_at"
+SCHEMA = ("topic STRING, partition INT, first_offset LONG, last_offset LONG, records LONG, cause STRING, "
+          "detected_at TIMESTAMP")
+
+
+class LossLedger:
+    """The flow's losses as a Delta table at `path`: appended by the running flow through Spark,
+    read by the commands without a JVM (`DeltaReads`)."""
+
+    def __init__(self, path: str, reads: DeltaReads | None = None) -> None:
+        self.path = path
+        self.reads = reads or DeltaReads()
+
+    def read(self, since: dt.datetime | None = None) -> list[Loss]:
+        """The losses recorded (at or after `since`, zone-aware), oldest first. A ledger holds a
+        handful of rows, so the window is applied here, the same through either reader."""
+        rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY detected_at, topic, partition")
+        found = [Loss(r["topic"], int(r["partition"]), int(r["first_offset"]), int(r["last_offset"]),
+                      int(r["records"]), r["cause"], _utc(r["detected_at"])) for r in rows]
+        return [x for x in found if since is None or x.detected_at >= since]
+
+    def append(self, spark, losses: list[Loss]) -> None:
+        if not losses:
+            return
+        rows = [(x.topic, x.partition, x.first_offset, x.last_offset, x.records, x.cause,
+                 x.detected_at) for x in losses]
+        # detected_at is zone-aware (UTC): Spark stores the instant, whatever the session's zone.
+        spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(self.path)
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+def record_found(ledger: LossLedger, spark, found: list[Loss], log: Callable[[str], None],
+                 counted: Callable[[Loss], None]) -> list[Loss]:
+    """Appends what of `found` the ledger does not hold yet, says each in one line and counts it;
+    returns what it recorded."""
+    new = unrecorded(found, ledger.read() if found else [])
+    ledger.append(spark, new)
+    for loss in new:
+        log(f"LOSS: {loss.line()}; recorded in {ledger.path} (see `dr-stream losses`)")
+        counted(loss)
+    return new

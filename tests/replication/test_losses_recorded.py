@@ -1,0 +1,94 @@
+"""Records the source deleted before a stopped flow read them are recorded, exactly, when it
+starts again: in the ledger, on /metrics, by `dr-stream losses` and by `dr-stream drill`
+(real brokers, real Spark)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dr_stream.replication.losses import LossLedger
+from tests.flows import flow_config, flow_file, running_flow
+from tests.kafka_tools import (
+    count,
+    create_topic,
+    delete_topics,
+    end_offsets,
+    produce,
+    set_topic_config,
+    unique,
+    wait_until,
+)
+from tests.replication.test_flow_metrics import scrape
+
+pytestmark = pytest.mark.integration
+PARTITIONS = 3
+
+
+def fill(bootstrap: str, topic: str, first: int, last: int, **record) -> None:
+    produce(bootstrap, topic, ({"key": f"k{i}".encode(), "value": b"v", "partition": p, **record}
+                               for i in range(first, last + 1) for p in range(PARTITIONS)))
+
+
+def losses_command(config_file: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dr_stream.cli", "losses", "--config", config_file, "--json"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_records_deleted_before_a_stopped_flow_read_them_are_each_recorded_once_and_the_rest_copied(
+        spark, dc1, dc2, tmp_path):
+    topic = unique("loss.ret.")
+    create_topic(dc1.bootstrap, topic, partitions=PARTITIONS, config={"segment.ms": "1000"})
+    config = flow_config(dc1, dc2, tmp_path, name="loss-retention", topics={"include": [topic.replace(".", r"\.")]})
+    fill(dc1.bootstrap, topic, 0, 59)
+    try:
+        with running_flow(spark, config):
+            assert wait_until(lambda: count(dc2.bootstrap, topic) == 60 * PARTITIONS, 120)
+        # stopped: the source takes 330 more per partition, and retention deletes them (and the 60
+        # copied) before the flow is back. A segment rolls on the first append a second after it
+        # began, so the 10 records written last start the segment retention keeps: stamped ten
+        # minutes ahead, they are not expired when it runs.
+        fill(dc1.bootstrap, topic, 60, 389)
+        set_topic_config(dc1.bootstrap, topic, {"retention.ms": "1000"})
+        time.sleep(1.5)
+        fill(dc1.bootstrap, topic, 390, 399, timestamp=int(time.time() * 1000) + 600_000)
+        assert wait_until(lambda: all(start == 390 for start, _ in end_offsets(dc1.bootstrap, topic).values()), 60), \
+            end_offsets(dc1.bootstrap, topic)
+        # the copy must keep its records: the flow syncs the topic's retention to the destination
+        set_topic_config(dc1.bootstrap, topic, {"retention.ms": "86400000"})
+
+        lines: list[str] = []
+        with running_flow(spark, config, log=lines.append) as flow:
+            assert wait_until(lambda: count(dc2.bootstrap, topic) == 70 * PARTITIONS, 120), count(dc2.bootstrap, topic)
+            lost = scrape(flow.metrics)[("dr_stream_records_lost_total",
+                                         (("cause", "retention"), ("flow", "loss-retention"), ("topic", topic)))]
+        assert lost == 330 * PARTITIONS
+        said = [line for line in lines if line.startswith("LOSS: ")]
+        assert len(said) == PARTITIONS and all("330 records lost (retention), offsets 60-389" in x for x in said), said
+
+        # a third start finds nothing new: the gap was read past, and a gap is never recorded twice
+        with running_flow(spark, config):
+            fill(dc1.bootstrap, topic, 400, 404)
+            assert wait_until(lambda: count(dc2.bootstrap, topic) == 75 * PARTITIONS, 120)
+        ledger = LossLedger(config.streaming.losses).read()
+        assert [(x.topic, x.partition, x.first_offset, x.last_offset, x.records, x.cause) for x in ledger] == [
+            (topic, p, 60, 389, 330, "retention") for p in range(PARTITIONS)]
+
+        done = losses_command(flow_file(config, tmp_path))
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert [(x["partition"], x["records"]) for x in json.loads(done.stdout)["losses"]] == [
+            (p, 330) for p in range(PARTITIONS)]
+    finally:
+        delete_topics(dc1.bootstrap, [topic])
+        delete_topics(dc2.bootstrap, [topic])
+
+
+def test_a_flow_that_lost_nothing_says_so_and_exits_0(dc1, dc2, tmp_path):
+    config = flow_config(dc1, dc2, tmp_path, name="loss-none")
+    done = losses_command(flow_file(config, tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"losses": []}

@@ -1,0 +1,69 @@
+"""The rules of the losses ledger: what counts as lost, what a restart records again, what the
+checkpoint says the query reads next, and what the drill makes of a recorded loss (pure)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from dr_stream.operations.readiness import FAIL, OK, loss_checks
+from dr_stream.replication.checkpoint_positions import newest_batch, offset_log_positions
+from dr_stream.replication.loss_watch import handled_through
+from dr_stream.replication.losses import Loss, retention_losses, unrecorded
+
+NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
+
+
+def test_a_log_start_past_the_next_offset_to_read_is_a_retention_loss_of_exactly_the_gap():
+    found = retention_losses({("t", 0): 60, ("t", 1): 400, ("t", 2): 5}, {("t", 0): 390, ("t", 1): 390, ("t", 2): 5},
+                             NOW)
+    assert found == [Loss("t", 0, 60, 389, 330, "retention", NOW)]
+
+
+def test_a_partition_the_source_no_longer_lists_is_not_judged():
+    assert retention_losses({("gone", 0): 10}, {}, NOW) == []
+
+
+def test_a_gap_found_again_by_a_restart_is_recorded_once_and_only_what_grew_is_added():
+    recorded = [Loss("t", 0, 60, 389, 330, "retention", NOW)]
+    later = NOW + dt.timedelta(minutes=5)
+    assert unrecorded([Loss("t", 0, 60, 389, 330, "retention", later)], recorded) == []
+    assert unrecorded([Loss("t", 0, 60, 499, 440, "retention", later)], recorded) == [
+        Loss("t", 0, 390, 499, 110, "retention", later)]
+    # another partition, or another cause over the same offsets, is its own loss
+    other = [Loss("t", 1, 60, 389, 330, "retention", later), Loss("t", 0, 60, 389, -1, "topic-recreated", later)]
+    assert unrecorded(other, recorded) == other
+
+
+def test_a_loss_reads_as_one_line_and_as_json_with_its_instant_in_utc():
+    loss = Loss("orders", 2, 60, 389, 330, "retention", NOW)
+    assert loss.line() == "orders[2]: 330 records lost (retention), offsets 60-389, detected 2026-11-26T12:00:00Z"
+    assert loss.as_dict() == {"topic": "orders", "partition": 2, "first_offset": 60, "last_offset": 389,
+                              "records": 330, "cause": "retention", "detected_at": "2026-11-26T12:00:00.000000Z"}
+    assert "an unknown number of records" in Loss("o", 0, 0, 99, -1, "topic-recreated", NOW).line()
+
+
+def test_an_offset_file_gives_each_source_partitions_next_offset_and_no_marker_for_one():
+    text = ('v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n'
+            '{"a":{"0":10100,"1":-2},"b":{"0":11100}}\n')
+    assert offset_log_positions(text) == {("a", 0): 10100, ("b", 0): 11100}
+    assert offset_log_positions("v1\n{}\n") == {}
+
+
+def test_the_newest_batch_is_the_highest_number_and_checksums_are_not_batches():
+    assert newest_batch(["0", "1", "12", ".12.crc", "3", "12.tmp"]) == 12
+    assert newest_batch([".0.crc"]) is None
+
+
+def test_what_was_copied_past_the_checkpoint_is_handled_not_lost():
+    # the checkpoint lags the copy (progress is written after the batch): the mark says 99 is on the destination
+    assert handled_through({("t", 0): 60, ("t", 1): 80, ("x", 0): 5}, {("t", 0): 99, ("t", 2): 9}, {"t": 3}) == {
+        ("t", 0): 100, ("t", 1): 80, ("t", 2): 10}
+
+
+def test_each_recent_loss_fails_the_drill_on_its_own_line_and_none_is_ok():
+    losses = [Loss("t", 0, 60, 389, 330, "retention", NOW), Loss("t", 1, 60, 389, 330, "retention", NOW)]
+    checks = loss_checks("f", losses, 7 * 24 * 3600)
+    assert [(c.subject, c.state) for c in checks] == [("t[0]", FAIL), ("t[1]", FAIL)]
+    assert checks[0].line() == "losses t[0]: " + losses[0].line()
+    none = loss_checks("f", [], 7 * 24 * 3600)
+    assert [(c.state, c.detail) for c in none] == [(OK, "none recorded in the last 168 h")]
