@@ -7,8 +7,8 @@ import datetime as dt
 
 from dr_stream.operations.readiness import FAIL, OK, loss_checks
 from dr_stream.replication.checkpoint_positions import newest_batch, offset_log_positions
-from dr_stream.replication.loss_watch import handled_through
-from dr_stream.replication.losses import Loss, retention_losses, unrecorded
+from dr_stream.replication.loss_watch import handled_through, recreated_topics, recreation_losses, starting_offsets
+from dr_stream.replication.losses import Loss, life_starts_of, retention_losses, unrecorded
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 
@@ -38,8 +38,11 @@ def test_a_loss_reads_as_one_line_and_as_json_with_its_instant_in_utc():
     loss = Loss("orders", 2, 60, 389, 330, "retention", NOW)
     assert loss.line() == "orders[2]: 330 records lost (retention), offsets 60-389, detected 2026-11-26T12:00:00Z"
     assert loss.as_dict() == {"topic": "orders", "partition": 2, "first_offset": 60, "last_offset": 389,
-                              "records": 330, "cause": "retention", "detected_at": "2026-11-26T12:00:00.000000Z"}
-    assert "an unknown number of records" in Loss("o", 0, 0, 99, -1, "topic-recreated", NOW).line()
+                              "records": 330, "cause": "retention", "detected_at": "2026-11-26T12:00:00.000000Z",
+                              "destination_offset": None}
+    recreated = Loss("o", 0, 300, -1, -1, "topic-recreated", NOW, 900)
+    assert recreated.line() == ("o[0]: an unknown number of records lost (topic-recreated), offsets from 300, "
+                                "detected 2026-11-26T12:00:00Z")
 
 
 def test_an_offset_file_gives_each_source_partitions_next_offset_and_no_marker_for_one():
@@ -67,3 +70,32 @@ def test_each_recent_loss_fails_the_drill_on_its_own_line_and_none_is_ok():
     assert checks[0].line() == "losses t[0]: " + losses[0].line()
     none = loss_checks("f", [], 7 * 24 * 3600)
     assert [(c.state, c.detail) for c in none] == [(OK, "none recorded in the last 168 h")]
+
+
+def test_a_topic_with_a_new_id_is_recreated_and_one_not_seen_before_is_only_new():
+    assert recreated_topics({"a": "id1", "b": "id2"}, {"a": "id1", "b": "id9", "c": "id3"}) == ["b"]
+    assert recreated_topics({}, {"a": "id1"}) == []
+
+
+def test_a_recreated_topic_is_recorded_per_partition_with_where_its_new_copies_begin():
+    found = recreation_losses(["o"], {"o": 2, "x": 1}, {("o", 0): 300, ("o", 1): 280}, {("dc1.o", 0): 300,
+                              ("dc1.o", 1): 280}, lambda t: f"dc1.{t}", NOW)
+    assert found == [Loss("o", 0, 300, -1, -1, "topic-recreated", NOW, 300),
+                     Loss("o", 1, 280, -1, -1, "topic-recreated", NOW, 280)]
+    # the offset index keeps the old runs apart from there, under the destination's names
+    later = Loss("o", 0, 0, -1, -1, "topic-recreated", NOW, 500)
+    assert life_starts_of([*found, later, Loss("o", 0, 5, 9, 5, "retention", NOW)], lambda t: f"dc1.{t}") == {
+        ("dc1.o", 0): 500, ("dc1.o", 1): 280}
+
+
+def test_the_new_checkpoint_starts_a_recreated_topic_at_its_first_record_and_the_rest_where_they_were():
+    assert starting_offsets({"o": 2, "p": 2}, {("o", 0): 300, ("p", 0): 41}, ["o"]) == (
+        '{"o": {"0": -2, "1": -2}, "p": {"0": 41, "1": -2}}')
+
+
+def test_a_recreation_found_again_before_the_flow_read_on_is_recorded_once():
+    entry = Loss("o", 0, 300, -1, -1, "topic-recreated", NOW, 300)
+    again = Loss("o", 0, 300, -1, -1, "topic-recreated", NOW + dt.timedelta(minutes=1), 300)
+    assert unrecorded([again], [entry]) == []
+    recreated_twice = Loss("o", 0, 40, -1, -1, "topic-recreated", NOW, 340)
+    assert unrecorded([recreated_twice], [entry]) == [recreated_twice]

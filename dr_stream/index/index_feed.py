@@ -218,6 +218,13 @@ class IndexFeed:
         with self._lock:
             return self.store.locate(key, offset, self._processed.get((key[0], key[1])), gated=True)
 
+    def begin_lives(self, lives: dict[Partition, int]) -> None:
+        """The copies in each destination partition from its offset on are of a recreated source
+        topic (`RunStore.begin_life`): the old topic's runs leave the store."""
+        with self._lock:
+            for dest, offset in lives.items():
+                self.store.begin_life(dest, offset)
+
     def last_copied(self) -> dict[Partition, int]:
         with self._lock:
             return self.store.last_copied()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from dr_stream.index.run_store import Run
+from dr_stream.index.run_store import Run, RunStore
 from dr_stream.runtime.delta_reads import DeltaReads, epoch_ms
 
 _RUN_COLUMNS = ("origin_cluster, origin_topic, origin_partition, dest_topic, dest_partition, origin_start, "
@@ -15,6 +16,12 @@ _RUN_COLUMNS = ("origin_cluster, origin_topic, origin_partition, dest_topic, des
 class IndexReads:
     path: str
     reads: DeltaReads
+    # per destination partition, where its source topic's current life starts (`RunStore.begin_life`)
+    life_starts: Callable[[], dict[tuple[str, int], int]] = field(default=dict)
+
+    def store(self, origin_cluster: str | None = None) -> RunStore:
+        """The table's runs of `origin_cluster` (all when None), less a recreated topic's old ones."""
+        return RunStore(self.runs(origin_cluster), self.life_starts())
 
     def runs(self, origin_cluster: str | None = None) -> list[Run]:
         where = "" if origin_cluster is None else f" WHERE origin_cluster = '{origin_cluster}'"

@@ -9,11 +9,17 @@ a scan of the destination rebuilds the ones a crash kept from being reported.
 it takes runs in any order and any number of times, and answers "where did the first record
 at or after origin offset C land?".
 
+A source topic deleted and created again starts its offsets over, and its copies go on further
+down the same destination partitions: `begin_life` says from which destination offset on the
+copies are of the new topic. Runs below that are the old topic's and are kept out, so they never
+place a group of the new topic, nor make a resume mark skip its records.
+
 Invariants: per (origin partition, destination partition) the stored runs have disjoint
-destination ranges in ascending order; a run that overlaps or continues a stored one is merged
-with it only when both describe the same mapping (equal distance from origin to destination
-offset), since two reports of one record always agree; every answer is computed from stored
-runs only, so a record never reported is never claimed.
+destination ranges in ascending order, none below its partition's life start; a run that
+overlaps or continues a stored one is merged with it only when both describe the same mapping
+(equal distance from origin to destination offset), since two reports of one record always
+agree; every answer is computed from stored runs only, so a record never reported is never
+claimed.
 """
 
 from __future__ import annotations
@@ -83,12 +89,28 @@ class Located:
 class RunStore:
     """Runs by (origin partition, destination partition); constructing one does no I/O."""
 
-    def __init__(self, runs: Iterable[Run] = ()) -> None:
+    def __init__(self, runs: Iterable[Run] = (), life_starts: dict[tuple[str, int], int] | None = None) -> None:
         self._runs: dict[RunKey, list[Run]] = {}
+        # destination partition -> the offset its copies of the current source topic start at
+        self._life_starts: dict[tuple[str, int], int] = {}
+        for dest, offset in (life_starts or {}).items():
+            self.begin_life(dest, offset)
         for run in runs:
             self.add(run)
 
+    def begin_life(self, dest: tuple[str, int], offset: int) -> None:
+        """The copies in destination partition `dest` from `offset` on are of a source topic
+        created anew: the runs below it go, and any reported again is not taken."""
+        if offset <= self._life_starts.get(dest, -1):
+            return
+        self._life_starts[dest] = offset
+        for key, runs in self._runs.items():
+            if (key[2], key[3]) == dest:
+                runs[:] = [r for r in runs if r.dest_start >= offset]
+
     def add(self, run: Run) -> None:
+        if run.dest_start < self._life_starts.get((run.dest_topic, run.dest_partition), 0):
+            return
         runs = self._runs.setdefault(run.key, [])
         at = bisect_left(runs, run.dest_start, key=lambda r: r.dest_start)
         if at < len(runs) and runs[at].dest_start == run.dest_start:
@@ -161,7 +183,7 @@ class RunStore:
                 covered[(topic, partition)] = max(covered.get((topic, partition), -1), runs[-1].dest_end)
         out = {}
         for dest, (start, end) in bounds.items():
-            first = max(start, covered.get(dest, -1) + 1)
+            first = max(start, covered.get(dest, -1) + 1, self._life_starts.get(dest, 0))
             if first < end:
                 out[dest] = (first, end)
         return out

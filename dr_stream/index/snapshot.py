@@ -32,7 +32,7 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
-    store = RunStore(index.runs(origin_cluster))
+    store = index.store(origin_cluster)
     admin = clients.admin(config.destination)
     topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec, ResourceType
 
 from dr_stream.core.policy import TopicFilter
@@ -35,6 +35,23 @@ CLUSTER_LOCAL_CONFIGS = frozenset({
 
 def partition_counts(admin: AdminClient, timeout: float = 15.0) -> dict[str, int]:
     return {name: len(t.partitions) for name, t in admin.list_topics(timeout=timeout).topics.items()}
+
+
+def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 15.0) -> dict[str, str]:
+    """Each existing topic's id (a topic deleted and created again under its name gets a new one);
+    topics that do not exist are left out."""
+    if not topics:
+        return {}
+    from confluent_kafka import TopicCollection
+
+    out = {}
+    for name, future in admin.describe_topics(TopicCollection(sorted(set(topics))), request_timeout=timeout).items():
+        try:
+            out[name] = str(future.result(timeout=timeout).topic_id)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise
+    return out
 
 
 def matching_partitions(admin: AdminClient, topic_filter: TopicFilter,

@@ -26,8 +26,10 @@ class FlowTables:
     @classmethod
     def of(cls, config: FlowConfig, spark: Callable[[], object] | None = None,
            log: Callable[[str], None] = print) -> FlowTables:
-        return cls.at(config.streaming.offset_index, config.streaming.translations, spark, log,
-                      config.streaming.losses)
+        tables = cls.at(config.streaming.offset_index, config.streaming.translations, spark, log,
+                        config.streaming.losses)
+        tables.index.life_starts = lambda: tables.losses.life_starts(config.renamer.format_remote_topic)
+        return tables
 
     @classmethod
     def at(cls, index_path: str, translations_path: str, spark: Callable[[], object] | None = None,

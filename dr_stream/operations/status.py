@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.lag import PartitionLag, first_waiting, partition_lags
-from dr_stream.index import RunStore, index_snapshot
+from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.kafka4_groups import streams_groups_on
@@ -67,7 +67,7 @@ def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = Tr
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
         copied = index_snapshot(config, tables.index, None, (), log=lambda _: None).last_copied()
     else:
-        copied = RunStore(tables.index.runs()).last_copied()
+        copied = tables.index.store().last_copied()
     next_offsets = {key: last + 1 for key, last in copied.items()}
     bounds: dict[tuple[str, int], tuple[int, int]] = {}
     if source_up:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from dr_stream.runtime.state_paths import qualified
+from dr_stream.runtime.state_paths import qualified, read_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,12 +54,5 @@ def next_to_read(spark: SparkSession, checkpoint: str) -> dict[Partition, int]:
     batch = newest_batch([status.getPath().getName() for status in fs.listStatus(commits)])
     if batch is None:
         return {}
-    offsets, _ = qualified(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}")
-    if not fs.exists(offsets):
-        return {}
-    stream = fs.open(offsets)
-    try:
-        text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
-    return offset_log_positions(text)
+    text = read_text(spark, f"{checkpoint.rstrip('/')}/offsets/{batch}")
+    return offset_log_positions(text) if text is not None else {}

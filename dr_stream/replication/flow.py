@@ -41,7 +41,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, left_out_group, runs_topic
 from dr_stream.core.lag import spark_offsets
 from dr_stream.failure_notes import summarised
-from dr_stream.index import IndexFeed, OffsetIndex, ensure_runs_topic
+from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.kafka4_groups import Kafka4Groups, flow_helper
@@ -100,6 +100,7 @@ class ReplicationFlow:
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
+        self.ledger = LossLedger(config.streaming.losses)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
         self.translate_query: TranslateQuery | None = None
@@ -176,8 +177,8 @@ class ReplicationFlow:
         self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
                                       self.metrics, log=self.log)
         self.lag_sampler.prepare()
-        self.losses = LossWatch(self.spark, LossLedger(config.streaming.losses), config.replicate_checkpoint,
-                                config.streaming.starting_offsets, self._source_admin, self.metrics, self.log)
+        self.losses = LossWatch(self.spark, config, self.ledger, self._source_admin, self._dest_admin, self.metrics,
+                                self.log, self.feed.begin_lives if self.feed else lambda lives: None)
         self.connected = True
 
     def close(self) -> None:
@@ -200,6 +201,7 @@ class ReplicationFlow:
             source_cluster_id=self.source_cluster_id, header=self.config.provenance.header,
             renamer=self.config.renamer, dest_bounds=dest_bounds, log=self.log, prefetched=self.index_prefetch,
             scan_timeout_s=self.config.streaming.resume_scan_timeout_s,
+            store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic)),
         )
         feed.load()
         return feed
@@ -281,10 +283,10 @@ class ReplicationFlow:
             self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
                                    config.path))
         self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
-        self.losses.at_start(replicated, self._marks)
+        self._marks = self.losses.at_start(replicated, self._marks)
         self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
-            **spark_options.replicate_source(config, sorted(replicated))).load()
+            **self.losses.source_options(spark_options.replicate_source(config, sorted(replicated)))).load()
         if not config.streaming.realtime:
             # A task per core, not per source partition: a task's scheduling, producer flush, commit
             # message and run publications cost more than a small batch's writes. Order within a
@@ -355,8 +357,8 @@ class ReplicationFlow:
         partitions of a subscribed topic are read by the micro-batch source on its own; the sink's
         producer waits for them on the destination (up to max.block.ms) until this loop has added
         them. In real-time mode they restart the query. A
-        topic recreated under the crash-resume marks (its log end fell below one) restarts the
-        query too, so the marks taken at start never hide its new records."""
+        topic created again (a new id) or a log that ends below a resume mark restarts the query
+        too (`loss_watch`), so what was copied of the old topic never hides the new records."""
         last_recreation_check = time.monotonic()
         pace = LoopPace(self.topic_interval_s)
         failed = summarised(self.log)
@@ -376,12 +378,11 @@ class ReplicationFlow:
                         self._message_bytes, self.topic_sync.largest_message_bytes):
                     self.request_restart(f"a source topic's max.message.bytes is now "
                                          f"{self.topic_sync.largest_message_bytes}: the sink grows to match")
-                if self._marks and time.monotonic() - last_recreation_check >= 10:
+                if time.monotonic() - last_recreation_check >= 10:
                     last_recreation_check = time.monotonic()
-                    ends = log_bounds(self._source_admin, sorted(self._marks))
-                    below = sorted(k for k, o in self._marks.items() if k in ends and ends[k][1] <= o)
-                    if below:
-                        self.request_restart(f"recreated source partitions {below}")
+                    changed = self.losses.source_changed(self._marks)
+                    if changed:
+                        self.request_restart(changed)
             except Exception as exc:  # a cluster that is briefly away: the next pass tries again
                 failed(f"topic sync: {exc}")
 

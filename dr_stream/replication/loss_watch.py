@@ -1,10 +1,22 @@
-"""A flow's watch for records its source deleted before the flow read them.
+"""A flow's watch for what its source took away: records deleted before the flow read them, and
+topics deleted and created again.
 
 Spark's Kafka source, told not to fail on data loss (a flow must not stop for good because a
-partition aged out), only logs a warning and reads on from the log start. The watch runs where
-the flow (re)starts its replicate query: it compares the next offset the checkpoint says the
-query will read of each partition with the partition's log start, and records each gap in the
-flow's ledger (`losses`) before Spark reads past it.
+partition aged out), only logs a warning and reads on from the log start; and it knows a topic
+only by name, so a topic created again under the same name is read on from the old topic's
+offsets (records below them skipped, silently). The watch runs where the flow (re)starts its
+replicate query, before Spark reads:
+
+- retention: the next offset the checkpoint says the query reads of each partition (or past the
+  resume mark) against the partition's log start; each gap is recorded (`losses`);
+- recreation: each subscribed topic's id against the one recorded at the last start
+  (`<checkpoint_dir>/source-topic-ids.json`). A topic with a new id is recorded as
+  `topic-recreated` (what of the old topic was left uncopied is unknown now), with the
+  destination offset its new copies start at, so the offset index keeps its old runs apart
+  (`RunStore.begin_life`); its resume marks go; and the query starts on a new checkpoint that
+  reads the new topic from its first record and every other partition from where it was.
+While the query runs, `source_changed` tells the flow to restart when an id changes or a log
+ends below what was copied.
 
 Invariant: the watch never holds the query back: a check that fails (a cluster away, a
 checkpoint it cannot read) is said in one line and the query starts all the same.
@@ -13,17 +25,21 @@ checkpoint it cannot read) is said in one line and the query starts all the same
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from dr_stream.kafka.admin import log_bounds
+from dr_stream.core.config import FlowConfig
+from dr_stream.kafka.admin import log_bounds, topic_ids
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.losses import Loss, LossLedger, record_found, retention_losses
+from dr_stream.runtime.state_paths import move_aside, read_text, write_text
 
 Partition = tuple[str, int]
+EARLIEST = -2  # Spark's specific-offsets marker for a partition's first record
 
 
 def handled_through(read: dict[Partition, int], marks: dict[Partition, int],
@@ -39,27 +55,94 @@ def handled_through(read: dict[Partition, int], marks: dict[Partition, int],
     return out
 
 
-class LossWatch:
-    def __init__(self, spark: SparkSession, ledger: LossLedger, checkpoint: str, starting_offsets: str,
-                 source_admin: AdminClient, metrics: FlowMetrics, log: Callable[[str], None]) -> None:
-        self.spark, self.ledger, self.checkpoint, self.starting_offsets = spark, ledger, checkpoint, starting_offsets
-        self.source_admin, self.metrics, self.log = source_admin, metrics, log
+def recreated_topics(recorded: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The topics whose id changed since it was recorded (a topic not recorded yet is new, not recreated)."""
+    return sorted(t for t, topic_id in now.items() if t in recorded and recorded[t] != topic_id)
 
-    def at_start(self, replicated: dict[str, int], marks: dict[Partition, int]) -> list[Loss]:
-        """Records what retention deleted of `replicated` (topic -> partitions) before the query,
-        about to start from its checkpoint, read it; returns what it recorded. `marks` are the
-        resume marks: records at or below them are on the destination (or were left out)."""
+
+def recreation_losses(recreated: list[str], replicated: dict[str, int], positions: dict[Partition, int],
+                      dest_ends: dict[Partition, int], remote: Callable[[str], str], now: dt.datetime) -> list[Loss]:
+    """A `topic-recreated` entry per partition of each recreated topic: from the next offset the
+    flow was to read of the old topic, an unknown number of records (that topic is gone), and the
+    destination offset the new topic's copies start at."""
+    return [Loss(t, p, positions.get((t, p), 0), -1, -1, "topic-recreated", now, dest_ends.get((remote(t), p), 0))
+            for t in recreated for p in range(replicated[t])]
+
+
+def starting_offsets(replicated: dict[str, int], positions: dict[Partition, int], recreated: list[str]) -> str:
+    """The new checkpoint's start, as Spark's specific offsets (every partition named): a
+    recreated topic from its first record, every other partition where the flow was."""
+    return json.dumps({t: {str(p): EARLIEST if t in recreated else positions.get((t, p), EARLIEST) for p in range(n)}
+                       for t, n in sorted(replicated.items())}, sort_keys=True)
+
+
+class LossWatch:
+    def __init__(self, spark: SparkSession, config: FlowConfig, ledger: LossLedger, source_admin: AdminClient,
+                 dest_admin: AdminClient, metrics: FlowMetrics, log: Callable[[str], None],
+                 on_lives: Callable[[dict[Partition, int]], None]) -> None:
+        self.spark, self.config, self.ledger = spark, config, ledger
+        self.source_admin, self.dest_admin, self.metrics, self.log = source_admin, dest_admin, metrics, log
+        self.on_lives = on_lives
+        self.ids_uri = f"{config.streaming.checkpoint_dir.rstrip('/')}/source-topic-ids.json"
+        self._ids: dict[str, str] = {}
+        self._starting: str | None = None
+
+    def at_start(self, replicated: dict[str, int], marks: dict[Partition, int]) -> dict[Partition, int]:
+        """Records what the source took from `replicated` (topic -> partitions) before the query,
+        about to start, reads it, and readies the start (`source_options`). `marks` are the resume
+        marks (records at or below are on the destination, or were left out); returns them less
+        those of recreated topics."""
+        self._starting = None
         try:
-            read = next_to_read(self.spark, self.checkpoint)
-            if not read and self.starting_offsets == "latest":
-                return []  # a new query starts at the end: what it passes over is skipped by choice
+            read = next_to_read(self.spark, self.config.replicate_checkpoint)
             positions = handled_through(read, marks, replicated)
-            if not positions:
-                return []
-            starts = {k: start for k, (start, _) in log_bounds(self.source_admin, sorted(positions)).items()}
-            found = retention_losses(positions, starts, dt.datetime.now(dt.UTC))
-            return record_found(self.ledger, self.spark, found, self.log,
-                                lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
+            ids = topic_ids(self.source_admin, sorted(replicated))
+            recorded = json.loads(read_text(self.spark, self.ids_uri) or "{}")
+            recreated = recreated_topics(recorded, ids)
+            now = dt.datetime.now(dt.UTC)
+            found = [] if not read and self.config.streaming.starting_offsets == "latest" else retention_losses(
+                {k: o for k, o in positions.items() if k[0] not in recreated}, self._log_starts(positions), now)
+            if recreated:
+                found += self._recreated(recreated, replicated, positions, now)
+            record_found(self.ledger, self.spark, found, self.log,
+                         lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
+            # A topic missing right now (deleted, not created again yet) keeps its old id, so its
+            # return under a new one is still seen.
+            self._ids = {**recorded, **ids}
+            write_text(self.spark, self.ids_uri, json.dumps(self._ids, sort_keys=True))
+            return {k: o for k, o in marks.items() if k[0] not in recreated}
         except Exception as exc:  # never a reason not to copy; said, and checked again at the next start
-            self.log(f"losses: could not compare the checkpoint's positions with the source's log starts ({exc})")
-            return []
+            self.log(f"losses: could not compare the source with what the checkpoint says was read ({exc})")
+            return marks
+
+    def _log_starts(self, positions: dict[Partition, int]) -> dict[Partition, int]:
+        return {k: start for k, (start, _) in log_bounds(self.source_admin, sorted(positions)).items()}
+
+    def _recreated(self, recreated: list[str], replicated: dict[str, int], positions: dict[Partition, int],
+                   now: dt.datetime) -> list[Loss]:
+        remote = self.config.renamer.format_remote_topic
+        dests = [(remote(t), p) for t in recreated for p in range(replicated[t])]
+        dest_ends = {k: end for k, (_, end) in log_bounds(self.dest_admin, dests).items()}
+        losses = recreation_losses(recreated, replicated, positions, dest_ends, remote, now)
+        self.on_lives({(remote(x.topic), x.partition): x.destination_offset or 0 for x in losses})
+        self._starting = starting_offsets(replicated, positions, recreated)
+        stamp = now.strftime("%Y%m%dT%H%M%SZ")
+        moved = move_aside(self.spark, self.config.replicate_checkpoint, f"before-recreated-{stamp}")
+        self.log(f"source topics {', '.join(recreated)} were deleted and created again: their new records are copied "
+                 f"from their first offset, the old topic's runs are kept out of the offset index, and the query "
+                 f"starts on a new checkpoint from where it was elsewhere (the old one is {moved})")
+        return losses
+
+    def source_options(self, options: dict[str, str]) -> dict[str, str]:
+        """The replicate query's source options with the start `at_start` readied, if any."""
+        return options if self._starting is None else {**options, "startingOffsets": self._starting}
+
+    def source_changed(self, marks: dict[Partition, int]) -> str | None:
+        """Why the running query must restart, if the source changed under it: a subscribed topic
+        created again (a new id), or a partition whose log ends below what was already copied."""
+        recreated = recreated_topics(self._ids, topic_ids(self.source_admin, sorted(self._ids)))
+        if recreated:
+            return f"source topics deleted and created again: {recreated}"
+        ends = log_bounds(self.source_admin, sorted(marks))
+        below = sorted(k for k, o in marks.items() if k in ends and ends[k][1] <= o)
+        return f"source partitions end below what was copied: {below}" if below else None

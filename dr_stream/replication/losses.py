@@ -42,11 +42,15 @@ class Loss:
     records: int  # -1 when the source cannot tell (a recreated topic's old offsets)
     cause: str
     detected_at: dt.datetime
+    # topic-recreated: the destination offset (same partition, remote topic) the new topic's copies
+    # start at; the offset index takes no run of the old topic from below it (`RunStore.begin_life`)
+    destination_offset: int | None = None
 
     def line(self) -> str:
         count = "an unknown number of records" if self.records < 0 else f"{self.records} records"
-        return (f"{self.topic}[{self.partition}]: {count} lost ({self.cause}), offsets "
-                f"{self.first_offset}-{self.last_offset}, detected {self.detected_at:%Y-%m-%dT%H:%M:%SZ}")
+        offsets = f"{self.first_offset}-{self.last_offset}" if self.last_offset >= 0 else f"from {self.first_offset}"
+        return (f"{self.topic}[{self.partition}]: {count} lost ({self.cause}), offsets {offsets}, "
+                f"detected {self.detected_at:%Y-%m-%dT%H:%M:%SZ}")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "detected_at": self.detected_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
@@ -63,7 +67,7 @@ def retention_losses(next_to_read: Mapping[Partition, int], log_starts: Mapping[
             if (topic, partition) in log_starts and log_starts[(topic, partition)] > nxt]
 
 
-def unrecorded(found: Iterable[Loss], recorded: Iterable[Loss]) -> list[Loss]:
+def unrecorded(found: Iterable[Loss], recorded: list[Loss]) -> list[Loss]:
     """`found`, less the offsets the ledger already holds for the same partition and cause: a
     restart before the flow read past a gap finds it again, maybe grown (retention went on)."""
     through: dict[tuple[str, int, str], list[tuple[int, int]]] = {}
@@ -71,6 +75,10 @@ def unrecorded(found: Iterable[Loss], recorded: Iterable[Loss]) -> list[Loss]:
         through.setdefault((loss.topic, loss.partition, loss.cause), []).append((loss.first_offset, loss.last_offset))
     out = []
     for loss in found:
+        if loss.last_offset < 0:  # no range to subtract (a recreated topic): the same entry is not made twice
+            if not any(_same_event(loss, x) for x in recorded):
+                out.append(loss)
+            continue
         first = loss.first_offset
         for start, end in sorted(through.get((loss.topic, loss.partition, loss.cause), [])):
             if start <= first <= end:
@@ -82,9 +90,25 @@ def unrecorded(found: Iterable[Loss], recorded: Iterable[Loss]) -> list[Loss]:
     return out
 
 
-_COLUMNS = "topic, partition, first_offset, last_offset, records, cause, detected_at"
+def life_starts_of(losses: Iterable[Loss], remote_topic: Callable[[str], str]) -> dict[Partition, int]:
+    """(destination topic, partition) -> where the newest recreation of its source topic began
+    on it: the runs below are of a topic that is gone."""
+    out: dict[Partition, int] = {}
+    for loss in losses:
+        if loss.cause == "topic-recreated" and loss.destination_offset is not None:
+            dest = (remote_topic(loss.topic), loss.partition)
+            out[dest] = max(out.get(dest, 0), loss.destination_offset)
+    return out
+
+
+def _same_event(a: Loss, b: Loss) -> bool:
+    return (a.topic, a.partition, a.cause, a.first_offset, a.destination_offset) == (
+        b.topic, b.partition, b.cause, b.first_offset, b.destination_offset)
+
+
+_COLUMNS = "topic, partition, first_offset, last_offset, records, cause, detected_at, destination_offset"
 SCHEMA = ("topic STRING, partition INT, first_offset LONG, last_offset LONG, records LONG, cause STRING, "
-          "detected_at TIMESTAMP")
+          "detected_at TIMESTAMP, destination_offset LONG")
 
 
 class LossLedger:
@@ -100,14 +124,20 @@ class LossLedger:
         handful of rows, so the window is applied here, the same through either reader."""
         rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY detected_at, topic, partition")
         found = [Loss(r["topic"], int(r["partition"]), int(r["first_offset"]), int(r["last_offset"]),
-                      int(r["records"]), r["cause"], _utc(r["detected_at"])) for r in rows]
+                      int(r["records"]), r["cause"], _utc(r["detected_at"]),
+                      None if r["destination_offset"] is None else int(r["destination_offset"])) for r in rows]
         return [x for x in found if since is None or x.detected_at >= since]
+
+    def life_starts(self, remote_topic: Callable[[str], str]) -> dict[Partition, int]:
+        """Per destination partition, the offset the copies of its source topic's current life
+        start at (`life_starts_of`)."""
+        return life_starts_of(self.read(), remote_topic)
 
     def append(self, spark, losses: list[Loss]) -> None:
         if not losses:
             return
         rows = [(x.topic, x.partition, x.first_offset, x.last_offset, x.records, x.cause,
-                 x.detected_at) for x in losses]
+                 x.detected_at, x.destination_offset) for x in losses]
         # detected_at is zone-aware (UTC): Spark stores the instant, whatever the session's zone.
         spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(self.path)
 

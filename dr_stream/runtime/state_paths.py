@@ -58,3 +58,31 @@ def move_aside(spark: SparkSession, uri: str, suffix: str) -> str | None:
     if not fs.rename(path, target):
         raise OSError(f"{uri}: could not be renamed to {target.toString()}")
     return str(target.toString())
+
+
+def read_text(spark: SparkSession, uri: str) -> str | None:
+    """The file's text (UTF-8), or None when there is no such file."""
+    path, fs = qualified(spark, uri)
+    if not fs.exists(path):
+        return None
+    stream = fs.open(path)
+    try:
+        return str(spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, uri: str, text: str) -> None:
+    """Writes the file whole, replacing it: a temporary file beside it, then a rename, so a reader
+    never sees half of it (object stores rename by copying, which is fine for a small file)."""
+    path, fs = qualified(spark, uri)
+    jvm = spark.sparkContext._jvm
+    temporary = jvm.org.apache.hadoop.fs.Path(path.getParent(), f".{path.getName()}.tmp")
+    stream = fs.create(temporary, True)
+    try:
+        stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+    fs.delete(path, False)
+    if not fs.rename(temporary, path):
+        raise OSError(f"{uri}: could not be written (rename from {temporary.toString()} failed)")

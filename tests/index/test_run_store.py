@@ -120,3 +120,23 @@ class TestCoalesced:
     def test_a_rebuilt_run_merged_with_a_reported_one_keeps_the_reported_offset(self):
         got = coalesced([(run(0, 9, 0, 9), None), (run(10, 19, 10, 19), 4)])
         assert [(r.dest_end, at) for r, at in got] == [(19, 4)]
+
+
+class TestRecreatedSource:
+    """The source topic deleted and created again: its offsets start over, its copies go on."""
+
+    def test_the_new_topics_offsets_are_placed_on_its_own_copies_never_on_the_old_ones(self):
+        store = RunStore([run(0, 299, 0, 299)])
+        store.begin_life(("t", 0), 300)
+        store.add(run(0, 99, 300, 399))
+        assert store.locate(KEY, 50) == Located(350, "exact", 99)
+        assert store.last_copied() == {("t", 0): 99}
+
+    def test_an_old_run_reported_again_or_loaded_later_is_not_taken(self):
+        store = RunStore([run(0, 99, 300, 399)], life_starts={("t", 0): 300})
+        store.add(run(0, 299, 0, 299))  # the old topic's run, read back from the table or the runs topic
+        assert store.runs_of(KEY) == [run(0, 99, 300, 399)]
+
+    def test_the_old_topics_copies_are_not_gaps_to_scan(self):
+        store = RunStore(life_starts={("t", 0): 300})
+        assert store.uncovered({("t", 0): (0, 350)}) == {("t", 0): (300, 350)}
