@@ -68,6 +68,7 @@ from dr_stream.replication.resume import Resume, resume_marks, shown_marks
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
+from dr_stream.runtime.delta_reads import DeltaReads
 from dr_stream.runtime.session import in_pool
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 
@@ -100,7 +101,7 @@ class ReplicationFlow:
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
-        self.ledger = LossLedger(config.streaming.losses)
+        self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log))
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
         self.translate_query: TranslateQuery | None = None
@@ -356,9 +357,8 @@ class ReplicationFlow:
         topic whose `max.message.bytes` grows past what the sink's producer was sized for. New
         partitions of a subscribed topic are read by the micro-batch source on its own; the sink's
         producer waits for them on the destination (up to max.block.ms) until this loop has added
-        them. In real-time mode they restart the query. A
-        topic created again (a new id) or a log that ends below a resume mark restarts the query
-        too (`loss_watch`), so what was copied of the old topic never hides the new records."""
+        them. In real-time mode they restart the query. A topic created again (a new id) or a log
+        ending below a resume mark restarts it too (`loss_watch`): the old copies hide nothing."""
         last_recreation_check = time.monotonic()
         pace = LoopPace(self.topic_interval_s)
         failed = summarised(self.log)
