@@ -101,7 +101,7 @@ class ReplicationFlow:
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
-        self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log))
+        self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
         self.translate_query: TranslateQuery | None = None

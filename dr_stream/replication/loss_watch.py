@@ -93,6 +93,7 @@ class LossWatch:
         marks (records at or below are on the destination, or were left out); returns them less
         those of recreated topics."""
         self._starting = None
+        recreated: list[str] = []
         try:
             read = next_to_read(self.spark, self.config.replicate_checkpoint)
             positions = handled_through(read, marks, replicated)
@@ -109,11 +110,12 @@ class LossWatch:
             # A topic missing right now (deleted, not created again yet) keeps its old id, so its
             # return under a new one is still seen.
             self._ids = {**recorded, **ids}
-            write_text(self.spark, self.ids_uri, json.dumps(self._ids, sort_keys=True))
-            return {k: o for k, o in marks.items() if k[0] not in recreated}
+            if self._ids != recorded:
+                write_text(self.spark, self.ids_uri, json.dumps(self._ids, sort_keys=True))
         except Exception as exc:  # never a reason not to copy; said, and checked again at the next start
             self.log(f"losses: could not compare the source with what the checkpoint says was read ({exc})")
-            return marks
+        # Once the start reads a recreated topic from its first record, no mark of its old life may skip one.
+        return marks if self._starting is None else {k: o for k, o in marks.items() if k[0] not in recreated}
 
     def _log_starts(self, positions: dict[Partition, int]) -> dict[Partition, int]:
         return {k: start for k, (start, _) in log_bounds(self.source_admin, sorted(positions)).items()}

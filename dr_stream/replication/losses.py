@@ -115,14 +115,17 @@ class LossLedger:
     """The flow's losses as a Delta table at `path`: appended by the running flow through Spark,
     read by the commands without a JVM (`DeltaReads`)."""
 
-    def __init__(self, path: str, reads: DeltaReads | None = None) -> None:
+    def __init__(self, path: str, reads: DeltaReads | None = None, latest: bool = False) -> None:
         self.path = path
         self.reads = reads or DeltaReads()
+        # a running flow appends to its ledger and reads it again: each read sees the newest version
+        self.latest = latest
 
     def read(self, since: dt.datetime | None = None) -> list[Loss]:
         """The losses recorded (at or after `since`, zone-aware), oldest first. A ledger holds a
         handful of rows, so the window is applied here, the same through either reader."""
-        rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY detected_at, topic, partition")
+        rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY detected_at, topic, partition",
+                                self.latest)
         found = [Loss(r["topic"], int(r["partition"]), int(r["first_offset"]), int(r["last_offset"]),
                       int(r["records"]), r["cause"], _utc(r["detected_at"]),
                       None if r["destination_offset"] is None else int(r["destination_offset"])) for r in rows]

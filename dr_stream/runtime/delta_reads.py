@@ -8,7 +8,7 @@ instead, and that fallback is reported once.
 
 Invariants: a table that does not exist reads as empty; any other failure to read is raised;
 every read of one table through one `DeltaReads` sees the same version of it (the runs and the
-runs-topic position they were read up to must agree).
+runs-topic position they were read up to must agree), except a read asked for the `latest`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,11 @@ class DeltaReads:
     fell_back: bool = field(default=False)
     _opened: dict[str, object] = field(default_factory=dict)
 
-    def query(self, path: str, sql: str) -> list[dict]:
+    def query(self, path: str, sql: str, latest: bool = False) -> list[dict]:
+        """`sql` over the table at `path`; `latest`: over its newest version, not the one this
+        object read first (a running flow reads what it appended itself since)."""
+        if latest:
+            self._opened.pop(path, None)
         try:
             from deltalake import DeltaTable, QueryBuilder
             from deltalake.exceptions import TableNotFoundError

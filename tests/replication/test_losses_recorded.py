@@ -163,3 +163,19 @@ def test_a_source_topic_created_again_has_each_new_record_copied_once_and_its_gr
     finally:
         for cluster in (dc1, dc2):
             delete_topics(cluster.bootstrap, [topic, kept])
+
+
+def test_a_running_flows_ledger_reads_what_it_appended_so_a_gap_found_again_is_not_recorded_twice(spark, tmp_path):
+    import datetime as dt
+
+    from dr_stream.replication.losses import Loss, record_found
+    from dr_stream.runtime.delta_reads import DeltaReads
+
+    ledger = LossLedger(str(tmp_path / "losses"), DeltaReads(), latest=True)
+    assert ledger.read() == []  # read once before the table exists, as a flow's start does
+    gap = Loss("t", 0, 60, 389, 330, "retention", dt.datetime.now(dt.UTC))
+    said: list[str] = []
+    assert record_found(ledger, spark, [gap], said.append, lambda loss: None) == [gap]
+    # a restart of the same flow before it read past the gap finds it again
+    assert record_found(ledger, spark, [gap], said.append, lambda loss: None) == []
+    assert len(ledger.read()) == 1 and len(said) == 1
