@@ -38,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * partition, offset; {@link ProvenanceOrigin}) on the sending thread and queues it per destination partition; the
  * producer acknowledges a partition's records in the order they were sent (idempotent, ordered
  * retries), so {@code onAcknowledgement} pairs each acknowledgement with the head of that queue.
- * A failed send is dropped: only acknowledged records enter a run.
+ * A failed send is dropped: only acknowledged records enter a run; one the destination refused
+ * for the record itself has its origin attached to the error the task fails with
+ * ({@link Refusals}), so the flow holds that partition there.
  *
  * <p>Publication: at the end of every Spark task that sent through this producer (after Spark's
  * writer flushed it, before the task reports success), and every {@value #DEFAULT_INTERVAL_MS} ms
@@ -71,6 +73,7 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
   private final Runnable publishAtTaskEnd = this::publishAtTaskEnd;
   private final CopyRuns runs = new CopyRuns();
   private final ProvenanceOrigin origins = new ProvenanceOrigin();
+  private final Refusals refusals = new Refusals();
   private final TaskEnd taskEnd = new TaskEnd();
   private final Object publishing = new Object();
   private final Map<String, Object> publisherConfig = new HashMap<>();
@@ -165,7 +168,11 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     synchronized (sent) {
       origin = queue(metadata.topic(), metadata.partition()).poll();
     }
-    if (origin == null || origin == NONE || exception != null || !metadata.hasOffset()) {
+    if (exception != null) {
+      refusals.failed(exception, origin, metadata.topic(), metadata.partition());
+      return;
+    }
+    if (origin == null || origin == NONE || !metadata.hasOffset()) {
       return;
     }
     runs.acked(metadata.topic(), metadata.partition(), origin, metadata.offset(), System.currentTimeMillis());
