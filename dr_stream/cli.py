@@ -12,6 +12,7 @@ from dataclasses import asdict
 
 from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.kafka.reachability import ClusterAccessError
+from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
 
 
@@ -240,6 +241,7 @@ def _state_commands(sub) -> None:
     reset_state.set_defaults(func=_reset_flow)
 
     add_report_commands(sub)
+    add_held_record_commands(sub)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")
     reset.add_argument("--config", required=True)

@@ -229,6 +229,11 @@ class IndexFeed:
         with self._lock:
             return self.store.last_copied()
 
+    def copied_from(self, origin: Partition, first: int) -> list[tuple[int, int]]:
+        """The origin ranges of a source partition copied at or past `first` (`RunStore.copied_from`)."""
+        with self._lock:
+            return self.store.copied_from(origin, first)
+
     def next_to_handle(self) -> dict[Partition, int]:
         """Per source partition, the next origin offset the flow has neither copied nor skipped."""
         with self._lock:

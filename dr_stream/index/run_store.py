@@ -166,6 +166,13 @@ class RunStore:
         runs = self._runs.get(key)
         return runs[-1] if runs else None
 
+    def copied_from(self, origin: tuple[str, int], first: int) -> list[tuple[int, int]]:
+        """The origin offset ranges (first, last) of `origin` (topic, partition) copied at or past
+        `first`, in origin order."""
+        ranges = [(max(r.origin_start, first), r.origin_end) for (topic, partition, _, _), runs in self._runs.items()
+                  if (topic, partition) == origin for r in runs if r.origin_end >= first]
+        return sorted(ranges)
+
     def last_copied(self) -> dict[tuple[str, int], int]:
         """(origin topic, partition) -> the highest origin offset copied."""
         out: dict[tuple[str, int], int] = {}

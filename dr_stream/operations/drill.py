@@ -45,6 +45,7 @@ from dr_stream.operations.readiness import (
     cluster_checks,
     failover_checks,
     flow_check,
+    hold_checks,
     lag_checks,
     loss_checks,
     topic_checks,
@@ -77,6 +78,7 @@ def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = N
     checks += lag_checks(lags, limits.rpo_s)
     since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=limits.losses_since_s)
     checks += loss_checks(config.name, tables.losses.read(since), limits.losses_since_s)
+    checks += hold_checks(config.name, tables.holding().held.values())
     if not config.offsets.translate:
         checks += [Check(area, config.name, SKIPPED, "offsets.translate is false")
                    for area in ("translation", "failover")]

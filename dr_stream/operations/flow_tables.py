@@ -1,5 +1,5 @@
-"""A flow's Delta tables as the commands read them: the offset index, the translation log and
-the ledger of losses.
+"""A flow's Delta tables as the commands read them: the offset index, the translation log, the
+ledger of losses and the holds of partitions at refused records.
 
 All are read through one `DeltaReads`, so a command sees one snapshot of each table and
 reports a fall back to Spark once.
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from dr_stream.core.config import FlowConfig, sibling
 from dr_stream.index import IndexReads
 from dr_stream.positions import TranslationLog
+from dr_stream.replication.holds import Holding, HoldTable
 from dr_stream.replication.losses import LossLedger
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -22,6 +23,7 @@ class FlowTables:
     index: IndexReads
     translations: TranslationLog
     losses: LossLedger
+    holds: HoldTable
 
     @classmethod
     def of(cls, config: FlowConfig, spark: Callable[[], object] | None = None,
@@ -36,7 +38,12 @@ class FlowTables:
            log: Callable[[str], None] = print, losses_path: str | None = None) -> FlowTables:
         reads = DeltaReads(spark, log)
         losses = losses_path or sibling(index_path, "losses")
-        return cls(IndexReads(index_path, reads), TranslationLog(translations_path, reads), LossLedger(losses, reads))
+        return cls(IndexReads(index_path, reads), TranslationLog(translations_path, reads), LossLedger(losses, reads),
+                   HoldTable(sibling(losses, "holds"), reads))
+
+    def holding(self) -> Holding:
+        """The partitions held at a refused record now, and those skipped and waiting to go on."""
+        return self.holds.holding(self.losses)
 
     @property
     def fell_back(self) -> bool:

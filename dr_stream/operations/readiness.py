@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.core.policy import TopicRenamer
+from dr_stream.replication.holds import Hold
 from dr_stream.replication.losses import Loss
 
 OK, FAIL, SKIPPED = "ok", "FAIL", "skipped"
@@ -27,14 +28,14 @@ EXACT_METHODS = frozenset({"exact", "next", "returned", "waiting"})
 MOVABLE_ACTIONS = frozenset({"would commit", "unchanged"})
 
 # Every area a drill checks, in the order it reports them.
-AREAS = ("clusters", "flow", "topics", "acls", "lag", "losses", "translation", "failover")
+AREAS = ("clusters", "flow", "topics", "acls", "lag", "losses", "holds", "translation", "failover")
 
 GroupPartition = tuple[str, str, int]
 
 
 @dataclass(frozen=True)
 class Check:
-    area: str  # clusters, flow, topics, acls, lag, translation, failover
+    area: str  # AREAS
     subject: str
     state: str
     detail: str
@@ -146,6 +147,14 @@ def loss_checks(flow: str, losses: Iterable[Loss], since_s: float) -> list[Check
     with a shorter `--losses-since` once they have)."""
     found = [Check("losses", f"{x.topic}[{x.partition}]", FAIL, x.line()) for x in losses]
     return found or [Check("losses", flow, OK, f"none recorded in the last {since_s / 3600:g} h")]
+
+
+def hold_checks(flow: str, held: Iterable[Hold]) -> list[Check]:
+    """A failing check per partition held at a refused record: nothing after that record reaches
+    the destination until an operator skips it (`dr-stream skip`), so a failover now would leave
+    the partition's newer records behind."""
+    found = [Check("holds", f"{h.topic}[{h.partition}]", FAIL, h.line()) for h in held]
+    return found or [Check("holds", flow, OK, "no partition held at a refused record")]
 
 
 def lag_checks(lags: Iterable[PartitionLag], rpo_s: float) -> list[Check]:

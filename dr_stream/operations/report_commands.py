@@ -57,16 +57,21 @@ def _status(args: argparse.Namespace) -> int:
     limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
     judged = limits.max_translation_age is not None and config.source.alias not in down
     over = over_thresholds(lags, ages, limits, source_commits(config) if judged else None)
+    held = sorted(tables.holding().held.values(), key=lambda h: h.key)
     if args.json:
         print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],
-                          "unreachable": down, "over_thresholds": over}, indent=2))
+                          "unreachable": down, "over_thresholds": over, "held": [h.as_dict() for h in held]},
+                         indent=2))
     else:
         print(format_status(lags, ages))
     for alias in down:
         print(f"dr-stream: status: {alias} does not answer", file=sys.stderr)
     for line in over:
         print(f"dr-stream: status: {line}", file=sys.stderr)
-    return 3 if down else 2 if over else 0
+    for hold in held:
+        print(f"dr-stream: status: HELD {hold.line()} (dr-stream skip --config {args.config} --topic {hold.topic} "
+              f"--partition {hold.partition} --offset {hold.offset})", file=sys.stderr)
+    return 3 if down else 2 if over or held else 0
 
 
 def _drill(args: argparse.Namespace) -> int:
@@ -102,7 +107,7 @@ def _losses(args: argparse.Namespace) -> int:
     else:
         for loss in losses:
             print(loss.line())
-        print(f"{len(losses)} losses recorded by flow {config.name} ({ledger.path})")
+        print(f"{len(losses)} loss{'' if len(losses) == 1 else 'es'} recorded by flow {config.name} ({ledger.path})")
     return 2 if losses else 0
 
 

@@ -1,7 +1,8 @@
 """One replication flow: a Spark application with two streaming queries and six driver threads.
 
 1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
-   expressions) -> the crash-resume filter (`resume`, marks fixed when the query starts) ->
+   expressions) -> the crash-resume filter and the holds (`resume`, `holds`: fixed when the
+   query starts) ->
    Spark's Kafka sink, whose producer reports each run it wrote to the flow's runs topic
    (`CopyInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
    real-time mode (`streaming.mode`). In micro-batch mode its trigger widens once batches run
@@ -18,8 +19,9 @@
    unmodified consumers' positions to that topic and hands them over in process; a translation
    thread (`positions.live_translation`) translates those at once, again as the index advances,
    and retries failed syncs; beside it a thread appends to the translation log.
-Each query restarts from its own checkpoint after a failure (`supervisor`); each thread reports
-errors and keeps going.
+Each query restarts from its own checkpoint after a failure (`supervisor`), except that a
+record the destination refuses holds its partition and the query goes on without it at once
+(`holds`); each thread reports errors and keeps going.
 
 Invariant: constructing a flow connects to nothing; `connect` meets both clusters, learns
 their cluster.ids and builds the queries, and `close` releases every client it opened.
@@ -38,7 +40,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import FlowConfig
-from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, left_out_group, runs_topic
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
 from dr_stream.core.lag import spark_offsets
 from dr_stream.failure_notes import summarised
 from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
@@ -58,13 +60,13 @@ from dr_stream.positions import (
 )
 from dr_stream.replication.acl_sync import AclSync
 from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.holds import PartitionHolds, clamped
 from dr_stream.replication.lag_sampler import LagSampler
-from dr_stream.replication.left_out import read_left_out
 from dr_stream.replication.loss_watch import LossWatch
 from dr_stream.replication.losses import LossLedger
 from dr_stream.replication.progress import ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.replication.resume import Resume, resume_marks, shown_marks
+from dr_stream.replication.resume import Resume, marks_at_start
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
@@ -102,6 +104,7 @@ class ReplicationFlow:
                                     config.streaming.max_records_per_batch)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
         self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True)
+        self.holds = PartitionHolds(lambda: self.spark, config, self.ledger, self.log, self.metrics.partitions_held)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
         self.translate_query: TranslateQuery | None = None
@@ -114,6 +117,7 @@ class ReplicationFlow:
         self._subscribed: set[str] | None = None
         self._partitions = 0
         self._marks: dict[tuple[str, int], int] = {}
+        self._held: dict[tuple[str, int], int] = {}  # held partitions: the offset of the refused record
         # the largest max.message.bytes the running query's sink was sized for (`spark_options.sink`)
         self._message_bytes = 0
         self._left_out: dict[tuple[str, int], int] = {}
@@ -215,7 +219,11 @@ class ReplicationFlow:
         return dict(self._read_through)
 
     def _on_replicated(self, end_offsets: str | Mapping | None) -> None:
-        self._read_through.update(spark_offsets(end_offsets))
+        if self._held:  # a held partition's batches read past its refused record without copying it
+            end_offsets = clamped(spark_offsets(end_offsets), self._held)
+        ends = spark_offsets(end_offsets)
+        self._read_through.update(ends)
+        self.holds.batch_committed(ends)
         if self.connected:
             self.lag_sampler.nudge()
         if self.feed is not None:
@@ -283,8 +291,17 @@ class ReplicationFlow:
         if config.streaming.realtime:
             self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
                                    config.path))
-        self._marks = self._resume_marks(replicated) if self.plan.preserve_partitions and self.feed else {}
-        self._marks = self.losses.at_start(replicated, self._marks)
+        if self.plan.preserve_partitions and self.feed:
+            self._marks, self._left_out = marks_at_start(self.feed, config, self._source_admin,
+                                                         self.destination_cluster_id, replicated, self.log,
+                                                         self.clock.mark)
+        else:
+            self._marks = {}
+        holding = self.holds.at_start()
+        self._held = {k: o for k, o in holding.held_from().items() if k[0] in replicated}
+        resume_at = {k: o for k, o in holding.resume_at().items() if k[0] in replicated}
+        self._marks, copied = self.holds.reread(self._marks, resume_at, self.feed.copied_from if self.feed else None)
+        self._marks = self.losses.at_start(replicated, self._marks, self._held, resume_at)
         self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
             **self.losses.source_options(spark_options.replicate_source(config, sorted(replicated)))).load()
@@ -293,8 +310,8 @@ class ReplicationFlow:
             # message and run publications cost more than a small batch's writes. Order within a
             # partition is kept. Real-time mode needs a task per partition.
             source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
-        stream = source.transform(prepare(self.plan, Resume(self._marks, self._left_out))).transform(
-            to_sink_rows(self.plan))
+        resume = Resume(self._marks, self._left_out, self._held, copied)
+        stream = source.transform(prepare(self.plan, resume)).transform(to_sink_rows(self.plan))
         checkpoint = config.replicate_checkpoint
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:
@@ -319,33 +336,6 @@ class ReplicationFlow:
             .option("asyncProgressTrackingEnabled", "true")
             .start()
         )
-
-    def _resume_marks(self, replicated: dict[str, int]) -> dict[tuple[str, int], int]:
-        # The index, once level with the destination, knows the last origin offset copied to each
-        # partition: no scan of the destination from its end, partition by partition.
-        self.feed.catch_up(self.clock.mark)
-        copied = {k: o for k, o in self.feed.last_copied().items() if k[0] in replicated}
-        if self.feed.unscanned:
-            unread = {k: first for k, (first, _) in self.feed.unscanned.items()}
-            self.log(f"(re)start: at-least-once for {len(unread)} destination partitions whose newest copies were "
-                     f"not read (from offsets {shown_marks(unread)}): records copied there before the stop may be "
-                     "written again")
-        left_out = read_left_out(self.config.source, self.destination_cluster_id,
-                                 ((t, p) for t, n in replicated.items() for p in range(n)))
-        self._left_out = left_out
-        if left_out:
-            self.log(f"records left out at failback are not copied ({shown_marks(left_out)}; group "
-                     f"{left_out_group(self.destination_cluster_id)} on {self.config.source.alias})")
-        wanted = set(copied) | set(left_out)
-        ends = {k: end for k, (_, end) in log_bounds(self._source_admin, sorted(wanted)).items()}
-        marks = resume_marks(copied, left_out, ends)
-        for (topic, partition), end, offset in marks.recreated:
-            self.log(f"{topic}[{partition}] ends at {end}, below origin offset {offset} already handled; "
-                     "the topic was recreated, so nothing is skipped there")
-        if marks.skip_through:
-            self.log(f"(re)start: origin offsets {shown_marks(marks.skip_through)} are already on the destination (or "
-                     "were left out), so records at or below them are skipped, not written twice")
-        return marks.skip_through
 
     # -- the driver-side loop -------------------------------------------------------------------
 
@@ -380,7 +370,7 @@ class ReplicationFlow:
                                          f"{self.topic_sync.largest_message_bytes}: the sink grows to match")
                 if time.monotonic() - last_recreation_check >= 10:
                     last_recreation_check = time.monotonic()
-                    changed = self.losses.source_changed(self._marks)
+                    changed = self.losses.source_changed(self._marks) or self.holds.changed()
                     if changed:
                         self.request_restart(changed)
             except Exception as exc:  # a cluster that is briefly away: the next pass tries again

@@ -59,6 +59,7 @@ class FlowMetrics:
         self._progressed: dict[str, float] = {}
         self._thread_failures: dict[str, int] = {}
         self._lost: dict[tuple[str, str], int] = {}
+        self._held = 0
         self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
@@ -138,6 +139,11 @@ class FlowMetrics:
         it covered, and the period its pace set from it (`LoopPace`)."""
         with self._lock:
             self._rounds[loop] = (seconds, items, period_s)
+
+    def partitions_held(self, held: int) -> None:
+        """Partitions held now at a record the destination refused (`holds`)."""
+        with self._lock:
+            self._held = held
 
     def trigger_set(self, ms: int) -> None:
         """The replicate query starts with this micro-batch trigger."""
@@ -247,7 +253,11 @@ class FlowMetrics:
         trigger = self._family(GaugeMetricFamily, "dr_stream_trigger_seconds", "The micro-batch trigger the query "
                                "runs with (wider than configured once batches' cost per partition set the pace)",
                                "query", self._trigger_s)
-        return [records, seconds, active, up, trigger, *loops, *self._drill_gauges()]
+        held = GaugeMetricFamily("dr_stream_partitions_held", "Source partitions held at a record the destination "
+                                 "refused, waiting for `dr-stream skip` (every other partition goes on)",
+                                 labels=["flow"])
+        held.add_metric([self.flow], float(self._held))
+        return [records, seconds, active, up, trigger, held, *loops, *self._drill_gauges()]
 
     def _drill_gauges(self) -> list[Metric]:
         if self._drill is None:  # no series until a drill ran: "not ready" would be a false alarm

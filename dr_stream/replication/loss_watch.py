@@ -15,8 +15,9 @@ replicate query, before Spark reads:
   destination offset its new copies start at, so the offset index keeps its old runs apart
   (`RunStore.begin_life`); its resume marks go; and the query starts on a new checkpoint that
   reads the new topic from its first record and every other partition from where it was.
-While the query runs, `source_changed` tells the flow to restart when an id changes or a log
-ends below what was copied.
+The same new start (a new checkpoint, the old one renamed aside) reads a partition an operator
+released from a hold (`holds`) from the offset given. While the query runs, `source_changed`
+tells the flow to restart when an id changes or a log ends below what was copied.
 
 Invariant: the watch never holds the query back: a check that fails (a cluster away, a
 checkpoint it cannot read) is said in one line and the query starts all the same.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
@@ -87,16 +88,22 @@ class LossWatch:
         self._ids: dict[str, str] = {}
         self._starting: str | None = None
 
-    def at_start(self, replicated: dict[str, int], marks: dict[Partition, int]) -> dict[Partition, int]:
+    def at_start(self, replicated: dict[str, int], marks: dict[Partition, int],
+                 held: Mapping[Partition, int] | None = None,
+                 resume_at: Mapping[Partition, int] | None = None) -> dict[Partition, int]:
         """Records what the source took from `replicated` (topic -> partitions) before the query,
         about to start, reads it, and readies the start (`source_options`). `marks` are the resume
         marks (records at or below are on the destination, or were left out); returns them less
-        those of recreated topics."""
+        those of recreated topics. `held`: partitions held at a refused record, which the query
+        has handled up to it only; `resume_at`: partitions an operator skipped a held record of,
+        which a new checkpoint reads from the offset given (`holds`)."""
         self._starting = None
         recreated: list[str] = []
         try:
             read = next_to_read(self.spark, self.config.replicate_checkpoint)
             positions = handled_through(read, marks, replicated)
+            resume_at = {k: o for k, o in (resume_at or {}).items() if k[0] in replicated}
+            positions.update({k: o for k, o in {**(held or {}), **resume_at}.items() if k[0] in replicated})
             ids = topic_ids(self.source_admin, sorted(replicated))
             recorded = json.loads(read_text(self.spark, self.ids_uri) or "{}")
             recreated = recreated_topics(recorded, ids)
@@ -105,6 +112,9 @@ class LossWatch:
                 {k: o for k, o in positions.items() if k[0] not in recreated}, self._log_starts(positions), now)
             if recreated:
                 found += self._recreated(recreated, replicated, positions, now)
+            if recreated or resume_at:
+                self._start_anew(replicated, positions, recreated, now, "deleted and created again" if recreated
+                                 else "a held record was released")
             record_found(self.ledger, self.spark, found, self.log,
                          lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
             # A topic missing right now (deleted, not created again yet) keeps its old id, so its
@@ -127,13 +137,18 @@ class LossWatch:
         dest_ends = {k: end for k, (_, end) in log_bounds(self.dest_admin, dests).items()}
         losses = recreation_losses(recreated, replicated, positions, dest_ends, remote, now)
         self.on_lives({(remote(x.topic), x.partition): x.destination_offset or 0 for x in losses})
-        self._starting = starting_offsets(replicated, positions, recreated)
-        stamp = now.strftime("%Y%m%dT%H%M%SZ")
-        moved = move_aside(self.spark, self.config.replicate_checkpoint, f"before-recreated-{stamp}")
         self.log(f"source topics {', '.join(recreated)} were deleted and created again: their new records are copied "
-                 f"from their first offset, the old topic's runs are kept out of the offset index, and the query "
-                 f"starts on a new checkpoint from where it was elsewhere (the old one is {moved})")
+                 f"from their first offset, and the old topic's runs are kept out of the offset index")
         return losses
+
+    def _start_anew(self, replicated: dict[str, int], positions: dict[Partition, int], recreated: list[str],
+                    now: dt.datetime, why: str) -> None:
+        """Readies a start on a new checkpoint: where the old one reads a partition is not where it must."""
+        self._starting = starting_offsets(replicated, positions, recreated)
+        suffix = "recreated" if recreated else "released"
+        moved = move_aside(self.spark, self.config.replicate_checkpoint, f"before-{suffix}-{now:%Y%m%dT%H%M%SZ}")
+        self.log(f"the replicate query starts on a new checkpoint ({why}), from where the flow was in every other "
+                 f"partition (the old one is {moved})")
 
     def source_options(self, options: dict[str, str]) -> dict[str, str]:
         """The replicate query's source options with the start `at_start` readied, if any."""

@@ -77,8 +77,9 @@ def mark_cycles(plan: ReplicationPlan) -> Step:
 
 def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
     """Source rows -> the rows to copy, as the source gave them: without the records that came
-    from the destination (`cycle`) and those a restart finds already copied or left out at
-    failback (`resume`), counted in the same pass (Spark observed metrics `replicate`):
+    from the destination (`cycle`), those a restart finds already copied or left out at
+    failback and those of a partition held at a refused record (`resume`), counted in the same
+    pass (Spark observed metrics `replicate`):
     records, skipped_cycle, malformed_provenance, already_copied, left_out.
 
     Nothing here adds a column, and no expression here is evaluated outside generated code: the
@@ -104,7 +105,7 @@ def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
             F.sum((~came_back & dropped & ~left).cast("long")).alias("already_copied"),
             F.sum((~came_back & left).cast("long")).alias("left_out"),
         )
-        return counted.where(~came_back & ~dropped)
+        return counted.where(~came_back & ~dropped & ~resume.waiting())
 
     return step
 

@@ -16,10 +16,21 @@ the operator chose to leave out at failback (`left_out`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from dr_stream.core.config import FlowConfig
+from dr_stream.core.contracts import left_out_group
+from dr_stream.kafka.admin import log_bounds
+from dr_stream.replication.left_out import read_left_out
+
+if TYPE_CHECKING:
+    from dr_stream.index import IndexFeed
 
 Partition = tuple[str, int]
 
@@ -48,31 +59,55 @@ def resume_marks(copied: dict[Partition, int], left_out: dict[Partition, int],
     return ResumeMarks(marks, recreated)
 
 
-def already_copied(marks: dict[Partition, int]) -> Column:
-    """True for a record at or below its partition's mark: one literal map lookup per record,
-    fixed when the query starts, so it runs in both modes (real-time mode has no batch to
-    filter on the driver) and costs no join."""
-    if not marks:
-        return F.lit(False)
+def _offset_of_partition(offsets: dict[Partition, int]) -> Column:
+    """The record's partition's entry in `offsets` (null for a partition not in it): one literal
+    map lookup per record, fixed when the query starts, so it runs in both modes (real-time mode
+    has no batch to filter on the driver) and costs no join."""
     # One SQL expression the JVM parses, not a Column per key and value: at 1,000 partitions the
     # 2,000 gateway calls took seconds of each restart. Kafka topic names hold only [a-zA-Z0-9._-].
-    entries = ", ".join(f"'{t}:{p}', {int(o)}L" for (t, p), o in sorted(marks.items()))
-    mark = F.element_at(F.expr(f"map({entries})"), F.concat_ws(":", F.col("topic"), F.col("partition").cast("string")))
-    return F.coalesce(F.col("offset") <= mark, F.lit(False))
+    entries = ", ".join(f"'{t}:{p}', {int(o)}L" for (t, p), o in sorted(offsets.items()))
+    return F.element_at(F.expr(f"map({entries})"), F.concat_ws(":", F.col("topic"), F.col("partition").cast("string")))
+
+
+def already_copied(marks: dict[Partition, int]) -> Column:
+    """True for a record at or below its partition's mark."""
+    if not marks:
+        return F.lit(False)
+    return F.coalesce(F.col("offset") <= _offset_of_partition(marks), F.lit(False))
+
+
+def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
+    """True for a record within one of its partition's origin ranges (a handful: a partition whose
+    records past a refused one were copied before the hold took effect)."""
+    terms = [f"(topic = '{t}' AND partition = {int(p)} AND offset BETWEEN {int(a)}L AND {int(b)}L)"
+             for (t, p), spans in sorted(ranges.items()) for a, b in spans]
+    return F.expr(" OR ".join(terms)) if terms else F.lit(False)
+
+
+def held_back(held: dict[Partition, int]) -> Column:
+    """True for a record at or after the refused record its partition is held at (`holds`)."""
+    if not held:
+        return F.lit(False)
+    return F.coalesce(F.col("offset") >= _offset_of_partition(held), F.lit(False))
 
 
 @dataclass(frozen=True)
 class Resume:
-    """What a (re)started query skips, per source partition: records at or below `marks`
-    (already on the destination, or left out at failback) and, among them, those at or below
-    `left_out` (left out by the operator). The record path filters and counts with these
-    expressions (`record_path.prepare`); they add no column, so they cost no copy of a record."""
+    """What a (re)started query skips, per source partition: records at or below `marks` or in
+    `copied` ranges (already on the destination, or left out at failback) and, among them, those
+    at or below `left_out` (left out by the operator); and records of a `held` partition from the
+    refused one on, which wait for an operator (not counted: they are read again after it). The
+    record path filters and counts with these expressions (`record_path.prepare`); they add no
+    column, so they cost no copy of a record."""
 
     marks: dict[Partition, int] = field(default_factory=dict)
     left_out: dict[Partition, int] = field(default_factory=dict)
+    held: dict[Partition, int] = field(default_factory=dict)
+    # beyond `marks`: ranges already on the destination, of a partition read again after a hold
+    copied: dict[Partition, list[tuple[int, int]]] = field(default_factory=dict)
 
     def dropped(self) -> Column:
-        return already_copied(self.marks)
+        return already_copied(self.marks) | in_ranges(self.copied) if self.copied else already_copied(self.marks)
 
     def left(self) -> Column:
         """Dropped because it was left out at failback (topic names cannot hold ':', so
@@ -81,8 +116,41 @@ class Resume:
             return F.lit(False)
         return self.dropped() & already_copied(self.left_out)
 
+    def waiting(self) -> Column:
+        return held_back(self.held)
+
 
 def shown_marks(marks: dict[Partition, int], most: int = 6) -> str:
     """Marks as a log line shows them: the first few, `topic[partition]<=offset`."""
     shown = ", ".join(f"{t}[{p}]<={o}" for (t, p), o in sorted(marks.items())[:most])
     return shown + (" ..." if len(marks) > most else "")
+
+
+def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClient, destination_cluster_id: str,
+                   replicated: dict[str, int], log: Callable[[str], None],
+                   mark: Callable[[str], None]) -> tuple[dict[Partition, int], dict[Partition, int]]:
+    """The marks a (re)starting query skips through, and the left-out marks among them, each said
+    in a line. The index, once level with the destination (`catch_up`, a phase of `mark`), knows
+    the last origin offset copied to each partition: no scan of the destination from its end."""
+    feed.catch_up(mark)
+    copied = {k: o for k, o in feed.last_copied().items() if k[0] in replicated}
+    if feed.unscanned:
+        unread = {k: first for k, (first, _) in feed.unscanned.items()}
+        log(f"(re)start: at-least-once for {len(unread)} destination partitions whose newest copies were "
+            f"not read (from offsets {shown_marks(unread)}): records copied there before the stop may be "
+            "written again")
+    left_out = read_left_out(config.source, destination_cluster_id,
+                             ((t, p) for t, n in replicated.items() for p in range(n)))
+    if left_out:
+        log(f"records left out at failback are not copied ({shown_marks(left_out)}; group "
+            f"{left_out_group(destination_cluster_id)} on {config.source.alias})")
+    wanted = set(copied) | set(left_out)
+    ends = {k: end for k, (_, end) in log_bounds(source_admin, sorted(wanted)).items()}
+    marks = resume_marks(copied, left_out, ends)
+    for (topic, partition), end, offset in marks.recreated:
+        log(f"{topic}[{partition}] ends at {end}, below origin offset {offset} already handled; "
+            "the topic was recreated, so nothing is skipped there")
+    if marks.skip_through:
+        log(f"(re)start: origin offsets {shown_marks(marks.skip_through)} are already on the destination (or "
+            "were left out), so records at or below them are skipped, not written twice")
+    return marks.skip_through, left_out

@@ -54,6 +54,11 @@ def _error_line(error) -> str:
     return first_line(error) if error and str(error).strip() else "query stopped"
 
 
+def _error_text(error) -> str:
+    """A query's error with the JVM's text of it (where a refused record's origin is told)."""
+    return "" if error is None else f"{error}\n{getattr(error, '_stackTrace', '') or ''}"
+
+
 def kept_running(name: str, run: Callable[[threading.Event], None], stop: threading.Event,
                  log: Callable[[str], None], failed: Callable[[str], None] = lambda name: None,
                  pause_s: float = 5.0) -> None:
@@ -107,6 +112,8 @@ class _Supervisor:
     parts: list[_Supervised] = field(default_factory=list)
     running: Callable[[], bool] = lambda: True
     start_wait_s: float = START_WAIT_S
+    # (query, error text) -> whether the error was a record the destination refused, its partition now held
+    held: Callable[[str, str], bool] = lambda name, error: False
 
     def check(self) -> None:
         """Restarts what failed; raises SparkStopped once Spark no longer runs."""
@@ -134,7 +141,13 @@ class _Supervisor:
                                   "its restart")
                     self._launch(part, now)
                 continue
-            self._retry(part, now, f"{part.name} failed: {_error_line(part.query.exception())}")
+            error = part.query.exception()
+            if self.held(part.name, _error_text(error)):
+                # a refused record: its partition is held, and the others go on at once
+                self.flow.metrics.query_active(part.name, False)
+                part.restart_at = now
+                continue
+            self._retry(part, now, f"{part.name} failed: {_error_line(error)}")
 
     def _launch(self, part: _Supervised, now: float) -> None:
         """Starts a query and waits for its start up to `start_wait_s`."""
@@ -203,6 +216,8 @@ def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
     print their stack traces (`io.drstream.spark.StopBetweenBatches`)."""
     flow.spark._jvm.io.drstream.spark.StopBetweenBatches.install(flow.spark._jsparkSession.streams(),
                                                                _grace_ms(flow), *_line_style(flow))
+    # A refused record is said by the flow in one line (`holds`): Spark's three stack traces of it are not.
+    flow.spark._jvm.io.drstream.spark.RefusalLogFilter.install()
 
 
 def _grace_ms(flow: ReplicationFlow, grace_s: float = STOP_GRACE_S) -> int:
@@ -259,7 +274,9 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
     stop_between_batches_at_exit(flow)
     listener = listen(flow.spark, flow.progress, flow.translate_progress)
     supervisor = _Supervisor(flow, max_backoff_s, [_Supervised(name, start) for name, start in flow.queries()],
-                             running=lambda: spark_running(flow.spark), start_wait_s=start_wait_s)
+                             running=lambda: spark_running(flow.spark), start_wait_s=start_wait_s,
+                             held=lambda name, error: name == flow.config.replicate_query
+                             and flow.holds.hold(error) is not None)
     workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
                                 name=f"{name}-{flow.config.name}", daemon=True)
                for name, run in [*flow.workers(), *also]]

@@ -133,7 +133,7 @@ def test_the_running_flow_drills_itself_logs_a_change_of_verdict_and_exports_it(
 
     assert schedule.drill_once().ready, lines
     assert scrape(flow.metrics)[ready_label] == 1.0
-    assert lines == ["drill: ready for failover (9 checks)"]
+    assert lines == ["drill: ready for failover (10 checks)"]
     schedule.drill_once()
     assert len(lines) == 1  # the same verdict is not said again
 

@@ -47,3 +47,16 @@ def test_a_record_at_or_below_a_left_out_mark_counts_as_left_out_and_the_others_
     resume = Resume({("t", 0): 10}, {("t", 0): 6})
     got = batch.select("offset", resume.dropped().alias("dropped"), resume.left().alias("left"))
     assert sorted(tuple(r) for r in got.collect()) == [(5, True, True), (9, True, False), (12, False, False)]
+
+
+def test_a_held_partition_keeps_its_records_before_the_refused_one_and_ranges_copied_past_a_hold_are_dropped(spark):
+    batch = spark.createDataFrame([("t", 0, o) for o in range(40, 50)] + [("t", 1, 45), ("u", 0, 45)],
+                                  "topic string, partition int, offset long")
+    held = batch.where(~Resume(held={("t", 0): 42}).waiting())
+    assert sorted(r.offset for r in held.collect() if r.partition == 0 and r.topic == "t") == [40, 41]
+    assert held.count() == 4, "the other partitions are not held"
+
+    reread = batch.where(~Resume(marks={("t", 0): 40}, copied={("t", 0): [(43, 44), (47, 47)]}).dropped())
+    assert sorted(r.offset for r in reread.collect() if r.partition == 0 and r.topic == "t") == [41, 42, 45, 46, 48,
+                                                                                                 49]
+    assert reread.count() == 8

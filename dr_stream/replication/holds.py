@@ -1,0 +1,296 @@
+"""Partitions held by a record the destination refused: the flow stops there, not everywhere.
+
+A record the destination refuses for the record itself (too large for the topic, invalid there,
+a timestamp out of its bounds, a policy, no right to write its topic) can never be copied as it
+is, so retrying the batch would fail forever and stop every partition of the flow. Instead:
+
+- the sink's producer attaches the refused record's origin to the error its task fails with
+  (`io.drstream.kafka.Refusals`); `refusal_in` reads it from the query's error;
+- the flow records a `held` event (topic, partition, offset, the record's size, the broker's
+  reason) in its holds table (Delta, beside the ledger of losses), says it in one line, and
+  restarts the replicate query at once with that partition's records from the refused one on
+  filtered out (`Resume.held`): every other partition goes on copying;
+- `dr-stream skip` records the refused record as a `refused` loss in the ledger. The running
+  flow sees it within seconds (or at its next start), and starts its query on a new checkpoint
+  that reads that partition from the record after the refused one and every other partition
+  from where it was; once a batch of it is committed, a `resumed` event closes the hold.
+
+`holds_now` is the rule (pure): a partition's newest event says whether it is held; a held
+record with a `refused` loss on record is skipped and waits for its resumption.
+
+Invariant: a held partition copies nothing past the refused record until an operator skips it,
+and a skip re-reads everything after it that the hold filtered out, so no record is lost or
+copied twice across hold, skip and restart (the resume marks drop what was already written).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from dr_stream.core.config import ClusterConfig, FlowConfig, sibling
+from dr_stream.replication.losses import Loss, LossLedger
+from dr_stream.runtime.delta_reads import DeltaReads
+
+Partition = tuple[str, int]
+MARK = "dr-stream refused record "
+HELD, RETRY, RESUMED = "held", "retry", "resumed"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """What the sink's producer said about a refused record: its origin and the broker's reason."""
+
+    topic: str
+    partition: int
+    offset: int
+    dest_topic: str
+    dest_partition: int
+    error: str
+
+
+def refusal_in(error_text: str) -> Refusal | None:
+    """The first refused record named in a query's error text, or None when it names none."""
+    start = error_text.find(MARK)
+    if start < 0:
+        return None
+    try:
+        v, _ = json.JSONDecoder().raw_decode(error_text, start + len(MARK))
+        return Refusal(str(v["topic"]), int(v["partition"]), int(v["offset"]), str(v["dest_topic"]),
+                       int(v["dest_partition"]), str(v["error"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One event of a partition's hold: `held` at the refused record, `retry` when an operator asks
+    for it again (the destination was changed to take it), `resumed` once the partition goes on."""
+
+    topic: str
+    partition: int
+    offset: int
+    size: int  # the refused record's key, value and headers in bytes; -1 when it could not be read
+    reason: str
+    at: dt.datetime
+    event: str = HELD
+
+    @property
+    def key(self) -> Partition:
+        return (self.topic, self.partition)
+
+    def line(self) -> str:
+        size = "size unknown" if self.size < 0 else f"{self.size} bytes"
+        return f"{self.topic}[{self.partition}] held at offset {self.offset} ({size}): {self.reason}"
+
+    def as_dict(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "size": self.size,
+                "reason": self.reason, "held_at": self.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+
+
+@dataclass(frozen=True)
+class Holding:
+    """A flow's holds now: partitions held at a record, and those an operator released (skipped
+    or retried) that wait for the query to go on from their new start."""
+
+    held: dict[Partition, Hold]
+    skipped: dict[Partition, Hold]
+    retried: dict[Partition, Hold]
+
+    def held_from(self) -> dict[Partition, int]:
+        """Per held partition, the first offset its query must not copy."""
+        return {k: h.offset for k, h in self.held.items()}
+
+    def resume_at(self) -> dict[Partition, int]:
+        """Per released partition, the offset its new checkpoint reads first: past a skipped
+        record, at a retried one."""
+        return {**{k: h.offset + 1 for k, h in self.skipped.items()}, **{k: h.offset for k, h in self.retried.items()}}
+
+    def released(self) -> dict[Partition, Hold]:
+        return {**self.skipped, **self.retried}
+
+
+def holds_now(events: Iterable[Hold], losses: Iterable[Loss]) -> Holding:
+    """Each partition's newest event (oldest first in `events`) decides: `held` is a hold, unless
+    a `refused` loss at its offset says an operator skipped it; `retry` waits to be read again;
+    `resumed` is none."""
+    newest: dict[Partition, Hold] = {}
+    for event in events:
+        newest[event.key] = event
+    skips = {(x.topic, x.partition, x.first_offset) for x in losses if x.cause == "refused"}
+    held = {k: h for k, h in newest.items() if h.event == HELD and (*k, h.offset) not in skips}
+    skipped = {k: h for k, h in newest.items() if h.event == HELD and (*k, h.offset) in skips}
+    return Holding(held, skipped, {k: h for k, h in newest.items() if h.event == RETRY})
+
+
+def refused_loss(hold: Hold, now: dt.datetime) -> Loss:
+    """The ledger's entry for a held record an operator skipped."""
+    return Loss(hold.topic, hold.partition, hold.offset, hold.offset, 1, "refused", now)
+
+
+def holds_path(config: FlowConfig) -> str:
+    """The holds table lives beside the flow's ledger of losses (`FlowTables` reads it there)."""
+    return sibling(config.streaming.losses, "holds")
+
+
+_COLUMNS = "topic, partition, record_offset, record_size, reason, event_at, event"
+SCHEMA = ("topic STRING, partition INT, record_offset LONG, record_size LONG, reason STRING, event_at TIMESTAMP, "
+          "event STRING")
+
+
+class HoldTable:
+    """A flow's hold events as a Delta table: appended by the running flow through Spark, read by
+    the commands without a JVM (`DeltaReads`)."""
+
+    def __init__(self, path: str, reads: DeltaReads | None = None, latest: bool = False) -> None:
+        self.path = path
+        self.reads = reads or DeltaReads()
+        self.latest = latest
+
+    def read(self) -> list[Hold]:
+        rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY event_at", self.latest)
+        return [Hold(r["topic"], int(r["partition"]), int(r["record_offset"]), int(r["record_size"]), r["reason"],
+                     _utc(r["event_at"]), r["event"]) for r in rows]
+
+    def holding(self, ledger: LossLedger) -> Holding:
+        return holds_now(self.read(), ledger.read())
+
+    def append(self, spark, events: list[Hold]) -> None:
+        if events:
+            rows = [(h.topic, h.partition, h.offset, h.size, h.reason, h.at, h.event) for h in events]
+            spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(self.path)
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+def record_size(cluster: ClusterConfig, topic: str, partition: int, offset: int) -> int:
+    """The source record's key, value and headers in bytes; -1 when it cannot be read now."""
+    from confluent_kafka import TopicPartition
+
+    from dr_stream.kafka import clients
+
+    try:
+        with clients.consuming(cluster, "dr-stream-holds", {"enable.auto.commit": False}) as consumer:
+            consumer.assign([TopicPartition(topic, partition, offset)])
+            for _ in range(10):
+                msg = consumer.poll(1.0)
+                if msg is not None and not msg.error() and msg.offset() == offset:
+                    headers = msg.headers() or []
+                    return (len(msg.key() or b"") + len(msg.value() or b"")
+                            + sum(len(k.encode()) + len(v or b"") for k, v in headers))
+    except Exception:  # the size is said when known; a hold never waits for it
+        return -1
+    return -1
+
+
+class PartitionHolds:
+    """The running flow's holds: taken from the replicate query's failures, applied at its starts."""
+
+    def __init__(self, spark_of: Callable[[], object], config: FlowConfig, ledger: LossLedger,
+                 log: Callable[[str], None], on_change: Callable[[int], None] = lambda held: None) -> None:
+        self.spark_of, self.config, self.ledger, self.log, self.on_change = spark_of, config, ledger, log, on_change
+        self.table = HoldTable(holds_path(config), ledger.reads, latest=True)
+        self.holding = Holding({}, {}, {})
+        self._resuming: list[Hold] = []
+        # per released partition, the origin offset its committed batches must pass to have read
+        # again everything the hold filtered out
+        self._until: dict[Partition, int] = {}
+
+    def refresh(self) -> Holding:
+        self.holding = self.table.holding(self.ledger)
+        self.on_change(len(self.holding.held))
+        return self.holding
+
+    def hold(self, error_text: str) -> Hold | None:
+        """Holds the partition of the record a failed query's error names as refused; the hold, or
+        None when the error names none (or one already held: the filter did not take)."""
+        refusal = refusal_in(error_text)
+        if refusal is None:
+            return None
+        try:
+            return self._hold(refusal)
+        except Exception as exc:  # the query is retried as after any failure, and the hold tried again
+            self.log(f"{refusal.topic}[{refusal.partition}]: the destination refused the record at offset "
+                     f"{refusal.offset} ({refusal.error}), and the hold could not be recorded ({exc})")
+            return None
+
+    def _hold(self, refusal: Refusal) -> Hold | None:
+        current = self.refresh().held.get((refusal.topic, refusal.partition))
+        if current is not None and current.offset <= refusal.offset:
+            return None
+        hold = Hold(refusal.topic, refusal.partition, refusal.offset,
+                    record_size(self.config.source, refusal.topic, refusal.partition, refusal.offset),
+                    refusal.error, dt.datetime.now(dt.UTC))
+        self.table.append(self.spark_of(), [hold])
+        self.refresh()
+        where = f"--config {self.config.path} --topic {hold.topic} --partition {hold.partition} --offset {hold.offset}"
+        self.log(f"HELD: {hold.line()}. Every other partition goes on; {self.config.destination.alias} refuses the "
+                 f"record as it is: change it to take the record and run `dr-stream retry {where}`, or run "
+                 f"`dr-stream skip {where}` to go on without it (recorded as lost)")
+        return hold
+
+    def at_start(self) -> Holding:
+        """The holds a query about to start applies; skipped ones resume once it commits a batch."""
+        holding = self.refresh()
+        # until `reread` knows the ranges, a released partition is not resumed by any batch
+        self._resuming = list(holding.released().values())
+        self._until = {h.key: 2**62 for h in self._resuming}
+        for hold in holding.skipped.values():
+            self.log(f"{hold.topic}[{hold.partition}]: the record at offset {hold.offset} was skipped "
+                     f"(a refused loss); the partition goes on from offset {hold.offset + 1}")
+        for hold in holding.retried.values():
+            self.log(f"{hold.topic}[{hold.partition}]: the record at offset {hold.offset} is tried again")
+        return holding
+
+    def reread(self, marks: dict[Partition, int], resume_at: dict[Partition, int],
+               copied_from: Callable[[Partition, int], list[tuple[int, int]]] | None,
+               ) -> tuple[dict[Partition, int], dict[Partition, list[tuple[int, int]]]]:
+        """The resume marks and copied ranges of a start that reads released partitions again from
+        `resume_at`. A hold takes effect only once the refused record's task failed: records of its
+        partition sent after it may be on the destination already (the producer goes on with the
+        batches behind a refused one). So such a partition is read again from its new start, with
+        its mark just below it and the ranges the offset index says were copied past it skipped:
+        nothing is copied twice or left out (those few records stand before the ones between on
+        the destination). Until its batches pass those ranges, every start reads it so again."""
+        marks = {**marks, **{k: first - 1 for k, first in resume_at.items()}}
+        copied = {k: copied_from(k, first) for k, first in resume_at.items()} if copied_from else {}
+        self._until = {k: max([first - 1, *(b for _, b in copied.get(k, []))]) for k, first in resume_at.items()}
+        for (topic, partition), spans in sorted(copied.items()):
+            if spans:
+                self.log(f"{topic}[{partition}]: {sum(b - a + 1 for a, b in spans)} records past the held one were "
+                         f"copied before the hold took effect ({', '.join(f'{a}-{b}' for a, b in spans)}); they are "
+                         "not copied again, and stand before the records between them on the destination")
+        return marks, {k: v for k, v in copied.items() if v}
+
+    def batch_committed(self, end_offsets: Mapping[Partition, int]) -> None:
+        """A batch of the query committed (said from Spark's listener, so nothing is written here)."""
+        for key, until in list(self._until.items()):
+            if end_offsets.get(key, -1) > until:
+                del self._until[key]
+
+    def changed(self) -> str | None:
+        """Records the skipped partitions a committed batch resumed; says why the running query must
+        restart, if an operator skipped a record held now."""
+        if self._resuming and not self._until:
+            resuming, self._resuming = self._resuming, []
+            now = dt.datetime.now(dt.UTC)
+            self.table.append(self.spark_of(), [Hold(h.topic, h.partition, h.offset, h.size, h.reason, now, RESUMED)
+                                                 for h in resuming])
+        if not self.holding.held:
+            return None
+        resuming = {h.key for h in self._resuming}
+        released = [k for k in self.refresh().released() if k not in resuming]
+        return f"held records released: {', '.join(f'{t}[{p}]' for t, p in sorted(released))}" if released else None
+
+
+def clamped(end_offsets: Mapping[Partition, int], held: Mapping[Partition, int]) -> dict[str, dict[str, int]]:
+    """A batch's end offsets as handled, in Spark's shape: a held partition only up to its refused record."""
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in end_offsets.items():
+        out.setdefault(topic, {})[str(partition)] = min(offset, held[(topic, partition)]) \
+            if (topic, partition) in held else offset
+    return out

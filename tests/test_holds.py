@@ -1,0 +1,89 @@
+"""Partitions held at a refused record: the refusal read from a query's error, a partition's
+state from its events, and what a released partition reads again (pure rules)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from dr_stream.core.config import FlowConfig, parse_flow
+from dr_stream.operations.readiness import FAIL, OK, hold_checks
+from dr_stream.replication.holds import (
+    HELD,
+    RESUMED,
+    RETRY,
+    Hold,
+    PartitionHolds,
+    clamped,
+    holds_now,
+    refusal_in,
+    refused_loss,
+)
+from dr_stream.replication.losses import Loss, LossLedger
+
+T0 = dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+ERROR = ("[STREAM_FAILED] Query replicate-x terminated with exception: Job aborted ...\n\tSuppressed: "
+         "io.drstream.kafka.Refusals$Mark: dr-stream refused record {\"cluster\":\"c1\",\"topic\":\"orders\","
+         "\"partition\":3,\"offset\":42,\"dest_topic\":\"x.orders\",\"dest_partition\":3,\"error\":"
+         "\"RecordTooLargeException: The message is 3000 bytes\"}\n\tat ...")
+
+
+def hold(partition: int, offset: int, minute: int, event: str = HELD) -> Hold:
+    return Hold("orders", partition, offset, 10, "InvalidRecordException: no key", T0 + dt.timedelta(minutes=minute),
+                event)
+
+
+def test_the_refused_record_is_read_from_the_query_s_error_text():
+    refusal = refusal_in(ERROR)
+    assert (refusal.topic, refusal.partition, refusal.offset, refusal.dest_topic) == ("orders", 3, 42, "x.orders")
+    assert refusal.error == "RecordTooLargeException: The message is 3000 bytes"
+
+
+def test_an_error_that_names_no_refused_record_is_none():
+    assert refusal_in("Job aborted: TimeoutException: Expiring 3 record(s)") is None
+    assert refusal_in("dr-stream refused record {not json") is None
+
+
+def test_a_partition_s_newest_event_decides_whether_it_is_held_skipped_retried_or_going():
+    events = [hold(0, 50, 1), hold(1, 120, 2), hold(2, 7, 3), hold(2, 7, 4, RETRY), hold(3, 9, 5),
+              hold(3, 9, 6, RESUMED)]
+    skips = [refused_loss(hold(1, 120, 2), T0)]
+    holding = holds_now(events, skips)
+    assert holding.held_from() == {("orders", 0): 50}
+    assert holding.resume_at() == {("orders", 1): 121, ("orders", 2): 7}
+    assert set(holding.released()) == {("orders", 1), ("orders", 2)}
+
+
+def test_a_refused_loss_at_another_offset_releases_nothing():
+    holding = holds_now([hold(0, 50, 1)], [Loss("orders", 0, 49, 49, 1, "refused", T0)])
+    assert holding.held_from() == {("orders", 0): 50}
+
+
+def test_a_held_partition_is_handled_only_up_to_its_refused_record():
+    assert clamped({("orders", 0): 90, ("orders", 1): 90}, {("orders", 0): 50}) == {"orders": {"0": 50, "1": 90}}
+
+
+def config() -> FlowConfig:
+    return parse_flow({"source": {"alias": "dc1", "bootstrap_servers": "127.0.0.1:1"},
+                       "destination": {"alias": "dc2", "bootstrap_servers": "127.0.0.1:2"}}, "<test>")
+
+
+def test_a_released_partition_is_read_again_below_its_new_start_skipping_what_was_copied_past_the_hold():
+    lines: list[str] = []
+    holds = PartitionHolds(lambda: None, config(), LossLedger("unused"), log=lines.append)
+    copied = {("orders", 1): [(125, 130), (140, 149)]}
+    marks, ranges = holds.reread({("orders", 1): 149, ("orders", 2): 10}, {("orders", 1): 121},
+                                 lambda k, first: copied.get(k, []))
+    assert marks == {("orders", 1): 120, ("orders", 2): 10}
+    assert ranges == copied
+    assert "16 records past the held one were copied before the hold took effect (125-130, 140-149)" in lines[0]
+    # released once its batches read past the last range, not before
+    holds.batch_committed({("orders", 1): 149})
+    assert holds._until == {("orders", 1): 149}
+    holds.batch_committed({("orders", 1): 150})
+    assert holds._until == {}
+
+
+def test_drill_fails_a_check_per_held_partition():
+    checks = hold_checks("f", [hold(0, 50, 1)])
+    assert [(c.area, c.subject, c.state) for c in checks] == [("holds", "orders[0]", FAIL)]
+    assert [c.state for c in hold_checks("f", [])] == [OK]
