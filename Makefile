@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-idle bench-scale down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -77,6 +77,10 @@ bench-batch: setup
 # 25 min); results in bench/results/trickle/.
 bench-trickle: setup
 	$(PY) -m bench.trickle $(TRICKLE_ARGS)
+
+# One partition held at a refused record among 1,000: the others' latency with and without it (~6 min).
+bench-held: setup
+	$(PY) -m bench.held_partition $(HELD_ARGS)
 
 # What each replicator costs while nothing arrives, dr-stream with and without translation against
 # MirrorMaker 2, 3 alternating runs (about 12 min); bench/results/idle/.
