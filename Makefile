@@ -78,7 +78,7 @@ bench-batch: setup
 bench-trickle: setup
 	$(PY) -m bench.trickle $(TRICKLE_ARGS)
 
-# One partition held at a refused record among 1,000: the others' latency with and without it (~6 min).
+# One partition held at a refused record among 1,000: the others' latency with and without it (~9 min).
 bench-held: setup
 	$(PY) -m bench.held_partition $(HELD_ARGS)
 
