@@ -99,3 +99,28 @@ def test_a_recreation_found_again_before_the_flow_read_on_is_recorded_once():
     assert unrecorded([again], [entry]) == []
     recreated_twice = Loss("o", 0, 40, -1, -1, "topic-recreated", NOW, 340)
     assert unrecorded([recreated_twice], [entry]) == [recreated_twice]
+
+
+def test_a_source_that_ends_below_what_was_copied_is_recorded_as_rewound_from_its_log_end():
+    from dr_stream.replication.loss_watch import rewind_losses
+    from dr_stream.replication.losses import rewinds_of
+
+    found = rewind_losses({("t", 0): (60, 99)}, {("t", 0): 100}, NOW)
+    assert [(x.first_offset, x.last_offset, x.records, x.cause, x.destination_offset) for x in found] == [
+        (60, 99, 40, "offsets-rewound", 100)]
+    assert rewinds_of(found, lambda t: f"x.{t}") == {("x.t", 0): [(60, 100)]}
+
+
+def test_the_first_record_written_again_is_found_by_halving_and_an_unreadable_one_stops_at_the_lowest():
+    from dr_stream.replication.loss_watch import first_differing
+
+    asked: list[int] = []
+
+    def differs(offset: int) -> bool:
+        asked.append(offset)
+        return offset >= 85
+
+    assert first_differing(0, 89, differs) == 85
+    assert len(asked) <= 7
+    assert first_differing(10, 89, lambda offset: None) == 10
+    assert first_differing(89, 89, differs) == 89

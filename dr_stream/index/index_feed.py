@@ -225,6 +225,21 @@ class IndexFeed:
             for dest, offset in lives.items():
                 self.store.begin_life(dest, offset)
 
+    def copy_at(self, origin: Partition, dest: Partition, offset: int) -> int | None:
+        """The destination offset of the copy of a source record, or None when the index knows none."""
+        with self._lock:
+            for run in self.store.runs_of((*origin, *dest)):
+                if run.origin_start <= offset <= run.origin_end:
+                    return run.dest_start + offset - run.origin_start
+        return None
+
+    def rewind(self, cuts: dict[Partition, tuple[int, int]]) -> None:
+        """Each destination partition's source was cut back to an origin offset and writes new
+        records from there, copied from a destination offset on (`RunStore.rewind`)."""
+        with self._lock:
+            for dest, (origin_first, dest_offset) in cuts.items():
+                self.store.rewind(dest, origin_first, dest_offset)
+
     def last_copied(self) -> dict[Partition, int]:
         with self._lock:
             return self.store.last_copied()

@@ -18,10 +18,13 @@ class IndexReads:
     reads: DeltaReads
     # per destination partition, where its source topic's current life starts (`RunStore.begin_life`)
     life_starts: Callable[[], dict[tuple[str, int], int]] = field(default=dict)
+    # per destination partition, its source partition's rewinds (`RunStore.rewind`)
+    rewinds: Callable[[], dict[tuple[str, int], list[tuple[int, int]]]] = field(default=dict)
 
     def store(self, origin_cluster: str | None = None) -> RunStore:
-        """The table's runs of `origin_cluster` (all when None), less a recreated topic's old ones."""
-        return RunStore(self.runs(origin_cluster), self.life_starts())
+        """The table's runs of `origin_cluster` (all when None), less a recreated topic's old ones
+        and the records a rewound source wrote again."""
+        return RunStore(self.runs(origin_cluster), self.life_starts(), self.rewinds())
 
     def runs(self, origin_cluster: str | None = None) -> list[Run]:
         where = "" if origin_cluster is None else f" WHERE origin_cluster = '{origin_cluster}'"

@@ -89,12 +89,18 @@ class Located:
 class RunStore:
     """Runs by (origin partition, destination partition); constructing one does no I/O."""
 
-    def __init__(self, runs: Iterable[Run] = (), life_starts: dict[tuple[str, int], int] | None = None) -> None:
+    def __init__(self, runs: Iterable[Run] = (), life_starts: dict[tuple[str, int], int] | None = None,
+                 rewinds: dict[tuple[str, int], list[tuple[int, int]]] | None = None) -> None:
         self._runs: dict[RunKey, list[Run]] = {}
         # destination partition -> the offset its copies of the current source topic start at
         self._life_starts: dict[tuple[str, int], int] = {}
+        # destination partition -> (origin offset, destination offset) of each rewind of its source
+        self._rewinds: dict[tuple[str, int], list[tuple[int, int]]] = {}
         for dest, offset in (life_starts or {}).items():
             self.begin_life(dest, offset)
+        for dest, cuts in (rewinds or {}).items():
+            for origin_first, dest_offset in cuts:
+                self.rewind(dest, origin_first, dest_offset)
         for run in runs:
             self.add(run)
 
@@ -108,9 +114,27 @@ class RunStore:
             if (key[2], key[3]) == dest:
                 runs[:] = [r for r in runs if r.dest_start >= offset]
 
+    def rewind(self, dest: tuple[str, int], origin_first: int, dest_offset: int) -> None:
+        """The source partition copied to `dest` was cut back to `origin_first` (an unclean
+        election, a truncation) and writes new records from there, whose copies start at
+        `dest_offset`: the runs below it keep only their records below `origin_first`, and any
+        reported again is cut the same way."""
+        cuts = self._rewinds.setdefault(dest, [])
+        if (origin_first, dest_offset) in cuts:
+            return
+        cuts.append((origin_first, dest_offset))
+        for key, runs in self._runs.items():
+            if (key[2], key[3]) == dest:
+                runs[:] = [kept for r in runs if (kept := cut(r, origin_first, dest_offset)) is not None]
+
     def add(self, run: Run) -> None:
         if run.dest_start < self._life_starts.get((run.dest_topic, run.dest_partition), 0):
             return
+        for origin_first, dest_offset in self._rewinds.get((run.dest_topic, run.dest_partition), ()):
+            kept = cut(run, origin_first, dest_offset)
+            if kept is None:
+                return
+            run = kept
         runs = self._runs.setdefault(run.key, [])
         at = bisect_left(runs, run.dest_start, key=lambda r: r.dest_start)
         if at < len(runs) and runs[at].dest_start == run.dest_start:
@@ -190,7 +214,8 @@ class RunStore:
                 covered[(topic, partition)] = max(covered.get((topic, partition), -1), runs[-1].dest_end)
         out = {}
         for dest, (start, end) in bounds.items():
-            first = max(start, covered.get(dest, -1) + 1, self._life_starts.get(dest, 0))
+            rewound = max((d for _, d in self._rewinds.get(dest, ())), default=0)
+            first = max(start, covered.get(dest, -1) + 1, self._life_starts.get(dest, 0), rewound)
             if first < end:
                 out[dest] = (first, end)
         return out
@@ -219,6 +244,17 @@ class RunStore:
         if behind:
             return Located(None, "waiting", last.origin_end)
         return Located(last.dest_end + 1, "next", last.origin_end)
+
+
+def cut(run: Run, origin_first: int, dest_offset: int) -> Run | None:
+    """`run` less its records at or past `origin_first`, if it lies below `dest_offset` (copies
+    of records the source took back); None when nothing is left of it."""
+    if run.dest_start >= dest_offset or run.origin_end < origin_first:
+        return run
+    if run.origin_start >= origin_first:
+        return None
+    end = origin_first - 1
+    return replace(run, origin_end=end, dest_end=run.dest_start + (end - run.origin_start))
 
 
 def coalesced(reports: Iterable[tuple[Run, int | None]]) -> list[tuple[Run, int | None]]:

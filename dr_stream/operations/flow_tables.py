@@ -31,6 +31,7 @@ class FlowTables:
         tables = cls.at(config.streaming.offset_index, config.streaming.translations, spark, log,
                         config.streaming.losses)
         tables.index.life_starts = lambda: tables.losses.life_starts(config.renamer.format_remote_topic)
+        tables.index.rewinds = lambda: tables.losses.rewinds(config.renamer.format_remote_topic)
         return tables
 
     @classmethod

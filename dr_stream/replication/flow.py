@@ -183,7 +183,7 @@ class ReplicationFlow:
                                       self.metrics, log=self.log)
         self.lag_sampler.prepare()
         self.losses = LossWatch(self.spark, config, self.ledger, self._source_admin, self._dest_admin, self.metrics,
-                                self.log, self.feed.begin_lives if self.feed else lambda lives: None)
+                                self.log, self.feed)
         self.connected = True
 
     def close(self) -> None:
@@ -206,7 +206,8 @@ class ReplicationFlow:
             source_cluster_id=self.source_cluster_id, header=self.config.provenance.header,
             renamer=self.config.renamer, dest_bounds=dest_bounds, log=self.log, prefetched=self.index_prefetch,
             scan_timeout_s=self.config.streaming.resume_scan_timeout_s,
-            store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic)),
+            store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic),
+                           rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
         )
         feed.load()
         return feed
@@ -292,16 +293,16 @@ class ReplicationFlow:
             self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
                                    config.path))
         if self.plan.preserve_partitions and self.feed:
-            self._marks, self._left_out = marks_at_start(self.feed, config, self._source_admin,
-                                                         self.destination_cluster_id, replicated, self.log,
-                                                         self.clock.mark)
+            self._marks, self._left_out, rewound = marks_at_start(self.feed, config, self._source_admin,
+                                                                  self.destination_cluster_id, replicated, self.log,
+                                                                  self.clock.mark)
         else:
-            self._marks = {}
+            self._marks, rewound = {}, {}
         holding = self.holds.at_start()
         self._held = {k: o for k, o in holding.held_from().items() if k[0] in replicated}
         resume_at = {k: o for k, o in holding.resume_at().items() if k[0] in replicated}
         self._marks, copied = self.holds.reread(self._marks, resume_at, self.feed.copied_from if self.feed else None)
-        self._marks = self.losses.at_start(replicated, self._marks, self._held, resume_at)
+        self._marks = self.losses.at_start(replicated, self._marks, self._held, resume_at, rewound)
         self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
             **self.losses.source_options(spark_options.replicate_source(config, sorted(replicated)))).load()

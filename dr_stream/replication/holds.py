@@ -169,22 +169,10 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 def record_size(cluster: ClusterConfig, topic: str, partition: int, offset: int) -> int:
     """The source record's key, value and headers in bytes; -1 when it cannot be read now."""
-    from confluent_kafka import TopicPartition
+    from dr_stream.kafka.record_reads import read_records
 
-    from dr_stream.kafka import clients
-
-    try:
-        with clients.consuming(cluster, "dr-stream-holds", {"enable.auto.commit": False}) as consumer:
-            consumer.assign([TopicPartition(topic, partition, offset)])
-            for _ in range(10):
-                msg = consumer.poll(1.0)
-                if msg is not None and not msg.error() and msg.offset() == offset:
-                    headers = msg.headers() or []
-                    return (len(msg.key() or b"") + len(msg.value() or b"")
-                            + sum(len(k.encode()) + len(v or b"") for k, v in headers))
-    except Exception:  # the size is said when known; a hold never waits for it
-        return -1
-    return -1
+    found = read_records(cluster, {(topic, partition): offset}).get((topic, partition))
+    return -1 if found is None else found.size
 
 
 class PartitionHolds:

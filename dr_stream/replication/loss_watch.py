@@ -1,5 +1,5 @@
-"""A flow's watch for what its source took away: records deleted before the flow read them, and
-topics deleted and created again.
+"""A flow's watch for what its source took away: records deleted before the flow read them,
+records it took back after they were copied, and topics deleted and created again.
 
 Spark's Kafka source, told not to fail on data loss (a flow must not stop for good because a
 partition aged out), only logs a warning and reads on from the log start; and it knows a topic
@@ -9,6 +9,10 @@ replicate query, before Spark reads:
 
 - retention: the next offset the checkpoint says the query reads of each partition (or past the
   resume mark) against the partition's log start; each gap is recorded (`losses`);
+- rewind: a partition whose log ends at or below what was copied, or whose record at the last
+  copied offset is not the one copied (compared once per process: the source was cut back and
+  written past it again); recorded as `offsets-rewound` from where it was cut back, the offset
+  index cuts the old runs there (`RunStore.rewind`), and a new checkpoint reads it from there;
 - recreation: each subscribed topic's id against the one recorded at the last start
   (`<checkpoint_dir>/source-topic-ids.json`). A topic with a new id is recorded as
   `topic-recreated` (what of the old topic was left uncopied is unknown now), with the
@@ -28,16 +32,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping
+from functools import partial
+from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.kafka.admin import log_bounds, topic_ids
+from dr_stream.kafka.record_reads import read_records
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.losses import Loss, LossLedger, record_found, retention_losses
 from dr_stream.runtime.state_paths import move_aside, read_text, write_text
+
+if TYPE_CHECKING:
+    from dr_stream.index import IndexFeed
 
 Partition = tuple[str, int]
 EARLIEST = -2  # Spark's specific-offsets marker for a partition's first record
@@ -70,6 +80,30 @@ def recreation_losses(recreated: list[str], replicated: dict[str, int], position
             for t in recreated for p in range(replicated[t])]
 
 
+def first_differing(lo: int, hi: int, differs: Callable[[int], bool | None]) -> int:
+    """The first offset in [lo, hi] whose source record is not the one copied, where `hi`'s is not
+    and, once they part, none after is (a log cut back at one offset and written again). An offset
+    that cannot be compared ends the search at the lowest candidate: copying a record again is
+    better than skipping one."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        found = differs(mid)
+        if found is None:
+            return lo
+        lo, hi = (lo, mid) if found else (mid + 1, hi)
+    return lo
+
+
+def rewind_losses(rewound: Mapping[Partition, tuple[int, int]], dest_ends: Mapping[Partition, int],
+                  now: dt.datetime) -> list[Loss]:
+    """An `offsets-rewound` entry per partition (log end, last copied origin offset): offsets from
+    the log end through the last copied are of records the source took back (an unclean leader
+    election, a truncation); the destination keeps its copies of them, and the records the source
+    writes at those offsets again are copied from the destination offset given on."""
+    return [Loss(t, p, end, last, last - end + 1, "offsets-rewound", now, dest_ends.get((t, p), 0))
+            for (t, p), (end, last) in sorted(rewound.items())]
+
+
 def starting_offsets(replicated: dict[str, int], positions: dict[Partition, int], recreated: list[str]) -> str:
     """The new checkpoint's start, as Spark's specific offsets (every partition named): a
     recreated topic from its first record, every other partition where the flow was."""
@@ -80,25 +114,29 @@ def starting_offsets(replicated: dict[str, int], positions: dict[Partition, int]
 class LossWatch:
     def __init__(self, spark: SparkSession, config: FlowConfig, ledger: LossLedger, source_admin: AdminClient,
                  dest_admin: AdminClient, metrics: FlowMetrics, log: Callable[[str], None],
-                 on_lives: Callable[[dict[Partition, int]], None]) -> None:
+                 feed: IndexFeed | None) -> None:
         self.spark, self.config, self.ledger = spark, config, ledger
         self.source_admin, self.dest_admin, self.metrics, self.log = source_admin, dest_admin, metrics, log
-        self.on_lives = on_lives
+        self.feed = feed  # None without an offset index: nothing to keep apart in it
         self.ids_uri = f"{config.streaming.checkpoint_dir.rstrip('/')}/source-topic-ids.json"
         self._ids: dict[str, str] = {}
+        self._compared = False
         self._starting: str | None = None
 
     def at_start(self, replicated: dict[str, int], marks: dict[Partition, int],
                  held: Mapping[Partition, int] | None = None,
-                 resume_at: Mapping[Partition, int] | None = None) -> dict[Partition, int]:
+                 resume_at: Mapping[Partition, int] | None = None,
+                 rewound: Mapping[Partition, tuple[int, int]] | None = None) -> dict[Partition, int]:
         """Records what the source took from `replicated` (topic -> partitions) before the query,
         about to start, reads it, and readies the start (`source_options`). `marks` are the resume
         marks (records at or below are on the destination, or were left out); returns them less
         those of recreated topics. `held`: partitions held at a refused record, which the query
         has handled up to it only; `resume_at`: partitions an operator skipped a held record of,
-        which a new checkpoint reads from the offset given (`holds`)."""
+        which a new checkpoint reads from the offset given (`holds`); `rewound`: partitions whose
+        source log ends at or below what was copied ((log end, last copied origin offset))."""
         self._starting = None
         recreated: list[str] = []
+        rewound_now: set[Partition] = set()
         try:
             read = next_to_read(self.spark, self.config.replicate_checkpoint)
             positions = handled_through(read, marks, replicated)
@@ -112,9 +150,18 @@ class LossWatch:
                 {k: o for k, o in positions.items() if k[0] not in recreated}, self._log_starts(positions), now)
             if recreated:
                 found += self._recreated(recreated, replicated, positions, now)
-            if recreated or resume_at:
+            rewound = {k: v for k, v in (rewound or {}).items() if k[0] in replicated and k[0] not in recreated}
+            if not self._compared:  # written again past the last copy while the flow was away
+                self._compared = True
+                rewound.update(self.refilled({k: o for k, o in marks.items() if k[0] in replicated
+                                              and k[0] not in recreated and k not in rewound}))
+            if rewound:
+                rewound_now = set(rewound)
+                found += self._rewound(rewound, now)
+                positions.update({k: end for k, (end, _) in rewound.items()})
+            if recreated or resume_at or rewound:
                 self._start_anew(replicated, positions, recreated, now, "deleted and created again" if recreated
-                                 else "a held record was released")
+                                 else "the source took records back" if rewound else "a held record was released")
             record_found(self.ledger, self.spark, found, self.log,
                          lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
             # A topic missing right now (deleted, not created again yet) keeps its old id, so its
@@ -124,8 +171,10 @@ class LossWatch:
                 write_text(self.spark, self.ids_uri, json.dumps(self._ids, sort_keys=True))
         except Exception as exc:  # never a reason not to copy; said, and checked again at the next start
             self.log(f"losses: could not compare the source with what the checkpoint says was read ({exc})")
-        # Once the start reads a recreated topic from its first record, no mark of its old life may skip one.
-        return marks if self._starting is None else {k: o for k, o in marks.items() if k[0] not in recreated}
+        # Once the start reads a recreated topic from its first record, or a rewound partition from
+        # where it was cut back, no mark of what was copied before may skip one.
+        return marks if self._starting is None else {k: o for k, o in marks.items()
+                                                     if k[0] not in recreated and k not in rewound_now}
 
     def _log_starts(self, positions: dict[Partition, int]) -> dict[Partition, int]:
         return {k: start for k, (start, _) in log_bounds(self.source_admin, sorted(positions)).items()}
@@ -136,16 +185,55 @@ class LossWatch:
         dests = [(remote(t), p) for t in recreated for p in range(replicated[t])]
         dest_ends = {k: end for k, (_, end) in log_bounds(self.dest_admin, dests).items()}
         losses = recreation_losses(recreated, replicated, positions, dest_ends, remote, now)
-        self.on_lives({(remote(x.topic), x.partition): x.destination_offset or 0 for x in losses})
+        if self.feed is not None:
+            self.feed.begin_lives({(remote(x.topic), x.partition): x.destination_offset or 0 for x in losses})
         self.log(f"source topics {', '.join(recreated)} were deleted and created again: their new records are copied "
                  f"from their first offset, and the old topic's runs are kept out of the offset index")
+        return losses
+
+    def refilled(self, marks: dict[Partition, int]) -> dict[Partition, tuple[int, int]]:
+        """Partitions whose source record at the last copied offset is not the one copied: the
+        source was cut back and wrote past it again while the flow was away. Per partition, (the
+        first offset whose record differs, the last copied): the new records from there are copied
+        again. One record is read per partition from each cluster, once per process."""
+        if self.feed is None or not marks:
+            return {}
+        remote = self.config.renamer.format_remote_topic
+        dests = {k: (remote(k[0]), k[1]) for k in marks}
+        copies = {k: o for k in marks if (o := self.feed.copy_at(k, dests[k], marks[k])) is not None}
+        sources = read_records(self.config.source, {k: marks[k] for k in copies})
+        copied = read_records(self.config.destination, {dests[k]: o for k, o in copies.items()})
+        parted = [k for k in sources if dests[k] in copied and not sources[k].same_as(copied[dests[k]])]
+        starts = {k: start for k, (start, _) in log_bounds(self.source_admin, sorted(parted)).items()} if parted else {}
+        return {k: (first_differing(starts.get(k, 0), marks[k], partial(self._differs, k, dests[k])), marks[k])
+                for k in parted}
+
+    def _differs(self, origin: Partition, dest: Partition, offset: int) -> bool | None:
+        at = self.feed.copy_at(origin, dest, offset) if self.feed else None
+        if at is None:
+            return None
+        source = read_records(self.config.source, {origin: offset}).get(origin)
+        copy = read_records(self.config.destination, {dest: at}).get(dest)
+        return None if source is None or copy is None else not source.same_as(copy)
+
+    def _rewound(self, rewound: dict[Partition, tuple[int, int]], now: dt.datetime) -> list[Loss]:
+        """An `offsets-rewound` entry per partition whose log now ends at or below what was copied:
+        the copies of its records from the log end on are of records the source no longer has, and
+        the records it writes there again are new ones, copied after them (`rewind_losses`)."""
+        remote = self.config.renamer.format_remote_topic
+        dests = {k: (remote(k[0]), k[1]) for k in rewound}
+        dest_ends = {k: end for k, (_, end) in log_bounds(self.dest_admin, sorted(dests.values())).items()}
+        losses = rewind_losses(rewound, {k: dest_ends.get(d, 0) for k, d in dests.items()}, now)
+        if self.feed is not None:
+            self.feed.rewind({dests[(x.topic, x.partition)]: (x.first_offset, x.destination_offset or 0)
+                              for x in losses})
         return losses
 
     def _start_anew(self, replicated: dict[str, int], positions: dict[Partition, int], recreated: list[str],
                     now: dt.datetime, why: str) -> None:
         """Readies a start on a new checkpoint: where the old one reads a partition is not where it must."""
         self._starting = starting_offsets(replicated, positions, recreated)
-        suffix = "recreated" if recreated else "released"
+        suffix = "recreated" if recreated else "rewound" if why.startswith("the source took") else "released"
         moved = move_aside(self.spark, self.config.replicate_checkpoint, f"before-{suffix}-{now:%Y%m%dT%H%M%SZ}")
         self.log(f"the replicate query starts on a new checkpoint ({why}), from where the flow was in every other "
                  f"partition (the old one is {moved})")
@@ -162,4 +250,6 @@ class LossWatch:
             return f"source topics deleted and created again: {recreated}"
         ends = log_bounds(self.source_admin, sorted(marks))
         below = sorted(k for k, o in marks.items() if k in ends and ends[k][1] <= o)
+        if below:
+            self._compared = False  # written past the last copy again by the restart, it is still found
         return f"source partitions end below what was copied: {below}" if below else None

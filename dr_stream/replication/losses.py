@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -43,7 +43,9 @@ class Loss:
     cause: str
     detected_at: dt.datetime
     # topic-recreated: the destination offset (same partition, remote topic) the new topic's copies
-    # start at; the offset index takes no run of the old topic from below it (`RunStore.begin_life`)
+    # start at; the offset index takes no run of the old topic from below it (`RunStore.begin_life`).
+    # offsets-rewound: the destination offset the copies of the records written again start at
+    # (`RunStore.rewind`)
     destination_offset: int | None = None
 
     def line(self) -> str:
@@ -75,7 +77,9 @@ def unrecorded(found: Iterable[Loss], recorded: list[Loss]) -> list[Loss]:
         through.setdefault((loss.topic, loss.partition, loss.cause), []).append((loss.first_offset, loss.last_offset))
     out = []
     for loss in found:
-        if loss.last_offset < 0:  # no range to subtract (a recreated topic): the same entry is not made twice
+        # no range to subtract (a recreated topic), or an event the same offsets can see again (a
+        # rewind): the same entry is not made twice
+        if loss.last_offset < 0 or loss.cause == "offsets-rewound":
             if not any(_same_event(loss, x) for x in recorded):
                 out.append(loss)
             continue
@@ -86,7 +90,7 @@ def unrecorded(found: Iterable[Loss], recorded: list[Loss]) -> list[Loss]:
         if first > loss.last_offset:
             continue
         records = loss.records if loss.records < 0 else loss.last_offset - first + 1
-        out.append(Loss(loss.topic, loss.partition, first, loss.last_offset, records, loss.cause, loss.detected_at))
+        out.append(replace(loss, first_offset=first, records=records))
     return out
 
 
@@ -98,6 +102,18 @@ def life_starts_of(losses: Iterable[Loss], remote_topic: Callable[[str], str]) -
         if loss.cause == "topic-recreated" and loss.destination_offset is not None:
             dest = (remote_topic(loss.topic), loss.partition)
             out[dest] = max(out.get(dest, 0), loss.destination_offset)
+    return out
+
+
+def rewinds_of(losses: Iterable[Loss], remote_topic: Callable[[str], str]) -> dict[Partition, list[tuple[int, int]]]:
+    """(destination topic, partition) -> (origin offset, destination offset) of each rewind of its
+    source partition: the runs below that destination offset keep no record from that origin
+    offset on (`RunStore.rewind`)."""
+    out: dict[Partition, list[tuple[int, int]]] = {}
+    for loss in losses:
+        if loss.cause == "offsets-rewound" and loss.destination_offset is not None:
+            out.setdefault((remote_topic(loss.topic), loss.partition), []).append(
+                (loss.first_offset, loss.destination_offset))
     return out
 
 
@@ -135,6 +151,10 @@ class LossLedger:
         """Per destination partition, the offset the copies of its source topic's current life
         start at (`life_starts_of`)."""
         return life_starts_of(self.read(), remote_topic)
+
+    def rewinds(self, remote_topic: Callable[[str], str]) -> dict[Partition, list[tuple[int, int]]]:
+        """Per destination partition, its source partition's rewinds (`rewinds_of`)."""
+        return rewinds_of(self.read(), remote_topic)
 
     def append(self, spark, losses: list[Loss]) -> None:
         if not losses:

@@ -128,10 +128,12 @@ def shown_marks(marks: dict[Partition, int], most: int = 6) -> str:
 
 def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClient, destination_cluster_id: str,
                    replicated: dict[str, int], log: Callable[[str], None],
-                   mark: Callable[[str], None]) -> tuple[dict[Partition, int], dict[Partition, int]]:
-    """The marks a (re)starting query skips through, and the left-out marks among them, each said
-    in a line. The index, once level with the destination (`catch_up`, a phase of `mark`), knows
-    the last origin offset copied to each partition: no scan of the destination from its end."""
+                   mark: Callable[[str], None],
+                   ) -> tuple[dict[Partition, int], dict[Partition, int], dict[Partition, tuple[int, int]]]:
+    """The marks a (re)starting query skips through, the left-out marks among them, and the
+    partitions whose source ends at or below their mark ((log end, mark)), each said in a line.
+    The index, once level with the destination (`catch_up`, a phase of `mark`), knows the last
+    origin offset copied to each partition: no scan of the destination from its end."""
     feed.catch_up(mark)
     copied = {k: o for k, o in feed.last_copied().items() if k[0] in replicated}
     if feed.unscanned:
@@ -148,9 +150,9 @@ def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClien
     ends = {k: end for k, (_, end) in log_bounds(source_admin, sorted(wanted)).items()}
     marks = resume_marks(copied, left_out, ends)
     for (topic, partition), end, offset in marks.recreated:
-        log(f"{topic}[{partition}] ends at {end}, below origin offset {offset} already handled; "
-            "the topic was recreated, so nothing is skipped there")
+        log(f"{topic}[{partition}] ends at {end}, below origin offset {offset} already handled: the source took "
+            "records back (or the topic was recreated), so nothing is skipped there")
     if marks.skip_through:
         log(f"(re)start: origin offsets {shown_marks(marks.skip_through)} are already on the destination (or "
             "were left out), so records at or below them are skipped, not written twice")
-    return marks.skip_through, left_out
+    return marks.skip_through, left_out, {key: (end, offset) for key, end, offset in marks.recreated}

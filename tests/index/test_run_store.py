@@ -140,3 +140,21 @@ class TestRecreatedSource:
     def test_the_old_topics_copies_are_not_gaps_to_scan(self):
         store = RunStore(life_starts={("t", 0): 300})
         assert store.uncovered({("t", 0): (0, 350)}) == {("t", 0): (300, 350)}
+
+
+def test_a_rewound_source_s_old_copies_past_the_cut_leave_the_store_and_its_new_ones_are_found():
+    store = RunStore([run(0, 99, 0, 99)])
+    store.rewind(("t", 0), 60, 100)  # the source ends at 60 now; its new records are copied from 100
+    assert [(r.origin_start, r.origin_end, r.dest_start, r.dest_end) for r in store] == [(0, 59, 0, 59)]
+    store.add(run(70, 99, 70, 99))  # an old report of the stale copies is cut as well
+    store.add(run(60, 89, 100, 129))
+    key = ("t", 0, "t", 0)
+    assert store.locate(key, 50).offset == 50
+    assert store.locate(key, 75).offset == 115
+    assert store.last_copied() == {("t", 0): 89}
+
+
+def test_a_store_built_with_rewinds_applies_them_to_every_run():
+    store = RunStore([run(0, 99, 0, 99), run(60, 69, 100, 109)], rewinds={("t", 0): [(60, 100)]})
+    assert [(r.origin_start, r.origin_end, r.dest_start) for r in store] == [(0, 59, 0), (60, 69, 100)]
+    assert store.uncovered({("t", 0): (0, 120)}) == {("t", 0): (110, 120)}

@@ -1,0 +1,55 @@
+"""Single records read by their offsets, for the checks that compare a source with its copy.
+
+Invariant: a read never waits past its timeout and never fails the caller: a record not read
+(gone, a cluster away) is simply absent from the answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import TopicPartition
+
+from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka import clients
+
+Partition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class ReadRecord:
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    size: int  # key, value and headers in bytes
+
+    def same_as(self, other: ReadRecord) -> bool:
+        """Whether two reads are of the same record (a copy keeps timestamp, key and value)."""
+        return (self.timestamp, self.key, self.value) == (other.timestamp, other.key, other.value)
+
+
+def read_records(cluster: ClusterConfig, at: dict[Partition, int],
+                 timeout_s: float = 5.0) -> dict[Partition, ReadRecord]:
+    """The record at each partition's offset, in one consumer: a partition fetches a little, since
+    only its first record is wanted."""
+    if not at:
+        return {}
+    out: dict[Partition, ReadRecord] = {}
+    settings = {"enable.auto.commit": False, "max.partition.fetch.bytes": 1024, "enable.partition.eof": True}
+    try:
+        with clients.consuming(cluster, "dr-stream-record-reads", settings) as consumer:
+            consumer.assign([TopicPartition(t, p, o) for (t, p), o in at.items()])
+            deadline = time.monotonic() + timeout_s
+            while len(out) < len(at) and time.monotonic() < deadline:
+                for msg in consumer.consume(num_messages=500, timeout=0.5):
+                    key = (msg.topic(), msg.partition())
+                    if msg.error() or key in out or msg.offset() != at.get(key):
+                        continue
+                    headers = msg.headers() or []
+                    out[key] = ReadRecord(msg.timestamp()[1], msg.key(), msg.value(),
+                                          len(msg.key() or b"") + len(msg.value() or b"")
+                                          + sum(len(k.encode()) + len(v or b"") for k, v in headers))
+    except Exception:  # a check that cannot read says nothing; the caller goes on without it
+        return out
+    return out
