@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dr_stream.core.config import FlowConfig, sibling
 from dr_stream.index import IndexReads
 from dr_stream.positions import TranslationLog
-from dr_stream.replication.holds import Holding, HoldTable
+from dr_stream.replication.holds import Holding, HoldTable, holds_beside
 from dr_stream.replication.losses import LossLedger
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -40,7 +40,7 @@ class FlowTables:
         reads = DeltaReads(spark, log)
         losses = losses_path or sibling(index_path, "losses")
         return cls(IndexReads(index_path, reads), TranslationLog(translations_path, reads), LossLedger(losses, reads),
-                   HoldTable(sibling(losses, "holds"), reads))
+                   HoldTable(holds_beside(losses), reads))
 
     def holding(self) -> Holding:
         """The partitions held at a refused record now, and those skipped and waiting to go on."""

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from dr_stream.core.config import ClusterConfig, FlowConfig, sibling
-from dr_stream.replication.losses import Loss, LossLedger
+from dr_stream.replication.losses import Loss, LossLedger, utc
 from dr_stream.runtime.delta_reads import DeltaReads
 
 Partition = tuple[str, int]
@@ -130,9 +130,9 @@ def refused_loss(hold: Hold, now: dt.datetime) -> Loss:
     return Loss(hold.topic, hold.partition, hold.offset, hold.offset, 1, "refused", now)
 
 
-def holds_path(config: FlowConfig) -> str:
-    """The holds table lives beside the flow's ledger of losses (`FlowTables` reads it there)."""
-    return sibling(config.streaming.losses, "holds")
+def holds_beside(losses_path: str) -> str:
+    """The holds table lives beside the flow's ledger of losses."""
+    return sibling(losses_path, "holds")
 
 
 _COLUMNS = "topic, partition, record_offset, record_size, reason, event_at, event"
@@ -152,7 +152,7 @@ class HoldTable:
     def read(self) -> list[Hold]:
         rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY event_at", self.latest)
         return [Hold(r["topic"], int(r["partition"]), int(r["record_offset"]), int(r["record_size"]), r["reason"],
-                     _utc(r["event_at"]), r["event"]) for r in rows]
+                     utc(r["event_at"]), r["event"]) for r in rows]
 
     def holding(self, ledger: LossLedger) -> Holding:
         return holds_now(self.read(), ledger.read())
@@ -161,10 +161,6 @@ class HoldTable:
         if events:
             rows = [(h.topic, h.partition, h.offset, h.size, h.reason, h.at, h.event) for h in events]
             spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(self.path)
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def record_size(cluster: ClusterConfig, topic: str, partition: int, offset: int) -> int:
@@ -181,7 +177,7 @@ class PartitionHolds:
     def __init__(self, spark_of: Callable[[], object], config: FlowConfig, ledger: LossLedger,
                  log: Callable[[str], None], on_change: Callable[[int], None] = lambda held: None) -> None:
         self.spark_of, self.config, self.ledger, self.log, self.on_change = spark_of, config, ledger, log, on_change
-        self.table = HoldTable(holds_path(config), ledger.reads, latest=True)
+        self.table = HoldTable(holds_beside(ledger.path), ledger.reads, latest=True)
         self.holding = Holding({}, {}, {})
         self._resuming: list[Hold] = []
         # per released partition, the origin offset its committed batches must pass to have read

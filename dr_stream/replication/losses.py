@@ -143,7 +143,7 @@ class LossLedger:
         rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY detected_at, topic, partition",
                                 self.latest)
         found = [Loss(r["topic"], int(r["partition"]), int(r["first_offset"]), int(r["last_offset"]),
-                      int(r["records"]), r["cause"], _utc(r["detected_at"]),
+                      int(r["records"]), r["cause"], utc(r["detected_at"]),
                       None if r["destination_offset"] is None else int(r["destination_offset"])) for r in rows]
         return [x for x in found if since is None or x.detected_at >= since]
 
@@ -165,7 +165,8 @@ class LossLedger:
         spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(self.path)
 
 
-def _utc(value: dt.datetime) -> dt.datetime:
+def utc(value: dt.datetime) -> dt.datetime:
+    """A time read from a Delta table as the zone-aware UTC instant (either reader may drop the zone)."""
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
