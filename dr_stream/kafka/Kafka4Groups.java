@@ -15,6 +15,9 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
@@ -23,6 +26,7 @@ import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 
 /**
  * Share groups (KIP-932) and Kafka Streams groups (KIP-1071) through Kafka 4's admin API, in a
@@ -43,6 +47,12 @@ import org.apache.kafka.common.TopicPartition;
  *       start offset TAB} per share-partition the group has state for (an empty last field: the
  *       lines of a consumer group's committed offsets, whose metadata a share group has none of);
  *   <li>{@code share-alter TAB alias TAB group TAB topic:partition=offset,...}: nothing when the
+ *       broker took them;
+ *   <li>{@code group-configs TAB alias TAB group ...}: {@code group TAB key TAB value} per config
+ *       the group has set itself (Kafka 4 group configs; defaults are left out), values
+ *       URL-encoded;
+ *   <li>{@code group-configs-alter TAB alias TAB group TAB key=value,... TAB key,...}: sets the
+ *       first list (values URL-encoded) and deletes the second in one request; nothing when the
  *       broker took them.
  * </ul>
  *
@@ -87,6 +97,9 @@ public final class Kafka4Groups {
       case "describe" -> describe(admin(f[1]), f[2], groups(f, 3), answer);
       case "share-offsets" -> shareOffsets(admin(f[1]), groups(f, 2), answer);
       case "share-alter" -> shareAlter(admin(f[1]), decode(f[2]), f.length > 3 ? f[3] : "", answer);
+      case "group-configs" -> groupConfigs(admin(f[1]), groups(f, 2), answer);
+      case "group-configs-alter" -> groupConfigsAlter(admin(f[1]), decode(f[2]), f.length > 3 ? f[3] : "",
+          f.length > 4 ? f[4] : "", answer);
       default -> throw new IllegalArgumentException("unknown request " + f[0]);
     }
   }
@@ -174,6 +187,47 @@ public final class Kafka4Groups {
     }
     try {
       admin.alterShareGroupOffsets(group, wanted).all().get(timeoutMs, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      answer.add(encode(group) + "\t!\t" + flat(e.getCause()));
+    }
+  }
+
+  private static void groupConfigs(Admin admin, List<String> groups, List<String> answer) throws Exception {
+    Map<String, ConfigResource> resources = new TreeMap<>();
+    groups.forEach(g -> resources.put(g, new ConfigResource(ConfigResource.Type.GROUP, g)));
+    Map<ConfigResource, KafkaFuture<Config>> described = admin.describeConfigs(resources.values()).values();
+    for (Map.Entry<String, ConfigResource> group : resources.entrySet()) {
+      try {
+        Config config = described.get(group.getValue()).get(timeoutMs, TimeUnit.MILLISECONDS);
+        for (ConfigEntry entry : config.entries()) {
+          if (entry.source() == ConfigEntry.ConfigSource.DYNAMIC_GROUP_CONFIG && entry.value() != null) {
+            answer.add(encode(group.getKey()) + "\t" + entry.name() + "\t" + encode(entry.value()));
+          }
+        }
+      } catch (ExecutionException e) {
+        answer.add(encode(group.getKey()) + "\t!\t" + flat(e.getCause()));
+      }
+    }
+  }
+
+  private static void groupConfigsAlter(Admin admin, String group, String set, String delete, List<String> answer)
+      throws Exception {
+    List<AlterConfigOp> ops = new ArrayList<>();
+    for (String item : set.split(",")) {
+      if (!item.isEmpty()) {
+        int eq = item.indexOf('=');
+        ops.add(new AlterConfigOp(new ConfigEntry(item.substring(0, eq), decode(item.substring(eq + 1))),
+            AlterConfigOp.OpType.SET));
+      }
+    }
+    for (String key : delete.split(",")) {
+      if (!key.isEmpty()) {
+        ops.add(new AlterConfigOp(new ConfigEntry(key, null), AlterConfigOp.OpType.DELETE));
+      }
+    }
+    try {
+      admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), ops))
+          .all().get(timeoutMs, TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
       answer.add(encode(group) + "\t!\t" + flat(e.getCause()));
     }

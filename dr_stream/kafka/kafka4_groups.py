@@ -75,6 +75,26 @@ def parse_share_offsets(lines: list[list[str]], groups: Iterable[str]) -> dict[s
     return committed_of(_decoded(lines), groups)
 
 
+def parse_group_configs(lines: list[list[str]], groups: Iterable[str]) -> dict[str, dict[str, str] | Exception]:
+    """`group-configs`' answer -> per asked group, the configs it set itself (key -> value; a group
+    with none, or unknown to the cluster, maps to an empty dict) or the error that kept them from
+    being read."""
+    found: dict[str, dict[str, str] | Exception] = {g: {} for g in groups}
+    for fields in _decoded(lines):
+        group = fields[0]
+        if len(fields) > 1 and fields[1] == "!":
+            found[group] = GroupOffsetsError(fields[2] if len(fields) > 2 else "failed")
+        elif len(fields) == 3 and isinstance(settings := found.setdefault(group, {}), dict):
+            settings[fields[1]] = unquote(fields[2])
+    return found
+
+
+def alter_configs_fields(group: str, set_to: Mapping[str, str], delete: Iterable[str]) -> tuple[str, ...]:
+    """`group-configs-alter`'s fields after the alias: values URL-encoded, as keys never need."""
+    return (group_field(group), ",".join(f"{k}={quote(v, safe='')}" for k, v in sorted(set_to.items())),
+            ",".join(sorted(delete)))
+
+
 def flow_helper(config: FlowConfig) -> Kafka4Groups | None:
     """The helper a flow shares between its share-group sync and its Streams-group states; None
     when it syncs neither (`offsets.share_groups`, `offsets.streams_groups`)."""
@@ -250,6 +270,23 @@ class ShareGroupOffsets(_GroupsOfKind):
             if answer:
                 failed[group] = GroupOffsetsError(answer[0][-1])
         return failed
+
+    def configs(self, groups: list[str]) -> dict[str, dict[str, str] | Exception]:
+        """The group configs (Kafka 4's `share.auto.offset.reset`, ...) each group set itself."""
+        if not groups:
+            return {}
+        return parse_group_configs(self.groups.ask("group-configs", self.cluster.alias, *map(group_field, groups)),
+                                   groups)
+
+    def alter_configs(self, group: str, set_to: Mapping[str, str], delete: Iterable[str]) -> Exception | None:
+        """Sets `set_to` and deletes `delete` of a group's configs in one request; the error, if
+        the broker refused it."""
+        try:
+            answer = self.groups.ask("group-configs-alter", self.cluster.alias,
+                                     *alter_configs_fields(group, set_to, delete))
+        except (Kafka4GroupsError, TimeoutError) as exc:
+            return exc
+        return GroupOffsetsError(answer[0][-1]) if answer else None
 
     def close(self) -> None:
         """The helper is the caller's: it serves both clusters."""

@@ -15,6 +15,10 @@ the consumer groups' rule (`group_sync.decide`): only on a share group with no m
 translation is not set, as for consumer groups. The calls go through Kafka 4's admin API in a
 helper JVM (`kafka/kafka4_groups`).
 
+Before the start offsets, each round makes the groups' own settings (`share.auto.offset.reset`,
+...) on the destination as they are on the source (`share_group_settings`): a share-partition the
+source group never read has no start offset to translate, and begins where that setting says.
+
 Invariants: a start offset is set again only when the source's moved; one that is not set yet
 (waiting, refused, a group with members on the destination) is tried again every round, so a
 share group that stopped on the source gets its position as soon as the destination group is
@@ -37,6 +41,7 @@ from dr_stream.kafka.kafka4_groups import Kafka4Groups, ShareGroupOffsets
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, sync_translations
 from dr_stream.positions.offset_translator import Locate, OffsetTranslator
+from dr_stream.positions.share_group_settings import ShareGroupSettings
 from dr_stream.positions.translation_rule import Translation
 
 Key = tuple[str, str, int]
@@ -83,6 +88,8 @@ class ShareGroupSync:
     log: Callable[[str], None] = print
     # told each round's duration, the positions it translated, and the period it ran at
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
+    # the groups' `share.*` configs made as on the source, before their start offsets are set
+    settings: ShareGroupSettings | None = None
     # key -> the source start offset whose translation is handled
     _handled: dict[Key, int] = field(default_factory=dict)
     _skips: dict[str, str] = field(default_factory=dict)
@@ -110,15 +117,19 @@ class ShareGroupSync:
                 "share groups' start offsets is all the share-group sync does")
             return None
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source)
-        sync = GroupSync(config.destination, config.name, batched=True,
-                         offsets=ShareGroupOffsets(helper, config.destination))
-        return cls(ShareGroupOffsets(helper, config.source), translator, sync, selected.filter, config.topic_filter,
-                   config.destination.alias, selected.interval_s, log)
+        on_source = ShareGroupOffsets(helper, config.source)
+        on_destination = ShareGroupOffsets(helper, config.destination)
+        sync = GroupSync(config.destination, config.name, batched=True, offsets=on_destination)
+        settings = ShareGroupSettings(on_source, on_destination, config.destination.alias, selected.interval_s, log)
+        return cls(on_source, translator, sync, selected.filter, config.topic_filter,
+                   config.destination.alias, selected.interval_s, log, settings=settings)
 
     def round(self) -> list[tuple[Translation, str]]:
         """Reads the selected source share groups, translates what moved or is not set yet, and
         sets it; returns each translation with its action."""
         selected = sorted(g for g in self.source.listed() if self.groups.matches(g))
+        if self.settings is not None:
+            self.settings.round(selected)
         failed: dict[str, str] = {}
         commits = []
         for group, found in self.source.committed(selected).items():

@@ -39,6 +39,7 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
         create_topic(cluster.bootstrap, idle, 1)
     produce(dc2.bootstrap, topic, ({"value": b"local", "partition": 0} for _ in range(10)))  # shifts dc2's p0
     produce(dc1.bootstrap, topic, ({"value": f"r{i}".encode(), "partition": i % 2} for i in range(300)))
+    produce(dc1.bootstrap, idle, ({"value": f"i{i}".encode()} for i in range(5)))  # the group never reads it on dc1
     config = flow_config(dc1, dc2, tmp_path, name="share-dc1-to-dc2",
                          topics={"include": [topic.replace(".", r"\."), idle.replace(".", r"\.")]},
                          offsets={"share_groups": {"include": ["share-app-.*"], "interval": "1s"}})
@@ -48,6 +49,8 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
     try:
         # where an operator (or the group's consumers) left the group on dc1
         assert on_dc1.commit({group: {(topic, 0): 40, (topic, 1): 77}}, "") == {}
+        # and how it begins a share-partition it never read (`latest` unless the group says otherwise)
+        assert on_dc1.alter_configs(group, {"share.auto.offset.reset": "earliest"}, []) is None
         with running_flow(spark, config, log=lines.append) as flow:
             # dc1's offsets 40 and 77 are dc2's 50 (its partition 0 is shifted by 10) and 77
             assert wait_until(lambda: start_offsets(on_dc2, group) == {0: 50, 1: 77}, 60), \
@@ -55,6 +58,9 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
             assert any(line.startswith(f"share group {group}: start offsets set on dc2: ") and "(exact, source 40)"
                        in line for line in lines), lines
             assert "share-groups " in flow.metrics.loops_shown()  # its rounds are on the batch lines and /metrics
+            assert on_dc2.configs([group]) == {group: {"share.auto.offset.reset": "earliest"}}
+            assert f"share group {group}: settings made as on the source on dc2: share.auto.offset.reset=earliest" \
+                in lines, [line for line in lines if "share" in line]
 
             # a member on dc2 (the group failed over): the group moving on dc1 is not set over it
             with staying(member(dc2, group, idle, "stay", "120")):
@@ -69,6 +75,11 @@ def test_a_share_groups_start_offsets_are_set_exactly_on_the_destination_and_not
             # once the member left, dc1's position is set without dc1 moving again
             assert wait_until(lambda: start_offsets(on_dc2, group) == {0: 130, 1: 130}, 60), \
                 start_offsets(on_dc2, group)
+            # the partition dc1's group never read begins on dc2 as on dc1: at its first record, not at latest
+            assert run_member(dc2, group, idle, "first", "1") == ["0:0:i0"]
+            # a setting dropped on dc1 is dropped on dc2: both fall back to the same default
+            assert on_dc1.alter_configs(group, {}, ["share.auto.offset.reset"]) is None
+            assert wait_until(lambda: on_dc2.configs([group]) == {group: {}}, 30), on_dc2.configs([group])
 
         # the group resumes on dc2 at the copies of the records dc1's group had not finished with:
         # origin offsets 120 (r240) and 130 (r261)
