@@ -27,7 +27,7 @@ def _dev(args: argparse.Namespace) -> int:
         return 2
     from dr_stream.dev.cluster_commands import clusters_command
 
-    return clusters_command(words[0])
+    return clusters_command(words[0], brokers=args.brokers)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -183,6 +183,10 @@ def _flow_commands(sub) -> None:
     dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092); "
                                      "`dev yarn ...`: a local HDFS and YARN (NameNode on 19800)")
     dev.add_argument("words", nargs="+", metavar="[yarn] {up,down,status}")
+    dev.add_argument("--brokers", type=int, default=None, metavar="N",
+                     help="KRaft nodes per cluster for `up` (default 1; 3: replication factor 3, "
+                          "min.insync.replicas 2, node 1 on the usual bootstrap port); down and status "
+                          "follow the shape that runs")
     dev.set_defaults(func=_dev)
 
     run = sub.add_parser("run", help="run one flow in local Spark until SIGINT/SIGTERM")

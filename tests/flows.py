@@ -10,15 +10,16 @@ from pathlib import Path
 from dr_stream.background import Background
 from dr_stream.core.config import FlowConfig, parse_flow
 from dr_stream.dev.clusters import LocalCluster
+from dr_stream.dev.replicated_cluster import ReplicatedCluster
 
 
-def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, name: str | None = None,
-                **sections) -> FlowConfig:
+def flow_config(source: LocalCluster | ReplicatedCluster, destination: LocalCluster | ReplicatedCluster, work: Path,
+                name: str | None = None, **sections) -> FlowConfig:
     """A flow between two test clusters; `name` must differ from any flow running at the same time
     (Spark query names are unique within the session)."""
     raw = {
-        "source": {"alias": source.alias, "bootstrap_servers": source.bootstrap},
-        "destination": {"alias": destination.alias, "bootstrap_servers": destination.bootstrap},
+        "source": {"alias": source.alias, "bootstrap_servers": _reached_through(source)},
+        "destination": {"alias": destination.alias, "bootstrap_servers": _reached_through(destination)},
         "streaming": {
             "checkpoint_dir": str(work / f"{source.alias}-to-{destination.alias}" / "checkpoints"),
             "offset_index": str(work / f"{source.alias}-to-{destination.alias}" / "offset-index"),
@@ -30,6 +31,12 @@ def flow_config(source: LocalCluster, destination: LocalCluster, work: Path, nam
     for key, value in sections.items():
         raw[key] = {**raw.get(key, {}), **value}
     return parse_flow(raw, "<test>")
+
+
+def _reached_through(cluster) -> str:
+    """Every node of a replicated cluster (`dev up --brokers 3`), as production flow files list
+    them, so the flow's new clients reach it with any one node down; a single node's address."""
+    return getattr(cluster, "all_bootstraps", cluster.bootstrap)
 
 
 def flow_file(config: FlowConfig, directory: Path, **sections) -> str:

@@ -111,6 +111,10 @@ class LocalCluster:
     overrides: tuple[tuple[str, str], ...] = ()
     # the last 3.x broker (`kafka-broker-compat`) instead of the current one
     compat: bool = False
+    # a node of a cluster of several (`replicated_cluster`): its id, and every node's (id,
+    # controller port); one node alone is node 1 and the whole quorum
+    node_id: int = 1
+    voters: tuple[tuple[int, int], ...] = ()
 
     @property
     def bootstrap(self) -> str:
@@ -130,7 +134,7 @@ class LocalCluster:
         return ClusterConfig(self.alias, self.bootstrap)
 
     @property
-    def _pid_file(self) -> Path:
+    def pid_file(self) -> Path:
         return self.home / "kafka.pid"
 
     @property
@@ -138,7 +142,7 @@ class LocalCluster:
         return self.home / "logs" / "server.out"
 
     def pid(self) -> int | None:
-        return running_pid(self._pid_file)
+        return running_pid(self.pid_file)
 
     def is_running(self) -> bool:
         return self.pid() is not None
@@ -156,7 +160,9 @@ class LocalCluster:
         settings = {
             **_BROKER_SETTINGS,
             **({} if self.compat else _SHARE_STATE_SETTINGS),
-            "controller.quorum.voters": f"1@127.0.0.1:{self.port + 1}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": ",".join(f"{node}@127.0.0.1:{port}"
+                                                 for node, port in self.voters or ((1, self.port + 1),)),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.port + 1}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(data),
@@ -200,8 +206,13 @@ class LocalCluster:
                 "-cp", kafka_classpath(self.compat), main, *args]
 
     def start(self, timeout: float = 90.0) -> None:
+        self.launch()
+        self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Starts the broker unless it runs, without waiting for it: a node of a quorum answers
+        only once enough of the others have started too."""
         if self.is_running():
-            self.wait_ready(timeout)
             return
         for port in range(self.port, self.port + (4 if self.secured else 2)):
             if _port_open(port):
@@ -221,8 +232,7 @@ class LocalCluster:
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the caller's terminal must not kill the broker
             )
-        self._pid_file.write_text(f"{proc.pid}\n")
-        self.wait_ready(timeout)
+        self.pid_file.write_text(f"{proc.pid}\n")
 
     def _first_error(self) -> str:
         """The first ERROR or FATAL line of the broker's output, for the one-line start-up failure."""
@@ -253,7 +263,7 @@ class LocalCluster:
 
     def stop(self, timeout: float = 30.0) -> bool:
         """SIGTERM the broker we started, SIGKILL after `timeout`; False when it was not running."""
-        return stop_pid(self._pid_file, timeout)
+        return stop_pid(self.pid_file, timeout)
 
 
 DEV_PORTS = (19092, 29092)

@@ -58,7 +58,7 @@ def _fresh_topics(cluster: ClusterConfig, topics: dict[str, int]) -> None:
     admin = clients.admin(cluster)
     delete_group(admin, GROUP)
     delete_topics(admin, list(topics) + FLOW_TOPICS + [CONSUMER_TIMESTAMPS_TOPIC])
-    created = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+    created = admin.create_topics([NewTopic(t, n, -1) for t, n in topics.items()])  # the cluster's default
     for future in created.values():
         future.result(timeout=30)
 

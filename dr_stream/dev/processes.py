@@ -31,17 +31,28 @@ def running_pid(pid_file: Path) -> int | None:
 
 def stop_pid(pid_file: Path, timeout: float) -> bool:
     """SIGTERM the recorded process, SIGKILL after `timeout`; False when it was not running."""
-    pid = running_pid(pid_file)
-    if pid is None:
-        pid_file.unlink(missing_ok=True)
-        return False
-    os.kill(pid, signal.SIGTERM)
+    return bool(stop_pids([pid_file], timeout))
+
+
+def stop_pids(pid_files: list[Path], timeout: float) -> int:
+    """SIGTERM every recorded process at once, SIGKILL those still alive after `timeout`; how many
+    were running. At once, because the nodes of one KRaft quorum stopped one after the other wait
+    for a controller that the earlier ones took away."""
+    pids = {f: running_pid(f) for f in pid_files}
+    for pid_file, pid in pids.items():
+        if pid is None:
+            pid_file.unlink(missing_ok=True)
+        else:
+            os.kill(pid, signal.SIGTERM)
+    running = [f for f, pid in pids.items() if pid is not None]
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and running_pid(pid_file) is not None:
+    while time.monotonic() < deadline and any(running_pid(f) is not None for f in running):
         time.sleep(0.2)
-    if running_pid(pid_file) is not None:
-        os.kill(pid, signal.SIGKILL)
-        while running_pid(pid_file) is not None:
-            time.sleep(0.1)
-    pid_file.unlink(missing_ok=True)
-    return True
+    for pid_file in running:
+        pid = running_pid(pid_file)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            while running_pid(pid_file) is not None:
+                time.sleep(0.1)
+        pid_file.unlink(missing_ok=True)
+    return len(running)

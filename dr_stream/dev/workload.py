@@ -24,9 +24,10 @@ def workload_cluster(bootstrap: str) -> ClusterConfig:
 
 
 def create_topics(bootstrap: str, topics: Mapping[str, int], config: Mapping[str, str] | None = None) -> None:
-    """Each topic with its partition count (replication factor 1); raises if one exists."""
+    """Each topic with its partition count and the cluster's default replication factor (3 on
+    `dev up --brokers 3`); raises if one exists."""
     admin = clients.admin(workload_cluster(bootstrap))  # the client must outlive its futures
-    futures = admin.create_topics([NewTopic(t, n, 1, config=dict(config or {})) for t, n in topics.items()])
+    futures = admin.create_topics([NewTopic(t, n, -1, config=dict(config or {})) for t, n in topics.items()])
     for future in futures.values():
         future.result(timeout=30)
 
