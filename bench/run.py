@@ -269,7 +269,7 @@ def _long_catch_up(work: Path, source: LocalCluster, port: int, size: Size, logs
     long = dataclasses.replace(size, records=size.long_records)
     megabytes = long.records * long.record_bytes / 1e6
     out = {}
-    for tool in TOOLS:
+    for tool in [t for t in TOOLS if not size.long_tools or t in size.long_tools]:
         log(f"-- long catch-up: {tool}")
         slug = tool.replace(" ", "-")
         target = fresh_target(work, port, f"dst-long-{slug}")

@@ -12,9 +12,11 @@ from dr_stream.replication.holds import (
     RESUMED,
     RETRY,
     Hold,
+    Holding,
     PartitionHolds,
     clamped,
     holds_now,
+    hole_below,
     refusal_in,
     refused_loss,
 )
@@ -59,7 +61,8 @@ def test_a_refused_loss_at_another_offset_releases_nothing():
 
 
 def test_a_held_partition_is_handled_only_up_to_its_refused_record():
-    assert clamped({("orders", 0): 90, ("orders", 1): 90}, {("orders", 0): 50}) == {"orders": {"0": 50, "1": 90}}
+    assert clamped({("orders", 0): 90, ("orders", 1): 90}, {("orders", 0): 50}) == \
+        {("orders", 0): 50, ("orders", 1): 90}
 
 
 def config() -> FlowConfig:
@@ -67,20 +70,39 @@ def config() -> FlowConfig:
                        "destination": {"alias": "dc2", "bootstrap_servers": "127.0.0.1:2"}}, "<test>")
 
 
-def test_a_released_partition_is_read_again_below_its_new_start_skipping_what_was_copied_past_the_hold():
+def test_a_released_partition_is_read_again_from_its_first_record_not_copied_skipping_what_was_copied():
     lines: list[str] = []
     holds = PartitionHolds(lambda: None, config(), LossLedger("unused"), log=lines.append)
-    copied = {("orders", 1): [(125, 130), (140, 149)]}
-    marks, ranges = holds.reread({("orders", 1): 149, ("orders", 2): 10}, {("orders", 1): 121},
-                                 lambda k, first: copied.get(k, []))
-    assert marks == {("orders", 1): 120, ("orders", 2): 10}
-    assert ranges == copied
-    assert "16 records past the held one were copied before the hold took effect (125-130, 140-149)" in lines[0]
+    # skipped at 120; 105-119 failed with it (one producer batch), 125-130 and 140-149 went on after it
+    copied = {("orders", 1): [(0, 104), (125, 130), (140, 149)]}
+    skipped = Holding({}, {("orders", 1): hold(1, 120, 1)}, {})
+    marks, ranges, starts = holds.reread({("orders", 1): 149, ("orders", 2): 10}, skipped,
+                                         lambda k, first: copied.get(k, []))
+    assert marks == {("orders", 1): 104, ("orders", 2): 10} and starts == {("orders", 1): 105}
+    assert ranges == {("orders", 1): [(120, 120), (125, 130), (140, 149)]}  # the skipped record stays skipped
+    assert lines[0] == "orders[1]: records 105-119, before the held one, failed with it (the producer fails its " \
+                       "whole batch) and are copied now"
+    assert "16 records past the held one were copied before the hold took effect (125-130, 140-149)" in lines[1]
     # released once its batches read past the last range, not before
     holds.batch_committed({("orders", 1): 149})
     assert holds._until == {("orders", 1): 149}
     holds.batch_committed({("orders", 1): 150})
     assert holds._until == {}
+
+
+def test_a_held_partition_is_read_again_from_the_records_that_failed_with_the_refused_one():
+    holds = PartitionHolds(lambda: None, config(), LossLedger("unused"), log=lambda line: None)
+    copied = {("orders", 0): [(0, 9), (57, 98)]}
+    marks, ranges, starts = holds.reread({("orders", 0): 98}, Holding({("orders", 0): hold(0, 50, 1)}, {}, {}),
+                                         lambda k, first: copied.get(k, []))
+    assert marks == {("orders", 0): 9} and starts == {("orders", 0): 10} and ranges == {("orders", 0): [(57, 98)]}
+
+
+def test_the_hole_below_a_refused_record_starts_past_the_highest_copy_below_it():
+    assert hole_below(50, [(0, 9), (57, 98)]) == 10
+    assert hole_below(50, [(0, 49), (51, 60)]) == 50
+    assert hole_below(50, [(0, 80)]) == 50
+    assert hole_below(50, []) == 0
 
 
 def test_drill_fails_a_check_per_held_partition():

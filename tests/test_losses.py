@@ -8,7 +8,7 @@ import datetime as dt
 from dr_stream.operations.readiness import FAIL, OK, loss_checks
 from dr_stream.replication.checkpoint_positions import newest_batch, offset_log_positions
 from dr_stream.replication.loss_watch import handled_through, recreated_topics, recreation_losses, starting_offsets
-from dr_stream.replication.losses import Loss, life_starts_of, retention_losses, unrecorded
+from dr_stream.replication.losses import Loss, life_starts_of, retention_losses, skipped_losses, unrecorded
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.UTC)
 
@@ -124,3 +124,21 @@ def test_the_first_record_written_again_is_found_by_halving_and_an_unreadable_on
     assert len(asked) <= 7
     assert first_differing(10, 89, lambda offset: None) == 10
     assert first_differing(89, 89, differs) == 89
+
+
+def test_offsets_a_running_batch_read_past_are_lost_only_below_the_log_start_and_adjacent_ones_join():
+    uncopied = {("t", 0): [(40, 50), (50, 70), (90, 91)], ("t", 1): [(5, 6)], ("gone", 0): [(0, 9)]}
+    found, under_way = skipped_losses(uncopied, {("t", 0): 60, ("t", 1): 3}, NOW)
+    # t[0]: 40..59 were deleted before they were read; 60..69 and 90 were read (filtered out, markers)
+    assert [(x.topic, x.partition, x.first_offset, x.last_offset, x.records, x.cause) for x in found] == \
+        [("t", 0, 40, 59, 20, "retention")]
+    assert under_way == {}
+
+
+def test_a_deletion_the_batches_are_still_crossing_waits_to_be_one_entry_unless_settled():
+    found, under_way = skipped_losses({("t", 0): [(40, 50), (50, 60)]}, {("t", 0): 100}, NOW)
+    assert found == [] and under_way == {("t", 0): [(40, 60)]}
+    found, under_way = skipped_losses({("t", 0): [(40, 60), (60, 130)]}, {("t", 0): 100}, NOW)
+    assert found == [Loss("t", 0, 40, 99, 60, "retention", NOW)] and under_way == {}
+    found, _ = skipped_losses({("t", 0): [(40, 60)]}, {("t", 0): 100}, NOW, settle=True)
+    assert found == [Loss("t", 0, 40, 59, 20, "retention", NOW)]

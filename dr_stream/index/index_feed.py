@@ -21,13 +21,9 @@ too) with a deadline, `scan_timeout_s`: a scan that does not finish by it leaves
 in `unscanned`, which the flow reports; they resume from the index's marks, at-least-once for
 the copies past them.
 
-`processed_through` says, per source partition, below which origin offset the replicate query
-has handled every record (copied or skipped) *and* the feed holds the runs of those copies. Two
-sources: a published run ending at origin offset E (the copy reads each partition in order, so
-everything below E was handled; this is what real-time mode, whose batches end rarely, relies
-on), and a batch's progress (a batch's runs are on the runs topic before it commits, so once
-the feed has read up to where the topic ended when the progress arrived, it knows all of them;
-this covers records skipped after the last copy).
+`handled` (`handled_offsets`) says, per source partition, below which origin offset the
+replicate query has handled every record and the feed holds the runs of those copies, from the
+runs read and the batches committed, and which offsets committed batches read past without a copy.
 
 Invariants: the store only holds reported or scanned runs (never a record that is not on the
 destination); the Delta table receives every run the store receives, at least once.
@@ -45,10 +41,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.core.lag import spark_offsets
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
+from dr_stream.index.handled_offsets import HandledOffsets, Spans
 from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of, runs_frame
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader
@@ -92,8 +88,7 @@ class IndexFeed:
     _last_maintenance: float = field(default_factory=time.monotonic)
     _rows_unmerged: int = 0  # rows the table holds that no upkeep has merged yet (at most)
     _deleted_unkept: bool = False  # the store forgot deleted runs the table still holds
-    _progress: list[tuple[int | None, dict[Partition, int]]] = field(default_factory=list)
-    _processed: dict[Partition, int] = field(default_factory=dict)
+    handled: HandledOffsets = field(default_factory=HandledOffsets)
     # `_reading` is held while the runs topic is read (the feed thread, and `catch_up` from the
     # replicate query's start); `_lock` only while the store changes or is asked, so a
     # translation never waits for a read; `_table` keeps an append and a rewrite apart, since a
@@ -196,9 +191,8 @@ class IndexFeed:
                 self._unwritten.append((run, at))
                 # The copy reads each partition in offset order: a record copied at origin offset
                 # E means every record before it was handled (copied or skipped) already.
-                key = (run.origin_topic, run.origin_partition)
-                if at is not None and run.origin_end + 1 > self._processed.get(key, -1):
-                    self._processed[key] = run.origin_end + 1
+                if at is not None:
+                    self.handled.run_published((run.origin_topic, run.origin_partition), run.origin_end)
         published = [run for at, run in runs if at is not None and run.origin_cluster == self.source_cluster_id]
         if published:
             self.on_runs(published)
@@ -206,17 +200,25 @@ class IndexFeed:
             self.malformed += malformed
             self.log(f"{self.runs_topic}: skipped {malformed} reports that are not runs ({self.malformed} so far)")
 
-    def replicated(self, progress_end_offsets: str | Mapping | None) -> None:
-        """The replicate query committed a batch ending at these source offsets (its progress)."""
-        ends = spark_offsets(progress_end_offsets)
+    def replicated(self, ends: Mapping[Partition, int], spans: Spans | None = None) -> None:
+        """The replicate query committed a batch ending at these source offsets (its progress);
+        `spans`, (start offsets, end offsets) of a batch some of whose offsets may have delivered
+        no record, asks for the ranges it copied nothing of (`take_uncopied`)."""
         if ends:
             with self._lock:
-                self._progress.append((None, ends))
+                self.handled.batch_committed(ends, spans)
+
+    def take_uncopied(self) -> dict[Partition, list[tuple[int, int]]]:
+        """The origin ranges [first, end) committed batches read past without copying a record
+        (`RunStore.uncopied`) since the last call: records filtered out, transaction markers, and
+        records deleted before they were read."""
+        with self._lock:
+            return self.handled.take_uncopied()
 
     def locate(self, key: RunKey, offset: int) -> Located:
         """Where `offset` lands, `next` only once the flow has handled every record before it."""
         with self._lock:
-            return self.store.locate(key, offset, self._processed.get((key[0], key[1])), gated=True)
+            return self.store.locate(key, offset, self.handled.through.get((key[0], key[1])), gated=True)
 
     def begin_lives(self, lives: dict[Partition, int]) -> None:
         """The copies in each destination partition from its offset on are of a recreated source
@@ -252,10 +254,7 @@ class IndexFeed:
     def next_to_handle(self) -> dict[Partition, int]:
         """Per source partition, the next origin offset the flow has neither copied nor skipped."""
         with self._lock:
-            out = {key: last + 1 for key, last in self.store.last_copied().items()}
-            for key, offset in self._processed.items():
-                out[key] = max(out.get(key, 0), offset)
-            return out
+            return self.handled.next_to_handle(self.store.last_copied())
 
     def step(self, timeout: float = 0.1) -> bool:
         """One round: read new reports, apply batch progress they complete, write and maintain when
@@ -275,22 +274,19 @@ class IndexFeed:
         """A batch's progress counts once the feed has read the runs topic as far as it reached
         when the progress arrived (every run of that batch was published before it committed)."""
         moved = False
-        while self._progress:
+        while True:
             with self._lock:
-                needed, ends = self._progress[0]
-            if needed is None:
+                batch = self.handled.first_waiting()
+            if batch is None:
+                return moved
+            if batch.runs_needed is None:
                 needed = self._reader.end()
                 with self._lock:
-                    self._progress[0] = (needed, ends)
-            if (self._reader.position or 0) < needed:
+                    batch.runs_needed = needed
+            if (self._reader.position or 0) < (batch.runs_needed or 0):
                 return moved
             with self._lock:
-                self._progress.pop(0)
-                for key, offset in ends.items():
-                    if offset > self._processed.get(key, -1):
-                        self._processed[key] = offset
-                        moved = True
-        return moved
+                moved = self.handled.count_first(self.store) or moved
 
     def run(self, stop: threading.Event) -> None:
         """Feeds until `stop` is set, telling `on_advanced` each time something moved."""

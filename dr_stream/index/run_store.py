@@ -86,6 +86,20 @@ class Located:
     last_copied: int | None
 
 
+def gaps_between(first: int, end: int, copied: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ranges [a, b) of [first, end) outside every copied range (first, last), in order."""
+    gaps, at = [], first
+    for lo, hi in sorted(copied):
+        if lo >= end:
+            break
+        if lo > at:
+            gaps.append((at, lo))
+        at = max(at, hi + 1)
+    if at < end:
+        gaps.append((at, end))
+    return gaps
+
+
 class RunStore:
     """Runs by (origin partition, destination partition); constructing one does no I/O."""
 
@@ -196,6 +210,21 @@ class RunStore:
         ranges = [(max(r.origin_start, first), r.origin_end) for (topic, partition, _, _), runs in self._runs.items()
                   if (topic, partition) == origin for r in runs if r.origin_end >= first]
         return sorted(ranges)
+
+    def uncopied(self, origin: tuple[str, int], first: int, end: int) -> list[tuple[int, int]]:
+        """The ranges [a, b) of origin offsets in [first, end) of `origin` no known run copied. A
+        batch just committed asks of its own offsets, so the runs are read from the newest back
+        to the first that ends before them (a partition is copied in origin order)."""
+        copied = []
+        for key, runs in self._runs.items():
+            if (key[0], key[1]) != origin:
+                continue
+            for run in reversed(runs):
+                if run.origin_end < first:
+                    break
+                if run.origin_start < end:
+                    copied.append((max(run.origin_start, first), run.origin_end))
+        return gaps_between(first, end, copied)
 
     def last_copied(self) -> dict[tuple[str, int], int]:
         """(origin topic, partition) -> the highest origin offset copied."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
@@ -41,7 +41,6 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
-from dr_stream.core.lag import spark_offsets
 from dr_stream.failure_notes import summarised
 from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
@@ -64,7 +63,7 @@ from dr_stream.replication.holds import PartitionHolds, clamped
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.loss_watch import LossWatch
 from dr_stream.replication.losses import LossLedger
-from dr_stream.replication.progress import ProgressPrinter, QueryProgress
+from dr_stream.replication.progress import BatchRead, ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
 from dr_stream.replication.resume import Resume, marks_at_start
 from dr_stream.replication.task_slots import require_slots
@@ -219,16 +218,17 @@ class ReplicationFlow:
             return self.feed.next_to_handle()
         return dict(self._read_through)
 
-    def _on_replicated(self, end_offsets: str | Mapping | None) -> None:
+    def _on_replicated(self, batch: BatchRead) -> None:
+        ends = batch.ends
         if self._held:  # a held partition's batches read past its refused record without copying it
-            end_offsets = clamped(spark_offsets(end_offsets), self._held)
-        ends = spark_offsets(end_offsets)
+            ends = clamped(ends, self._held)
+            batch = batch.without(self._held)
         self._read_through.update(ends)
         self.holds.batch_committed(ends)
         if self.connected:
             self.lag_sampler.nudge()
         if self.feed is not None:
-            self.feed.replicated(end_offsets)
+            self.feed.replicated(ends, (batch.starts, batch.ends) if batch.may_have_gaps else None)
 
     def _on_cost(self, batch: BatchCost) -> None:
         widening = None if self.config.streaming.realtime else self.trigger.batch_done(batch)
@@ -300,9 +300,11 @@ class ReplicationFlow:
             self._marks, rewound = {}, {}
         holding = self.holds.at_start()
         self._held = {k: o for k, o in holding.held_from().items() if k[0] in replicated}
-        resume_at = {k: o for k, o in holding.resume_at().items() if k[0] in replicated}
-        self._marks, copied = self.holds.reread(self._marks, resume_at, self.feed.copied_from if self.feed else None)
-        self._marks = self.losses.at_start(replicated, self._marks, self._held, resume_at, rewound)
+        self._marks, copied, starts = self.holds.reread(self._marks, holding,
+                                                        self.feed.copied_from if self.feed else None)
+        resume_at = {k: o for k, o in starts.items() if k in holding.released() and k[0] in replicated}
+        self._marks = self.losses.at_start(replicated, self._marks, {k: starts[k] for k in self._held}, resume_at,
+                                           rewound)
         self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
             **self.losses.source_options(spark_options.replicate_source(config, sorted(replicated)))).load()
@@ -369,6 +371,8 @@ class ReplicationFlow:
                         self._message_bytes, self.topic_sync.largest_message_bytes):
                     self.request_restart(f"a source topic's max.message.bytes is now "
                                          f"{self.topic_sync.largest_message_bytes}: the sink grows to match")
+                if self.feed is not None:
+                    self.losses.read_past(self.feed.take_uncopied())
                 if time.monotonic() - last_recreation_check >= 10:
                     last_recreation_check = time.monotonic()
                     changed = self.losses.source_changed(self._marks) or self.holds.changed()

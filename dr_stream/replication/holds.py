@@ -230,25 +230,45 @@ class PartitionHolds:
             self.log(f"{hold.topic}[{hold.partition}]: the record at offset {hold.offset} is tried again")
         return holding
 
-    def reread(self, marks: dict[Partition, int], resume_at: dict[Partition, int],
+    def reread(self, marks: dict[Partition, int], holding: Holding,
                copied_from: Callable[[Partition, int], list[tuple[int, int]]] | None,
-               ) -> tuple[dict[Partition, int], dict[Partition, list[tuple[int, int]]]]:
-        """The resume marks and copied ranges of a start that reads released partitions again from
-        `resume_at`. A hold takes effect only once the refused record's task failed: records of its
-        partition sent after it may be on the destination already (the producer goes on with the
-        batches behind a refused one). So such a partition is read again from its new start, with
-        its mark just below it and the ranges the offset index says were copied past it skipped:
-        nothing is copied twice or left out (those few records stand before the ones between on
-        the destination). Until its batches pass those ranges, every start reads it so again."""
-        marks = {**marks, **{k: first - 1 for k, first in resume_at.items()}}
-        copied = {k: copied_from(k, first) for k, first in resume_at.items()} if copied_from else {}
-        self._until = {k: max([first - 1, *(b for _, b in copied.get(k, []))]) for k, first in resume_at.items()}
-        for (topic, partition), spans in sorted(copied.items()):
-            if spans:
-                self.log(f"{topic}[{partition}]: {sum(b - a + 1 for a, b in spans)} records past the held one were "
-                         f"copied before the hold took effect ({', '.join(f'{a}-{b}' for a, b in spans)}); they are "
-                         "not copied again, and stand before the records between them on the destination")
-        return marks, {k: v for k, v in copied.items() if v}
+               ) -> tuple[dict[Partition, int], dict[Partition, list[tuple[int, int]]], dict[Partition, int]]:
+        """The resume marks, the copied ranges and the start of each held or released partition
+        for a query about to start. A hold takes effect only once the refused record's task
+        failed, and the producer fails every record of the refused one's batch while it goes on
+        with the batches behind it: the records just before the refused one may be missing from
+        the destination (`hole_below`), and records after it may be there already. So such a
+        partition is read from its first record not on the destination (a released one from no
+        later than its new start), with its mark just below it and the ranges the offset index
+        says were copied past it skipped, a skipped record among them: nothing is copied twice or
+        left out (records copied early stand before the ones between on the destination). Until
+        its batches pass those ranges, every start reads a released partition so again."""
+        refused = {**holding.held_from(), **{k: h.offset for k, h in holding.released().items()}}
+        resume_at = holding.resume_at()
+        marks, copied, starts = dict(marks), {}, {}
+        for key, offset in sorted(refused.items()):
+            known = copied_from(key, 0) if copied_from else []
+            first = min(hole_below(offset, known), resume_at.get(key, offset))
+            starts[key] = first
+            marks[key] = min(marks.get(key, first - 1), first - 1)
+            ranges = [(max(a, first), b) for a, b in known if b >= first]
+            if resume_at.get(key, offset) > offset >= first:  # a skipped record stays skipped
+                ranges = sorted([*ranges, (offset, offset)])
+            if ranges:
+                copied[key] = ranges
+            self._said_reread(key, offset, first, [(a, b) for a, b in ranges if a > offset])
+        self._until = {k: max([starts[k] - 1, *(b for _, b in copied.get(k, []))]) for k in resume_at}
+        return marks, copied, starts
+
+    def _said_reread(self, key: Partition, refused: int, first: int, past: list[tuple[int, int]]) -> None:
+        topic, partition = key
+        if first < refused:
+            self.log(f"{topic}[{partition}]: records {first}-{refused - 1}, before the held one, failed with it (the "
+                     "producer fails its whole batch) and are copied now")
+        if past:
+            self.log(f"{topic}[{partition}]: {sum(b - a + 1 for a, b in past)} records past the held one were "
+                     f"copied before the hold took effect ({', '.join(f'{a}-{b}' for a, b in past)}); they are "
+                     "not copied again, and stand before the records between them on the destination")
 
     def batch_committed(self, end_offsets: Mapping[Partition, int]) -> None:
         """A batch of the query committed (said from Spark's listener, so nothing is written here)."""
@@ -271,10 +291,14 @@ class PartitionHolds:
         return f"held records released: {', '.join(f'{t}[{p}]' for t, p in sorted(released))}" if released else None
 
 
-def clamped(end_offsets: Mapping[Partition, int], held: Mapping[Partition, int]) -> dict[str, dict[str, int]]:
-    """A batch's end offsets as handled, in Spark's shape: a held partition only up to its refused record."""
-    out: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in end_offsets.items():
-        out.setdefault(topic, {})[str(partition)] = min(offset, held[(topic, partition)]) \
-            if (topic, partition) in held else offset
-    return out
+def hole_below(refused: int, copied: list[tuple[int, int]]) -> int:
+    """The first of the records just before a refused one that are not on the destination: one
+    past the highest copied offset below it (the refused record itself when the one before it was
+    copied, 0 when nothing below it is known copied)."""
+    below = [min(b, refused - 1) for a, b in copied if a < refused]
+    return max(below) + 1 if below else 0
+
+
+def clamped(end_offsets: Mapping[Partition, int], held: Mapping[Partition, int]) -> dict[Partition, int]:
+    """A batch's end offsets as handled: a held partition only up to its refused record."""
+    return {key: min(offset, held[key]) if key in held else offset for key, offset in end_offsets.items()}

@@ -21,7 +21,9 @@ replicate query, before Spark reads:
   reads the new topic from its first record and every other partition from where it was.
 The same new start (a new checkpoint, the old one renamed aside) reads a partition an operator
 released from a hold (`holds`) from the offset given. While the query runs, `source_changed`
-tells the flow to restart when an id changes or a log ends below what was copied.
+tells the flow to restart when an id changes or a log ends below what was copied, and `read_past`
+records the records retention deleted just before a batch read them: offsets a committed batch
+read past without a copy that are below the log start by the next check, a second or so later.
 
 Invariant: the watch never holds the query back: a check that fails (a cluster away, a
 checkpoint it cannot read) is said in one line and the query starts all the same.
@@ -43,7 +45,7 @@ from dr_stream.kafka.admin import log_bounds, topic_ids
 from dr_stream.kafka.record_reads import read_records
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.losses import Loss, LossLedger, record_found, retention_losses
+from dr_stream.replication.losses import Loss, LossLedger, record_found, retention_losses, skipped_losses
 from dr_stream.runtime.state_paths import move_aside, read_text, write_text
 
 if TYPE_CHECKING:
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 
 Partition = tuple[str, int]
 EARLIEST = -2  # Spark's specific-offsets marker for a partition's first record
+# The longest a deletion the running query is still crossing is held back before it is recorded.
+SETTLE_S = 60.0
 
 
 def handled_through(read: dict[Partition, int], marks: dict[Partition, int],
@@ -122,6 +126,8 @@ class LossWatch:
         self._ids: dict[str, str] = {}
         self._compared = False
         self._starting: str | None = None
+        self._read_past: dict[Partition, list[tuple[int, int]]] = {}
+        self._under_way_since: dt.datetime | None = None
 
     def at_start(self, replicated: dict[str, int], marks: dict[Partition, int],
                  held: Mapping[Partition, int] | None = None,
@@ -137,6 +143,10 @@ class LossWatch:
         self._starting = None
         recreated: list[str] = []
         rewound_now: set[Partition] = set()
+        try:  # what the last query read past, all of it now: the checkpoint is about to move on
+            self.read_past(self.feed.take_uncopied() if self.feed is not None else {}, settle=True)
+        except Exception as exc:
+            self.log(f"losses: could not compare what the last query read past with the source ({exc})")
         try:
             read = next_to_read(self.spark, self.config.replicate_checkpoint)
             positions = handled_through(read, marks, replicated)
@@ -241,6 +251,26 @@ class LossWatch:
     def source_options(self, options: dict[str, str]) -> dict[str, str]:
         """The replicate query's source options with the start `at_start` readied, if any."""
         return options if self._starting is None else {**options, "startingOffsets": self._starting}
+
+    def read_past(self, uncopied: Mapping[Partition, list[tuple[int, int]]], settle: bool = False) -> None:
+        """While the query runs: records what of the ranges its batches read past without a copy
+        (`IndexFeed.take_uncopied`) the source had deleted before they were read
+        (`skipped_losses`). A deletion the batches are still crossing is held back until they
+        cross its end, for one entry, at most `SETTLE_S` (or until `settle`: a restart); ranges
+        whose check fails are kept for the next call."""
+        for key, ranges in uncopied.items():
+            self._read_past.setdefault(key, []).extend(ranges)
+        if not self._read_past:
+            return
+        now = dt.datetime.now(dt.UTC)
+        settle = settle or (self._under_way_since is not None and
+                            (now - self._under_way_since).total_seconds() >= SETTLE_S)
+        starts = self._log_starts(dict.fromkeys(self._read_past, 0))
+        found, under_way = skipped_losses(self._read_past, starts, now, settle)
+        record_found(self.ledger, self.spark, found, self.log,
+                     lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
+        self._read_past = under_way
+        self._under_way_since = (self._under_way_since or now) if under_way else None
 
     def source_changed(self, marks: dict[Partition, int]) -> str | None:
         """Why the running query must restart, if the source changed under it: a subscribed topic

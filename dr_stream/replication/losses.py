@@ -69,6 +69,38 @@ def retention_losses(next_to_read: Mapping[Partition, int], log_starts: Mapping[
             if (topic, partition) in log_starts and log_starts[(topic, partition)] > nxt]
 
 
+def skipped_losses(uncopied: Mapping[Partition, list[tuple[int, int]]], log_starts: Mapping[Partition, int],
+                   now: dt.datetime, settle: bool = False) -> tuple[list[Loss], dict[Partition, list[tuple[int, int]]]]:
+    """While the flow runs: the offsets its committed batches read past without a copy that are
+    now below the partition's log start were deleted before they were read (Spark's source, told
+    not to fail on data loss, reads on from the log start): `retention` from each range's first
+    offset to the log start. Ranges still above it held records the flow filtered out, markers or
+    compacted records, and are no loss. Adjacent ranges are one entry, and a range that ends below
+    the log start is returned as still under way (batches capped in size cross a long deletion
+    in several), to be joined with what the next batches read, unless `settle`."""
+    losses, under_way = [], {}
+    for (topic, partition), ranges in sorted(uncopied.items()):
+        start = log_starts.get((topic, partition))
+        if start is None:
+            continue
+        for first, end in _joined(ranges):
+            if end < start and not settle:
+                under_way.setdefault((topic, partition), []).append((first, end))
+            elif (last := min(end, start) - 1) >= first:
+                losses.append(Loss(topic, partition, first, last, last - first + 1, "retention", now))
+    return losses, under_way
+
+
+def _joined(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for first, end in sorted(ranges):
+        if out and first <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((first, end))
+    return out
+
+
 def unrecorded(found: Iterable[Loss], recorded: list[Loss]) -> list[Loss]:
     """`found`, less the offsets the ledger already holds for the same partition and cause: a
     restart before the flow read past a gap finds it again, maybe grown (retention went on)."""

@@ -5,13 +5,43 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pyspark.sql import SparkSession
 
-from dr_stream.core.lag import spark_offsets
+from dr_stream.core.lag import Partition, spark_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.trigger_width import BatchCost
+
+
+@dataclass(frozen=True)
+class BatchRead:
+    """What one committed batch of the replicate query read: per source partition the offsets
+    [start, end) (a partition new to the query has no start), and how many records Spark's source
+    delivered from them."""
+
+    starts: dict[Partition, int]
+    ends: dict[Partition, int]
+    records: int
+
+    @classmethod
+    def of(cls, source: Mapping, records: int) -> BatchRead:
+        return cls(spark_offsets(source.get("startOffset")), spark_offsets(source.get("endOffset")), records)
+
+    @property
+    def may_have_gaps(self) -> bool:
+        """Whether some offset of the batch may have delivered no record: a transaction marker, a
+        record compacted away, or one deleted before it was read (Spark's source, told not to fail
+        on data loss, reads on from the log start). Not when the batch delivered a record for every
+        offset it spanned; a partition new to the query spans what cannot be told, so it may."""
+        if any(k not in self.starts for k in self.ends):
+            return True
+        return sum(max(0, end - self.starts[k]) for k, end in self.ends.items()) > self.records
+
+    def without(self, partitions: Mapping[Partition, int]) -> BatchRead:
+        return BatchRead({k: o for k, o in self.starts.items() if k not in partitions},
+                         {k: o for k, o in self.ends.items() if k not in partitions}, self.records)
 
 
 def durations(parts: dict[str, int] | None) -> str:
@@ -53,10 +83,10 @@ class ProgressPrinter:
 
     def __init__(self, flow_name: str, query_name: str, metrics: FlowMetrics,
                  log: Callable[[str], None] = print,
-                 on_batch: Callable[[Mapping | None], None] = lambda end_offsets: None,
+                 on_batch: Callable[[BatchRead], None] = lambda batch: None,
                  runs_published: bool = True, on_cost: Callable[[BatchCost], None] = lambda cost: None) -> None:
         self.flow_name, self.query_name, self.metrics, self.log = flow_name, query_name, metrics, log
-        # Told each committed batch's source end offsets ({topic: {partition: offset}}).
+        # Told what each committed batch read.
         self.on_batch = on_batch
         # Told what each batch cost (`trigger_width`).
         self.on_cost = on_cost
@@ -75,7 +105,7 @@ class ProgressPrinter:
             return
         sources = p.get("sources") or []
         if sources:
-            self.on_batch(sources[0].get("endOffset"))
+            self.on_batch(BatchRead.of(sources[0], int(p.get("numInputRows") or 0)))
         observed = p.get("observedMetrics") or {}
         replicate = observed.get("replicate")
         records = int(p.get("numInputRows") or 0)

@@ -20,10 +20,12 @@ from tests.kafka_tools import (
     consume_and_commit,
     count,
     create_topic,
+    delete_records_before,
     delete_topics,
     end_offsets,
     produce,
     set_topic_config,
+    topic_exists,
     unique,
     wait_until,
 )
@@ -86,6 +88,45 @@ def test_records_deleted_before_a_stopped_flow_read_them_are_each_recorded_once_
         assert done.returncode == 2, done.stderr[-2000:]
         assert [(x["partition"], x["records"]) for x in json.loads(done.stdout)["losses"]] == [
             (p, 330) for p in range(PARTITIONS)]
+    finally:
+        delete_topics(dc1.bootstrap, [topic])
+        delete_topics(dc2.bootstrap, [topic])
+
+
+def test_records_deleted_just_before_a_running_flow_read_them_are_recorded_once_exactly_as_what_never_arrived(
+        spark, dc1, dc2, tmp_path):
+    topic = unique("loss.running.")
+    create_topic(dc1.bootstrap, topic, partitions=2)
+    # small batches, so the flow is far behind when the source deletes what it has not read yet,
+    # and crosses the deletion in many batches that read nothing
+    config = flow_config(dc1, dc2, tmp_path, name="loss-running", topics={"include": [topic.replace(".", r"\.")]},
+                         streaming={"max_records_per_batch": 200, "trigger": "500ms"})
+    # 4 KiB records: Spark's consumer holds what it fetched (about 1 MB) and copies it even once
+    # deleted, so the loss starts past that
+    produce(dc1.bootstrap, topic, ({"value": f"{i:<4096}".encode(), "partition": i % 2} for i in range(6000)))
+    lines: list[str] = []
+    try:
+        with running_flow(spark, config, log=lines.append) as flow:
+            assert wait_until(lambda: count(dc2.bootstrap, topic) >= 300 if topic_exists(dc2.bootstrap, topic)
+                              else False, 120)
+            delete_records_before(dc1.bootstrap, topic, 0, 2000)  # partition 1 keeps everything
+
+            def arrived() -> set[int]:  # record i is offset i // 2 of partition i % 2
+                return {int(r.value) for r in consume_all(dc2.bootstrap, topic)}
+
+            # each partition is copied in order: its last record there means the rest is too
+            assert wait_until(lambda: {5998, 5999} <= arrived(), 180), count(dc2.bootstrap, topic)
+            assert wait_until(lambda: any(line.startswith("LOSS: ") for line in lines), 30), lines[-5:]
+            lost = scrape(flow.metrics)[("dr_stream_records_lost_total",
+                                         (("cause", "retention"), ("flow", "loss-running"), ("topic", topic)))]
+        copied = arrived()
+        never = sorted(i // 2 for i in range(0, 4000, 2) if i not in copied)
+        assert set(range(1, 6000, 2)) <= copied and set(range(4000, 6000, 2)) <= copied
+        ledger = [(x.partition, x.first_offset, x.last_offset, x.records, x.cause)
+                  for x in LossLedger(config.streaming.losses).read() if x.topic == topic]
+        # one entry for one deletion, covering exactly the records that never arrived
+        assert ledger == [(0, never[0], 1999, len(never), "retention")] and never == list(range(never[0], 2000))
+        assert lost == len(never) and len([line for line in lines if line.startswith("LOSS: ")]) == 1
     finally:
         delete_topics(dc1.bootstrap, [topic])
         delete_topics(dc2.bootstrap, [topic])

@@ -1,5 +1,5 @@
 from dr_stream.replication.flow_metrics import FlowMetrics
-from dr_stream.replication.progress import ProgressPrinter, durations, partitions_read, read_by_topic
+from dr_stream.replication.progress import BatchRead, ProgressPrinter, durations, partitions_read, read_by_topic
 from dr_stream.replication.trigger_width import BatchCost
 
 BATCH = {"startOffset": {"a": {"0": 5, "1": 7}, "b": {"0": 0}},
@@ -10,6 +10,14 @@ def test_a_batch_reads_from_the_partitions_whose_end_moved_past_their_start():
     # a[1] did not move; c[0] is new to the query, with no start to measure from
     assert partitions_read([BATCH]) == 2
     assert read_by_topic([BATCH]) == {"a": 4, "b": 3, "c": 0}
+
+
+def test_a_batch_may_have_gaps_only_when_it_delivered_fewer_records_than_offsets_or_a_partition_is_new():
+    spans = ({("a", 0): 5, ("a", 1): 7}, {("a", 0): 9, ("a", 1): 8})
+    assert not BatchRead(*spans, 5).may_have_gaps
+    assert BatchRead(*spans, 4).may_have_gaps
+    assert BatchRead(spans[0], {**spans[1], ("c", 0): 4}, 9).may_have_gaps
+    assert BatchRead(*spans, 4).without({("a", 0): 6}) == BatchRead({("a", 1): 7}, {("a", 1): 8}, 4)
 
 
 def test_durations_show_the_total_and_the_three_largest_parts():
@@ -28,7 +36,8 @@ def test_a_batchs_json_progress_is_counted_logged_and_passed_on():
                                                           "malformed_provenance": None}}})
     printer.batch_done({"name": "another query", "numInputRows": 99})
     assert printer.totals == {"batches": 1, "read": 10, "copied": 7, "skipped_cycle": 3, "malformed_provenance": 0}
-    assert ends == [BATCH["endOffset"]]
+    assert ends == [BatchRead({("a", 0): 5, ("a", 1): 7, ("b", 0): 0},
+                              {("a", 0): 9, ("a", 1): 7, ("b", 0): 3, ("c", 0): 4}, 10)]
     assert costs == [BatchCost(250, 10, 2)]
     assert lines[0].startswith("batch 7: 10 read, 7 copied, 3 skipped") and "0 rec/s" in lines[0]
 
