@@ -58,7 +58,7 @@ FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 
 # too), and a missing offset then reads as a harness fault. It waits only as long as it must. Its
 # long catch-up runs one Spark replicator and MirrorMaker 2: every replicator's start and stop
 # are already exercised above, and each one more took 20 s of the suite.
-SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 1_000), 300, 5, settle_s=5, long_records=9_000,
+SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 1_000), 300, 5, settle_s=3, long_records=9_000,
              long_tools=("dr-stream", "MirrorMaker 2"))
 
 

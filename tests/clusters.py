@@ -8,14 +8,23 @@ from pathlib import Path
 from dr_stream.dev.clusters import LocalCluster
 
 
-def started_cluster(home: Path, alias: str, port: int, compat: bool = False) -> Iterator[LocalCluster]:
-    """A plaintext cluster on the current Kafka (`compat`: on the last 3.x release)."""
+def started_cluster(home: Path, alias: str, port: int, compat: bool = False,
+                    stops: list[Path] | None = None) -> Iterator[LocalCluster]:
+    """A plaintext cluster on the current Kafka (`compat`: on the last 3.x release). With `stops`
+    (the session's `cluster_stops`), it is stopped with the session's other clusters, not alone."""
     cluster = LocalCluster(alias, port, home / alias, compat=compat)
     cluster.start()
     try:
         yield cluster
     finally:
+        _stop(cluster, stops)
+
+
+def _stop(cluster: LocalCluster, stops: list[Path] | None) -> None:
+    if stops is None:
         cluster.stop()
+    else:
+        stops.append(cluster.pid_file)
 
 
 # The secured cluster's SCRAM password, made at test time and reachable only through the
@@ -37,8 +46,8 @@ SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 SCRAM_USERS = ("drs", "drs-lp", "app")
 
 
-def started_secured(home: Path, alias: str, port: int, pki, extra_acls: Sequence[tuple[str, str, str, str]] = ()
-                    ) -> Iterator[LocalCluster]:
+def started_secured(home: Path, alias: str, port: int, pki, extra_acls: Sequence[tuple[str, str, str, str]] = (),
+                    stops: list[Path] | None = None) -> Iterator[LocalCluster]:
     """A secured cluster (`dev.clusters.Secured`) whose SCRAM users share one password made now
     and kept only in the environment; the flow principals hold what a flow needs on either side."""
     import os
@@ -55,7 +64,7 @@ def started_secured(home: Path, alias: str, port: int, pki, extra_acls: Sequence
             grant(cluster.bootstrap, principal, SOURCE_ACLS + DESTINATION_ACLS + list(extra_acls))
         yield cluster
     finally:
-        cluster.stop()
+        _stop(cluster, stops)
 
 
 def scram(pki, password: str = f"${{env:{SEC_PASSWORD_VARIABLE}}}", user: str = "drs", **trust) -> dict[str, str]:

@@ -66,24 +66,35 @@ def cluster_home() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def dc1(cluster_home) -> Iterator[LocalCluster]:
-    yield from started_cluster(cluster_home, "dc1", 21092)
+def cluster_stops(cluster_home) -> Iterator[list[Path]]:
+    """The PID files of the session's clusters, stopped here all at once when the session ends:
+    one after the other, their controlled shutdowns took half a minute of the suite."""
+    from dr_stream.dev.processes import stop_pids
+
+    pid_files: list[Path] = []
+    yield pid_files
+    stop_pids(pid_files, 30)
 
 
 @pytest.fixture(scope="session")
-def dc2(cluster_home) -> Iterator[LocalCluster]:
-    yield from started_cluster(cluster_home, "dc2", 22092)
+def dc1(cluster_home, cluster_stops) -> Iterator[LocalCluster]:
+    yield from started_cluster(cluster_home, "dc1", 21092, stops=cluster_stops)
 
 
 @pytest.fixture(scope="session")
-def dc3(cluster_home) -> Iterator[LocalCluster]:
-    yield from started_cluster(cluster_home, "dc3", 23092)
+def dc2(cluster_home, cluster_stops) -> Iterator[LocalCluster]:
+    yield from started_cluster(cluster_home, "dc2", 22092, stops=cluster_stops)
 
 
 @pytest.fixture(scope="session")
-def dc39(cluster_home) -> Iterator[LocalCluster]:
+def dc3(cluster_home, cluster_stops) -> Iterator[LocalCluster]:
+    yield from started_cluster(cluster_home, "dc3", 23092, stops=cluster_stops)
+
+
+@pytest.fixture(scope="session")
+def dc39(cluster_home, cluster_stops) -> Iterator[LocalCluster]:
     """A Kafka 3.9 cluster (`kafka-broker-compat`), for the compatibility test."""
-    yield from started_cluster(cluster_home, "dc39", 31092, compat=True)
+    yield from started_cluster(cluster_home, "dc39", 31092, compat=True, stops=cluster_stops)
 
 
 @pytest.fixture(scope="session")
@@ -94,19 +105,20 @@ def pki(cluster_home):
 
 
 @pytest.fixture(scope="session")
-def sec(cluster_home, pki) -> Iterator[LocalCluster]:
+def sec(cluster_home, pki, cluster_stops) -> Iterator[LocalCluster]:
     """A secured cluster: SASL_SSL (SCRAM-SHA-512, users drs, drs-lp and app) on 20094, mutual TLS
     (CN=drs-client) on 20095, the standard authorizer on; the test harness works on its plaintext
     listener (20092). drs and drs-client hold what a flow needs on either side; drs-lp and app
     hold nothing until a test grants them exactly what it checks."""
-    yield from started_secured(cluster_home, "sec", 20092, pki)
+    yield from started_secured(cluster_home, "sec", 20092, pki, stops=cluster_stops)
 
 
 @pytest.fixture(scope="session")
-def sec2(cluster_home, pki) -> Iterator[LocalCluster]:
+def sec2(cluster_home, pki, cluster_stops) -> Iterator[LocalCluster]:
     """A second secured cluster like `sec` (plaintext 30092, SASL_SSL 30094, TLS 30095), for what
     needs an authorizer on both sides (ACL sync); drs may also create and delete ACLs on it."""
-    yield from started_secured(cluster_home, "sec2", 30092, pki, [("CLUSTER", "kafka-cluster", "LITERAL", "ALTER")])
+    yield from started_secured(cluster_home, "sec2", 30092, pki, [("CLUSTER", "kafka-cluster", "LITERAL", "ALTER")],
+                               stops=cluster_stops)
 
 
 @pytest.fixture

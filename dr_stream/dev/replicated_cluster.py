@@ -98,11 +98,18 @@ class ReplicatedCluster:
         return all(node.is_running() for node in self.nodes)
 
     def start(self, timeout: float = 120.0) -> None:
+        self.launch()
+        self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Starts every node that does not run, without waiting for any."""
         cluster_id = self.cluster_id()
         for node in self.nodes:
             node.home.mkdir(parents=True, exist_ok=True)
             (node.home / "cluster.id").write_text(f"{cluster_id}\n")
             node.launch()
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
         for node in self.nodes:
             node.wait_ready(timeout)
 

@@ -41,8 +41,10 @@ def replicated(cluster_home):
     clusters = [ReplicatedCluster("dc1", 17092, cluster_home / "replicated-dc1"),
                 ReplicatedCluster("dc2", 18092, cluster_home / "replicated-dc2")]
     try:
+        for cluster in clusters:  # all six nodes start side by side
+            cluster.launch()
         for cluster in clusters:
-            cluster.start()
+            cluster.wait_ready()
         yield clusters
     finally:  # every node at once
         stop_pids([node.pid_file for cluster in clusters for node in cluster.nodes], 30)
