@@ -110,6 +110,9 @@ class RunStore:
         self._life_starts: dict[tuple[str, int], int] = {}
         # destination partition -> (origin offset, destination offset) of each rewind of its source
         self._rewinds: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        # keys whose runs are not in origin order on the destination: a restart copied records a
+        # failed write had left out after records past them (`resume.unwritten_below`)
+        self._disordered: set[RunKey] = set()
         for dest, offset in (life_starts or {}).items():
             self.begin_life(dest, offset)
         for dest, cuts in (rewinds or {}).items():
@@ -160,6 +163,9 @@ class RunStore:
                 runs[at] = runs[at].merged(run)
         else:
             insort(runs, run, key=lambda r: r.dest_start)
+        if ((at > 0 and runs[at - 1].origin_end >= runs[at].origin_start)
+                or (at + 1 < len(runs) and runs[at + 1].origin_start <= runs[at].origin_end)):
+            self._disordered.add(run.key)
         self._merge_around(runs, at)
 
     @staticmethod
@@ -231,7 +237,7 @@ class RunStore:
         out: dict[tuple[str, int], int] = {}
         for (topic, partition, _, _), runs in self._runs.items():
             if runs:
-                out[(topic, partition)] = max(out.get((topic, partition), -1), runs[-1].origin_end)
+                out[(topic, partition)] = max(out.get((topic, partition), -1), self._furthest(runs))
         return out
 
     def uncovered(self, bounds: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -265,14 +271,26 @@ class RunStore:
             # Nothing copied from the partition yet: while the copy has not passed the offset, its
             # records are on their way and the timestamp fallback would place the group too early.
             return Located(None, "waiting" if behind else "unknown", None)
-        last = runs[-1]
-        at = bisect_left(runs, offset, key=lambda r: r.origin_end)
-        if at < len(runs):
-            found = runs[at]
-            return Located(found.dest_start + max(offset - found.origin_start, 0), "exact", last.origin_end)
+        last, furthest = runs[-1], self._furthest(runs, key)
+        if key in self._disordered:
+            # the first destination offset holding a record at or past `offset`: a consumer from
+            # there misses none of them (it may read again records copied late, below `offset`)
+            places = [r.dest_start + max(offset - r.origin_start, 0) for r in runs if r.origin_end >= offset]
+            if places:
+                return Located(min(places), "exact", furthest)
+        else:
+            at = bisect_left(runs, offset, key=lambda r: r.origin_end)
+            if at < len(runs):
+                found = runs[at]
+                return Located(found.dest_start + max(offset - found.origin_start, 0), "exact", furthest)
         if behind:
-            return Located(None, "waiting", last.origin_end)
-        return Located(last.dest_end + 1, "next", last.origin_end)
+            return Located(None, "waiting", furthest)
+        return Located(last.dest_end + 1, "next", furthest)
+
+    def _furthest(self, runs: list[Run], key: RunKey | None = None) -> int:
+        """The highest origin offset among `runs` (those of one key, in destination order)."""
+        key = key or (runs[0].key if runs else None)
+        return max(r.origin_end for r in runs) if key in self._disordered else runs[-1].origin_end
 
 
 def cut(run: Run, origin_first: int, dest_offset: int) -> Run | None:

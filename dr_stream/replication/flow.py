@@ -65,7 +65,7 @@ from dr_stream.replication.loss_watch import LossWatch
 from dr_stream.replication.losses import LossLedger
 from dr_stream.replication.progress import BatchRead, ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
-from dr_stream.replication.resume import Resume, marks_at_start
+from dr_stream.replication.resume import Resume, marks_at_start, unwritten_at_start
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
@@ -302,6 +302,9 @@ class ReplicationFlow:
         self._held = {k: o for k, o in holding.held_from().items() if k[0] in replicated}
         self._marks, copied, starts = self.holds.reread(self._marks, holding,
                                                         self.feed.copied_from if self.feed else None)
+        if self.feed:
+            self._marks, copied = unwritten_at_start(self.spark, config.replicate_checkpoint, self.feed,
+                                                     self._marks, copied, starts, self.log)
         resume_at = {k: o for k, o in starts.items() if k in holding.released() and k[0] in replicated}
         self._marks = self.losses.at_start(replicated, self._marks, {k: starts[k] for k in self._held}, resume_at,
                                            rewound)

@@ -16,23 +16,30 @@ the operator chose to leave out at failback (`left_out`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
+from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+from pyspark.sql.classic.column import Column as JvmColumn
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import left_out_group
 from dr_stream.kafka.admin import log_bounds
+from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.left_out import read_left_out
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from dr_stream.index import IndexFeed
 
 Partition = tuple[str, int]
+# per source partition, inclusive origin offset ranges
+Ranges = dict[Partition, list[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,57 @@ def resume_marks(copied: dict[Partition, int], left_out: dict[Partition, int],
     return ResumeMarks(marks, recreated)
 
 
+@dataclass(frozen=True)
+class Unwritten:
+    """Resume marks lowered to the first record a failed write left out, with what stands copied
+    past it: `marks` and `copied` for `Resume`; `missing`, per partition lowered, (its first
+    record not on the destination, the last copied one) for the log."""
+
+    marks: dict[Partition, int]
+    copied: dict[Partition, list[tuple[int, int]]]
+    missing: dict[Partition, tuple[int, int]]
+
+
+def first_missing(read_from: int, mark: int, copied: Iterable[tuple[int, int]]) -> int | None:
+    """The first offset in [read_from, mark] that no copied range (inclusive) holds; None when
+    every one is held."""
+    nxt = read_from
+    for a, b in sorted(copied):
+        if a > nxt:
+            break
+        nxt = max(nxt, b + 1)
+    return nxt if nxt <= mark else None
+
+
+def unwritten_below(marks: dict[Partition, int], read: dict[Partition, int],
+                    copied: dict[Partition, list[tuple[int, int]]],
+                    copied_from: Callable[[Partition, int], list[tuple[int, int]]]) -> Unwritten:
+    """The marks a (re)starting query may skip through, where a write failed below the last copy.
+
+    The producer fails a batch that cannot be written (a refused record, a delivery timeout
+    through a long outage) and may still write the batches behind it, so the last copied offset
+    is not proof that every record below it was copied. What the query reads again from its
+    checkpoint (`read`: per partition, its next offset) up to its mark is checked against the
+    offset index (`copied_from`): a partition with a record there that no run copied is read from
+    that record, and the ranges copied past it are skipped (`copied`, joined with those already
+    given). A record filtered out (a cycle, a transaction marker) looks the same and is only read
+    and filtered again. Offsets below the checkpoint's position are never read again, so are not
+    looked at."""
+    marks, copied, missing = dict(marks), {k: list(v) for k, v in copied.items()}, {}
+    for key, mark in sorted(marks.items()):
+        start = read.get(key)
+        if start is None or start > mark:
+            continue
+        known = copied_from(key, start)
+        first = first_missing(start, mark, known)
+        if first is None:
+            continue
+        marks[key] = first - 1
+        copied[key] = disjoint([*copied.get(key, []), *((max(a, first), b) for a, b in known if b >= first)])
+        missing[key] = (first, mark)
+    return Unwritten(marks, copied, missing)
+
+
 def _offset_of_partition(offsets: dict[Partition, int]) -> Column:
     """The record's partition's entry in `offsets` (null for a partition not in it): one literal
     map lookup per record, fixed when the query starts, so it runs in both modes (real-time mode
@@ -77,11 +135,35 @@ def already_copied(marks: dict[Partition, int]) -> Column:
 
 
 def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
-    """True for a record within one of its partition's origin ranges (a handful: a partition whose
-    records past a refused one were copied before the hold took effect)."""
-    terms = [f"(topic = '{t}' AND partition = {int(p)} AND offset BETWEEN {int(a)}L AND {int(b)}L)"
-             for (t, p), spans in sorted(ranges.items()) for a, b in spans]
-    return F.expr(" OR ".join(terms)) if terms else F.lit(False)
+    """True for a record within one of its partition's origin ranges (inclusive). dr-stream's Java
+    function (`io.drstream.spark.CopiedRanges`): a hash lookup and a binary search per record,
+    compiled into the record path's stage however many ranges there are (an active-active flow
+    has one between every two records it filtered out)."""
+    merged = {key: disjoint(spans) for key, spans in ranges.items() if spans}
+    if not merged:
+        return F.lit(False)
+    context = SparkContext._active_spark_context
+    jvm, gateway = context._jvm, context._gateway
+    flat = [(t, p, a, b) for (t, p), spans in sorted(merged.items()) for a, b in spans]
+    topics = gateway.new_array(jvm.java.lang.String, len(flat))
+    partitions = gateway.new_array(jvm.int, len(flat))
+    firsts, lasts = gateway.new_array(jvm.long, len(flat)), gateway.new_array(jvm.long, len(flat))
+    for i, (t, p, a, b) in enumerate(flat):
+        topics[i], partitions[i], firsts[i], lasts[i] = t, p, a, b
+    rule = jvm.io.drstream.spark.CopiedRanges.of(topics, partitions, firsts, lasts)
+    return JvmColumn(jvm.io.drstream.spark.RecordPathColumns.inCopiedRanges(
+        rule, F.col("topic")._jc, F.col("partition")._jc, F.col("offset")._jc))
+
+
+def disjoint(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive ranges, sorted and with overlapping or adjoining ones joined."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def held_back(held: dict[Partition, int]) -> Column:
@@ -156,3 +238,19 @@ def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClien
         log(f"(re)start: origin offsets {shown_marks(marks.skip_through)} are already on the destination (or "
             "were left out), so records at or below them are skipped, not written twice")
     return marks.skip_through, left_out, {key: (end, offset) for key, end, offset in marks.recreated}
+
+
+def unwritten_at_start(spark: SparkSession, checkpoint: str, feed: IndexFeed, marks: dict[Partition, int],
+                       copied: Ranges, starts: dict[Partition, int],
+                       log: Callable[[str], None]) -> tuple[dict[Partition, int], Ranges]:
+    """`unwritten_below` for a query about to start from `checkpoint`, each partition lowered said
+    in a line; a held or released partition's start (`starts`, updated) moves down with it."""
+    found = unwritten_below(marks, next_to_read(spark, checkpoint), copied, feed.copied_from)
+    for (topic, partition), (first, last) in sorted(found.missing.items()):
+        past = sum(b - a + 1 for a, b in found.copied[(topic, partition)] if first <= a <= last)
+        log(f"{topic}[{partition}]: records from {first} on, below the last copied one ({last}), are not all on the "
+            "destination (a write failed and the producer went on with later ones): they are read again from "
+            f"{first}, and the {past} copied past it are not written twice")
+        if (topic, partition) in starts:
+            starts[(topic, partition)] = min(starts[(topic, partition)], first)
+    return found.marks, found.copied

@@ -46,6 +46,22 @@ class TestLocate:
         assert store.locate(KEY, 3).method == "unknown"
 
 
+class TestCopiedLate:
+    # origin 0-2 and 5-9 copied first; 3-4, which a failed write left out, copied after them at 8-9
+    RUNS = (run(0, 2, 0, 2), run(5, 9, 3, 7), run(3, 4, 8, 9))
+
+    def test_an_offset_places_a_group_at_the_first_destination_record_at_or_past_it(self):
+        store = RunStore(self.RUNS)
+        assert store.locate(KEY, 3) == Located(3, "exact", 9), "from 5's copy: 3 and 4 follow, nothing is missed"
+        assert store.locate(KEY, 6) == Located(4, "exact", 9)
+        assert store.locate(KEY, 1) == Located(1, "exact", 9)
+        assert store.locate(KEY, 10) == Located(10, "next", 9)
+
+    def test_the_last_copied_offset_is_the_highest_not_the_newest_on_the_destination(self):
+        assert RunStore(self.RUNS).last_copied() == {("t", 0): 9}
+        assert RunStore(reversed(self.RUNS)).last_copied() == {("t", 0): 9}
+
+
 class TestGatedNext:
     def test_next_waits_until_the_flow_has_handled_every_record_before_the_commit(self):
         store = RunStore([run(0, 9, 0, 9)])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from chispa import assert_df_equality
 
-from dr_stream.replication.resume import Resume, resume_marks
+from dr_stream.replication.resume import Resume, disjoint, first_missing, resume_marks, unwritten_below
 
 
 def test_what_the_destination_holds_is_skipped():
@@ -60,3 +62,46 @@ def test_a_held_partition_keeps_its_records_before_the_refused_one_and_ranges_co
     assert sorted(r.offset for r in reread.collect() if r.partition == 0 and r.topic == "t") == [41, 42, 45, 46, 48,
                                                                                                  49]
     assert reread.count() == 8
+
+
+def test_thousands_of_copied_ranges_filter_in_one_stage_exactly(spark):
+    # an active-active partition: every other record came back (filtered), so each copy is a range
+    ranges = {("t", 0): [(o, o) for o in range(0, 6000, 2)], ("t", 1): [(5, 9), (3, 4)]}
+    batch = spark.range(0, 6000).selectExpr("'t' AS topic", "0 AS partition", "id AS offset").union(
+        spark.range(0, 12).selectExpr("'t' AS topic", "1 AS partition", "id AS offset"))
+    kept = batch.where(~Resume(marks={("t", 0): -1}, copied=ranges).dropped())
+    assert sorted(r.offset for r in kept.collect() if r.partition == 0) == list(range(1, 6000, 2))
+    assert sorted(r.offset for r in kept.collect() if r.partition == 1) == [0, 1, 2, 10, 11]
+    plan = kept._jdf.queryExecution().executedPlan().toString()
+    assert len(re.findall(r"\*\(\d+\) Filter", plan)) == 2, plan  # "*(n)": inside a generated stage
+
+
+def test_the_first_missing_offset_is_the_first_no_copied_range_holds_up_to_the_mark():
+    assert first_missing(10, 98, [(0, 9), (10, 30), (57, 98)]) == 31
+    assert first_missing(10, 98, [(0, 98)]) is None
+    assert first_missing(10, 98, [(0, 5), (12, 98)]) == 10
+    assert first_missing(10, 98, [(10, 20), (21, 97)]) == 98
+    assert first_missing(10, 98, []) == 10
+
+
+def test_ranges_are_joined_where_they_overlap_or_adjoin():
+    assert disjoint([(5, 9), (0, 2), (3, 4), (8, 12), (20, 20)]) == [(0, 12), (20, 20)]
+
+
+def test_a_write_that_failed_below_the_last_copy_lowers_the_mark_to_it_and_skips_what_was_copied_past_it():
+    runs = {("t", 0): [(0, 9), (57, 98)], ("t", 1): [(0, 50)], ("t", 2): [(0, 3), (8, 9)]}
+
+    def copied_from(key, first):
+        return [(max(a, first), b) for a, b in runs[key] if b >= first]
+
+    # t[0]: the batch read again from 5 lost 10-56; t[1]: complete; t[2]: read from 10, past its hole
+    got = unwritten_below({("t", 0): 98, ("t", 1): 50, ("t", 2): 9}, {("t", 0): 5, ("t", 1): 20, ("t", 2): 10},
+                          {("t", 0): [(200, 200)]}, copied_from)
+    assert got.marks == {("t", 0): 9, ("t", 1): 50, ("t", 2): 9}
+    assert got.copied == {("t", 0): [(57, 98), (200, 200)]}
+    assert got.missing == {("t", 0): (10, 98)}
+
+
+def test_a_partition_the_checkpoint_does_not_place_is_not_looked_at():
+    got = unwritten_below({("t", 0): 98}, {}, {}, lambda key, first: [])
+    assert (got.marks, got.copied, got.missing) == ({("t", 0): 98}, {}, {})

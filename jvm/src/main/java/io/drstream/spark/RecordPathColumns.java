@@ -21,6 +21,11 @@ public final class RecordPathColumns {
     return functions.udf(rule, DataTypes.IntegerType).apply(keys, values, destinationTopic);
   }
 
+  /** Whether the record of this topic, partition and offset lies in one of {@code ranges}. */
+  public static Column inCopiedRanges(CopiedRanges ranges, Column topic, Column partition, Column offset) {
+    return functions.udf(ranges, DataTypes.BooleanType).apply(topic, partition, offset);
+  }
+
   /** {@link ProvenanceEntries} of the record whose header keys and values these are. */
   public static Column provenanceEntries(String header, Column keys, Column values) {
     return functions.udf(new ProvenanceEntries(header), ProvenanceEntries.TYPE).apply(keys, values);
