@@ -151,8 +151,11 @@ def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
     for i, (t, p, a, b) in enumerate(flat):
         topics[i], partitions[i], firsts[i], lasts[i] = t, p, a, b
     rule = jvm.io.drstream.spark.CopiedRanges.of(topics, partitions, firsts, lasts)
-    return JvmColumn(jvm.io.drstream.spark.RecordPathColumns.inCopiedRanges(
+    within = JvmColumn(jvm.io.drstream.spark.RecordPathColumns.inCopiedRanges(
         rule, F.col("topic")._jc, F.col("partition")._jc, F.col("offset")._jc))
+    # Once a query has read past the ranges (they lie in what it reads again first), a record
+    # costs one comparison: the generated code does not call the function past a false term.
+    return (F.col("offset") <= F.lit(max(b for _, _, _, b in flat))) & within
 
 
 def disjoint(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
