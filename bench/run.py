@@ -306,7 +306,7 @@ def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Log
     work = cache_dir() / "bench" / f"run-{stamp}"
     logs = cache_dir() / "bench" / "logs"  # kept after the run, unlike `work`
     source = LocalCluster("bench-src", ports[0], work / "src")
-    tools = [only] if only else list(TOOLS)
+    tools = [only] if only else [t for t in TOOLS if not size.tools or t in size.tools]
     runs: dict[str, list[ToolResult]] = {tool: [] for tool in tools}
     try:
         megabytes = start_source(source, size, log)
