@@ -246,6 +246,12 @@ class PartitionHolds:
         refused = {**holding.held_from(), **{k: h.offset for k, h in holding.released().items()}}
         resume_at = holding.resume_at()
         marks, copied, starts = dict(marks), {}, {}
+        if copied_from is None:
+            # No offset index, so nothing says what is on the destination: the partition is read
+            # again from its checkpoint's position, at least once, as after any restart of such a flow.
+            starts = {key: resume_at.get(key, offset) for key, offset in refused.items()}
+            self._until = {k: starts[k] - 1 for k in resume_at}
+            return marks, copied, starts
         for key, offset in sorted(refused.items()):
             known = copied_from(key, 0) if copied_from else []
             first = min(hole_below(offset, known), resume_at.get(key, offset))

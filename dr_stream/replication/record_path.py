@@ -24,6 +24,7 @@ from dr_stream.runtime.provenance_columns import (
     MALFORMED_BITS,
     append_headers,
     cycle_flags,
+    origin_stamp,
     provenance_value,
     timestamp_stamp,
 )
@@ -111,10 +112,12 @@ def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
 
 
 def sink_headers(plan: ReplicationPlan) -> Column:
-    """The record's headers, then this hop's provenance header and the transient timestamp header."""
-    added = [(TIMESTAMP_HEADER, timestamp_stamp(F.col("timestamp")))]
-    if plan.provenance_enabled:
-        added.insert(0, (plan.header, provenance_value(plan.source_cluster_id)))
+    """The record's headers, then this hop's provenance header and the transient timestamp header
+    (without provenance, the stamp names the source record too: `origin_stamp`)."""
+    if not plan.provenance_enabled:
+        return append_headers(F.col("headers"), [(TIMESTAMP_HEADER, origin_stamp(F.col("timestamp")))])
+    added = [(plan.header, provenance_value(plan.source_cluster_id)),
+             (TIMESTAMP_HEADER, timestamp_stamp(F.col("timestamp")))]
     return append_headers(F.col("headers"), added)
 
 

@@ -71,6 +71,14 @@ def timestamp_stamp(timestamp: Column) -> Column:
     return JvmColumn(_record_path_columns().timestampStamp(F.unix_millis(timestamp)._jc))
 
 
+def origin_stamp(timestamp: Column) -> Column:
+    """`timestamp_stamp` followed by the source record's partition (4 bytes), offset (8 bytes) and
+    topic (UTF-8): the stamp of a flow without provenance, whose sink has no other way to name a
+    record the destination refuses (jvm/ CopyInterceptor.stampedOrigin)."""
+    return JvmColumn(_record_path_columns().originStamp(F.unix_millis(timestamp)._jc, F.col("topic")._jc,
+                                                        F.col("partition")._jc, F.col("offset")._jc))
+
+
 CYCLE = 1  # io.drstream.spark.CycleRule.CYCLE
 MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
 

@@ -124,3 +124,49 @@ def test_a_refused_record_holds_its_partition_while_the_others_copy_and_skip_or_
     finally:
         delete_topics(dc1.bootstrap, [topic, other])
         delete_topics(dc2.bootstrap, [topic, other])
+
+
+def test_without_provenance_a_refused_record_still_holds_only_its_partition_and_a_skip_lets_it_go_on(
+        spark, dc1, dc2, tmp_path):
+    # No provenance, so no offset index: the sink names the refused record from its stamp, and the
+    # flow copies at least once (a held partition is read again from its checkpoint's position).
+    topic = unique("held.bare.")
+    create_topic(dc1.bootstrap, topic, partitions=2)
+    create_topic(dc2.bootstrap, topic, partitions=2, config={"cleanup.policy": "compact"})
+    topics = {"include": [topic.replace(".", r"\.")], "sync_configs": False}
+    config = flow_config(dc1, dc2, tmp_path, name="held-bare", topics=topics, provenance={"enabled": False})
+    file = flow_file(config, tmp_path, topics=topics, provenance={"enabled": False})
+    produce(dc1.bootstrap, topic, [*keyed(0, 29, 0), {"key": None, "value": b"no key", "partition": 0},
+                                   *keyed(31, 59, 0), *keyed(0, 59, 1)])
+    lines: list[str] = []
+
+    def keys(partition: int) -> Counter:
+        return Counter(r.key for r in consume_all(dc2.bootstrap, topic) if r.partition == partition)
+
+    try:
+        with running_flow(spark, config, log=lines.append) as flow:
+            assert wait_until(lambda: any(x.startswith("HELD: ") for x in lines)
+                              and ends(dc2.bootstrap, topic)[1] == 60, 120), (ends(dc2.bootstrap, topic), lines[-10:])
+            held = [x for x in lines if x.startswith("HELD: ")]
+            assert len(held) == 1 and f"{topic}[0] held at offset 30 (" in held[0], held
+            produce(dc1.bootstrap, topic, keyed(60, 79, 1))
+            assert wait_until(lambda: ends(dc2.bootstrap, topic)[1] >= 80, 60), "the other partition goes on"
+            skipped = cli("skip", "--config", file, "--topic", topic, "--partition", "0", "--offset", "30")
+            assert skipped.returncode == 0, skipped.stderr[-2000:]
+            assert wait_until(lambda: set(keys(0)) == {f"k{i}".encode() for i in range(60) if i != 30}, 120), \
+                (ends(dc2.bootstrap, topic), lines[-10:])
+            restarts = scrape(flow.metrics).get(("dr_stream_query_restarts_total",
+                                                 (("flow", "held-bare"), ("query", config.replicate_query))), 0)
+        assert None not in keys(0), "the refused record was skipped, not copied"
+        assert set(keys(1)) == {f"k{i}".encode() for i in range(80)}
+        # the stamp that named the source record is gone; the source timestamp stays
+        source = {(r.key, r.timestamp) for r in consume_all(dc1.bootstrap, topic) if r.partition == 1}
+        copies = [r for r in consume_all(dc2.bootstrap, topic) if r.partition == 1]
+        assert {(r.key, r.timestamp) for r in copies} == source and all(r.headers == () for r in copies)
+        assert restarts <= 3, f"no crash loop: {restarts} restarts"
+        assert [(x.partition, x.first_offset, x.records, x.cause) for x in LossLedger(config.streaming.losses).read()] \
+            == [(0, 30, 1, "refused")]
+        assert not any("Traceback" in x for x in lines)
+    finally:
+        delete_topics(dc1.bootstrap, [topic])
+        delete_topics(dc2.bootstrap, [topic])

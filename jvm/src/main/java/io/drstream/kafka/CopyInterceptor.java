@@ -30,7 +30,9 @@ import org.slf4j.LoggerFactory;
  * epoch milliseconds as 8 bytes, big-endian. {@code onSend} moves it into the record's timestamp
  * and drops the header. A record leaves either unchanged (no stamp) or with the stamp removed and
  * every other header, the key, value and partition untouched; a stamp that is not 8 bytes leaves
- * the timestamp to the producer, as Kafka would.
+ * the timestamp to the producer, as Kafka would. A flow without provenance (so without runs) adds
+ * its source record's topic, partition and offset to the stamp, the one way a refused record of
+ * it can be named ({@link #stampedOrigin}).
  *
  * <p>Runs: the interceptor turns the producer's sends and acknowledgements into runs (origin
  * offsets -> destination offsets) and publishes them to the flow's runs topic on the destination.
@@ -63,6 +65,8 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
   /** The provenance header a flow uses unless its `provenance.header` names another. */
   public static final String DEFAULT_PROVENANCE_HEADER = "__replicator_id";
   static final long DEFAULT_INTERVAL_MS = 500;
+  /** The fixed part of an origin stamp: timestamp, partition, offset; the topic follows. */
+  static final int ORIGIN_STAMP_BYTES = Long.BYTES + Integer.BYTES + Long.BYTES;
 
   private static final Logger LOG = LoggerFactory.getLogger(CopyInterceptor.class);
   private static final CopyRuns.Origin NONE = new CopyRuns.Origin("", "", -1, -1, -1);
@@ -120,8 +124,20 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
 
   @Override
   public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
+    if (runsTopic == null) {
+      // no offset index: only a refused record's origin is wanted, from the stamp when it has one
+      Header stamp = record.headers().lastHeader(STAMP_HEADER);
+      CopyRuns.Origin origin = stamp == null ? null : stampedOrigin(stamp.value());
+      record = stamped(record);
+      if (origin != null && record.partition() != null) {
+        synchronized (sent) {
+          queue(record.topic(), record.partition()).add(origin);
+        }
+      }
+      return record;
+    }
     record = stamped(record);
-    if (runsTopic == null || record.partition() == null) {
+    if (record.partition() == null) {
       return record;
     }
     CopyRuns.Origin origin = origin(record);
@@ -146,9 +162,31 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
         record.topic(), record.partition(), timestamp(stamp.value()), record.key(), record.value(), record.headers());
   }
 
-  /** The stamp's epoch milliseconds; null (the producer's own time) for a value not 8 bytes long. */
+  /**
+   * The stamp's epoch milliseconds; null (the producer's own time) for a value that is neither 8
+   * bytes long nor an origin stamp ({@link #stampedOrigin}).
+   */
   static Long timestamp(byte[] value) {
-    return value == null || value.length != Long.BYTES ? null : ByteBuffer.wrap(value).getLong();
+    return value == null || value.length != Long.BYTES && value.length < ORIGIN_STAMP_BYTES ? null
+        : ByteBuffer.wrap(value).getLong();
+  }
+
+  /**
+   * The source record's topic, partition and offset, which a flow without provenance adds to its
+   * stamp so that a refused record can still be named: after the 8 bytes of the timestamp, the
+   * partition (4 bytes), the offset (8 bytes), then the topic in UTF-8, all big-endian. Null for
+   * a stamp of the timestamp alone.
+   */
+  static CopyRuns.Origin stampedOrigin(byte[] value) {
+    if (value == null || value.length <= ORIGIN_STAMP_BYTES) {
+      return null;
+    }
+    ByteBuffer buffer = ByteBuffer.wrap(value);
+    long timestamp = buffer.getLong();
+    int partition = buffer.getInt();
+    long offset = buffer.getLong();
+    String topic = new String(value, ORIGIN_STAMP_BYTES, value.length - ORIGIN_STAMP_BYTES, StandardCharsets.UTF_8);
+    return new CopyRuns.Origin("", topic, partition, offset, timestamp);
   }
 
   /** The record's newest provenance entry, or NONE when it has none that parses. */
@@ -161,7 +199,19 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
 
   @Override
   public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
-    if (runsTopic == null || metadata == null) {
+    if (metadata == null) {
+      return;
+    }
+    if (runsTopic == null) {
+      CopyRuns.Origin stamped;
+      synchronized (sent) {
+        List<ArrayDeque<CopyRuns.Origin>> partitions = sent.get(metadata.topic());
+        stamped = partitions == null || metadata.partition() < 0 || partitions.size() <= metadata.partition() ? null
+            : partitions.get(metadata.partition()).poll();
+      }
+      if (exception != null && stamped != null) {
+        refusals.failed(exception, stamped, metadata.topic(), metadata.partition());
+      }
       return;
     }
     CopyRuns.Origin origin;

@@ -2,9 +2,11 @@ package io.drstream.spark;
 
 import java.io.Serializable;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.api.java.UDF0;
 import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 
@@ -46,6 +48,29 @@ public final class RecordPathColumns {
    */
   public static Column timestampStamp(Column epochMillis) {
     return functions.udf(new Stamp(), DataTypes.BinaryType).apply(epochMillis);
+  }
+
+  /**
+   * The stamp of a flow without provenance: the timestamp's 8 bytes, then the source record's
+   * partition (4 bytes), offset (8 bytes) and topic (UTF-8), so the sink can name a record the
+   * destination refuses ({@code io.drstream.kafka.CopyInterceptor.stampedOrigin}).
+   */
+  public static Column originStamp(Column epochMillis, Column topic, Column partition, Column offset) {
+    return functions.udf(new OriginStamp(), DataTypes.BinaryType).apply(epochMillis, topic, partition, offset);
+  }
+
+  private static final class OriginStamp implements UDF4<Long, String, Integer, Long, byte[]>, Serializable {
+    private static final long serialVersionUID = 1L;
+
+    @java.lang.Override
+    public byte[] call(Long ms, String topic, Integer partition, Long offset) {
+      if (ms == null || topic == null || partition == null || offset == null) {
+        return ms == null ? null : ByteBuffer.allocate(Long.BYTES).putLong(ms).array();
+      }
+      byte[] name = topic.getBytes(StandardCharsets.UTF_8);
+      return ByteBuffer.allocate(Long.BYTES + Integer.BYTES + Long.BYTES + name.length)
+          .putLong(ms).putInt(partition).putLong(offset).put(name).array();
+    }
   }
 
   private static final class Stamp implements UDF1<Long, byte[]>, Serializable {
