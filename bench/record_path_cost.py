@@ -56,7 +56,7 @@ def source_rows(spark: SparkSession, records: int, value_bytes: int = 1024) -> D
 VARIANTS: dict[str, Variant] = {
     "scan only (subtracted from the others)": lambda df: df.select(F.col("partition")),
     "plain Spark: the sink's columns": lambda df: df.select(*SINK_COLUMNS),
-    "+ timestamp header (to_sink_rows without provenance)": to_sink_rows(TIMESTAMP_ONLY),
+    "+ stamp header (to_sink_rows without provenance: timestamp and origin)": to_sink_rows(TIMESTAMP_ONLY),
     "+ provenance header (to_sink_rows)": to_sink_rows(PLAN),
     "prepare (counts, cycle filter) + plain columns": lambda df: df.transform(prepare(PLAN)).select(*SINK_COLUMNS),
     "dr-stream: prepare + to_sink_rows": lambda df: df.transform(prepare(PLAN)).transform(to_sink_rows(PLAN)),

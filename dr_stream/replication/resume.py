@@ -131,7 +131,10 @@ def already_copied(marks: dict[Partition, int]) -> Column:
     """True for a record at or below its partition's mark."""
     if not marks:
         return F.lit(False)
-    return F.coalesce(F.col("offset") <= _offset_of_partition(marks), F.lit(False))
+    # Past the highest mark (every record once a query has read past its restart's span) a
+    # record costs one comparison, not the map lookup: the generated code stops at a false term.
+    return (F.col("offset") <= F.lit(max(marks.values()))) & F.coalesce(
+        F.col("offset") <= _offset_of_partition(marks), F.lit(False))
 
 
 def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
