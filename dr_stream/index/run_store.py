@@ -220,14 +220,17 @@ class RunStore:
     def uncopied(self, origin: tuple[str, int], first: int, end: int) -> list[tuple[int, int]]:
         """The ranges [a, b) of origin offsets in [first, end) of `origin` no known run copied. A
         batch just committed asks of its own offsets, so the runs are read from the newest back
-        to the first that ends before them (a partition is copied in origin order)."""
+        to the first that ends before them (a partition is copied in origin order, unless a
+        restart copied records a failed write had left out: then every run is read)."""
         copied = []
         for key, runs in self._runs.items():
             if (key[0], key[1]) != origin:
                 continue
             for run in reversed(runs):
                 if run.origin_end < first:
-                    break
+                    if key not in self._disordered:
+                        break
+                    continue
                 if run.origin_start < end:
                     copied.append((max(run.origin_start, first), run.origin_end))
         return gaps_between(first, end, copied)

@@ -57,6 +57,11 @@ class TestCopiedLate:
         assert store.locate(KEY, 1) == Located(1, "exact", 9)
         assert store.locate(KEY, 10) == Located(10, "next", 9)
 
+    def test_offsets_a_batch_read_are_uncopied_only_where_no_run_holds_them_whatever_the_order(self):
+        store = RunStore([*self.RUNS, run(12, 14, 10, 12)])
+        assert store.uncopied(("t", 0), 5, 15) == [(10, 12)], "5-9 stand before 3-4 on the destination"
+        assert store.uncopied(("t", 0), 0, 5) == []
+
     def test_the_last_copied_offset_is_the_highest_not_the_newest_on_the_destination(self):
         assert RunStore(self.RUNS).last_copied() == {("t", 0): 9}
         assert RunStore(reversed(self.RUNS)).last_copied() == {("t", 0): 9}
