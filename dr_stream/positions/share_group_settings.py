@@ -63,8 +63,9 @@ class ShareGroupSettings:
                                            f"(tried again every {self.interval_s:g} s)",
             lambda group: f"share group {group}: settings made as on the source on {self.destination_alias} again")
 
-    def round(self, groups: list[str]) -> None:
-        """Reads the groups' settings on the source and makes those that changed equal on the destination."""
+    def round(self, groups: list[str]) -> int:
+        """Reads the groups' settings on the source and makes those that changed equal on the
+        destination; how many groups it could not."""
         failed: dict[str, str] = {}
         changed: dict[str, dict[str, str]] = {}
         for group, found in self.source.configs(groups).items():
@@ -75,6 +76,7 @@ class ShareGroupSettings:
         if changed:
             self._make_equal(changed, failed)
         self._failures.round(failed, groups)
+        return len(failed)
 
     def _make_equal(self, changed: dict[str, dict[str, str]], failed: dict[str, str]) -> None:
         names = sorted(changed)

@@ -90,6 +90,8 @@ class ShareGroupSync:
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
     # the groups' `share.*` configs made as on the source, before their start offsets are set
     settings: ShareGroupSettings | None = None
+    # told each round how many groups' offsets or settings (`what`) it left unlike the source
+    not_synced: Callable[[str, int], None] = lambda what, groups: None
     # key -> the source start offset whose translation is handled
     _handled: dict[Key, int] = field(default_factory=dict)
     _skips: dict[str, str] = field(default_factory=dict)
@@ -106,7 +108,8 @@ class ShareGroupSync:
 
     @classmethod
     def of(cls, config: FlowConfig, locate: Locate, helper: Kafka4Groups | None,
-           log: Callable[[str], None]) -> ShareGroupSync | None:
+           log: Callable[[str], None],
+           not_synced: Callable[[str, int], None] = lambda what, groups: None) -> ShareGroupSync | None:
         """The flow's share-group sync through its Kafka 4 helper (`kafka4_groups.flow_helper`, the
         flow's to close), None when `offsets.share_groups` selects none."""
         selected = config.offsets.share_groups
@@ -122,14 +125,14 @@ class ShareGroupSync:
         sync = GroupSync(config.destination, config.name, batched=True, offsets=on_destination)
         settings = ShareGroupSettings(on_source, on_destination, config.destination.alias, selected.interval_s, log)
         return cls(on_source, translator, sync, selected.filter, config.topic_filter,
-                   config.destination.alias, selected.interval_s, log, settings=settings)
+                   config.destination.alias, selected.interval_s, log, settings=settings, not_synced=not_synced)
 
     def round(self) -> list[tuple[Translation, str]]:
         """Reads the selected source share groups, translates what moved or is not set yet, and
         sets it; returns each translation with its action."""
         selected = sorted(g for g in self.source.listed() if self.groups.matches(g))
         if self.settings is not None:
-            self.settings.round(selected)
+            self.not_synced("settings", self.settings.round(selected))
         failed: dict[str, str] = {}
         commits = []
         for group, found in self.source.committed(selected).items():
@@ -153,6 +156,7 @@ class ShareGroupSync:
                 self._handled[t.key] = t.source_offset
             elif action.startswith("failed"):
                 failed[t.group] = action.removeprefix("failed: ")
+        self.not_synced("offsets", len(set(failed) | {g for g, items in by_group.items() if skip_reason(items)}))
         for group, items in sorted(by_group.items()):
             written = sum(1 for _, action in items if action == "committed")
             self.totals["set"] += written

@@ -161,8 +161,8 @@ class ReplicationFlow:
         self.clock.mark("translation")
         if self.translate_loop:
             self.feed.on_advanced = self.translate_loop.on_index_advanced
-        self.share_sync = ShareGroupSync.of(config, self.feed.locate, self.kafka4, self.log) \
-            if self.translate_loop else None
+        self.share_sync = ShareGroupSync.of(config, self.feed.locate, self.kafka4, self.log,
+                                            self.metrics.share_groups_not_synced) if self.translate_loop else None
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
                                             positions_from=config.offsets.positions_from,
                                             on_round=partial(self.metrics.loop_round, "poller"),

@@ -54,6 +54,7 @@ class FlowMetrics:
         self._probed = False
         self._sampled_at: float | None = None
         self._synced: dict[str, int] = {}
+        self._share_unsynced: dict[str, int] = {}
         self._active: dict[str, bool] = {}
         self._restarts: dict[str, int] = {}
         self._progressed: dict[str, float] = {}
@@ -140,6 +141,13 @@ class FlowMetrics:
         with self._lock:
             self._rounds[loop] = (seconds, items, period_s)
 
+    def share_groups_not_synced(self, what: str, groups: int) -> None:
+        """Share groups whose `what` (`offsets`, `settings`) a round did not make as on the source:
+        failed, or skipped while the group runs on the destination."""
+        if groups:
+            with self._lock:
+                self._share_unsynced[what] = self._share_unsynced.get(what, 0) + groups
+
     def partitions_held(self, held: int) -> None:
         """Partitions held now at a record the destination refused (`holds`)."""
         with self._lock:
@@ -213,6 +221,9 @@ class FlowMetrics:
                          "(malformed_provenance: copied, but their provenance did not parse)", "reason", self._skipped),
             self._family(CounterMetricFamily, "dr_stream_groups_synced", "Group positions written to (or judged for) "
                          "the destination, by outcome", "action", self._synced),
+            self._family(CounterMetricFamily, "dr_stream_share_groups_not_synced", "Share groups a round left unlike "
+                         "the source on the destination (failed, or skipped while the group runs there), by what: "
+                         "offsets, settings", "what", self._share_unsynced),
             self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure, a "
                          "topology change or a wider trigger", "query", self._restarts),
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "

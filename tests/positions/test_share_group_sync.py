@@ -73,9 +73,10 @@ class _Destination:
 
 def test_a_busy_share_group_is_said_set_once_and_again_only_after_it_was_held():
     lines: list[str] = []
+    unsynced: list[tuple[str, int]] = []
     source, translator, destination = _Source(), _Translator(), _Destination()
     sync = ShareGroupSync(source, translator, destination, GroupFilter(("s",)), TopicFilter((".*",)), "dc2",
-                          log=lines.append)
+                          log=lines.append, not_synced=lambda what, groups: unsynced.append((what, groups)))
     sync.round()
     source.offset = 60
     sync.round()
@@ -93,3 +94,5 @@ def test_a_busy_share_group_is_said_set_once_and_again_only_after_it_was_held():
     sync.round()  # set once the destination group is empty, the source unmoved
     assert destination.offsets == {("orders", 0): 90}
     assert lines[2:] == ["share group s: start offsets set on dc2: orders[0] 90 (exact, source 80)"]
+    # counted every round it stays unlike the source, though said once
+    assert unsynced == [("offsets", n) for n in (0, 0, 0, 1, 1, 0)]

@@ -48,6 +48,9 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     metrics.batch_done("replicate-f", {"came_from_destination": 7, "left_out": 2})
     metrics.lag_sampled([PartitionLag("orders", 0, 50, 39, 10, 2.5), PartitionLag("orders", 1, 9, 8, 0, 0.0)], ["dc2"])
     metrics.groups_synced(["committed", "skipped: group is Stable on the destination (1 members)", "committed"])
+    metrics.share_groups_not_synced("offsets", 2)
+    metrics.share_groups_not_synced("offsets", 1)
+    metrics.share_groups_not_synced("settings", 0)
     metrics.translation_ages = lambda: {"g1": 0.0, "g2": 4.5}
     metrics.trigger_set(1000)
     metrics.trigger_set(5000)  # widened, the query restarted with it
@@ -62,6 +65,8 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     assert s[("dr_stream_groups_synced_total", (("action", "committed"), ("flow", "f")))] == 2
     assert s[("dr_stream_groups_synced_total", (("action", "skipped_active"), ("flow", "f")))] == 1
     assert s[("dr_stream_translation_age_seconds", (("flow", "f"), ("group", "g2")))] == 4.5
+    assert s[("dr_stream_share_groups_not_synced_total", (("flow", "f"), ("what", "offsets")))] == 3
+    assert ("dr_stream_share_groups_not_synced_total", (("flow", "f"), ("what", "settings"))) not in s
     assert s[("dr_stream_cluster_up", (("cluster", "dc2"), ("flow", "f")))] == 0
     assert s[("dr_stream_cluster_up", (("cluster", "dc1"), ("flow", "f")))] == 1
     assert metrics.lag_records() == 10
