@@ -14,8 +14,8 @@ a small driver; run every minute regardless, it took CPU from the copy in every 
 restart): it reads the runs topic to its end, then scans each destination partition from just
 past its last known run to its log end for records this flow copied that no run reported (the
 producer died between the acknowledgement and the publication), so the store covers every
-copy on the destination before a single new record is written. The Delta table gets them at
-the feed's next round, beside the query's start rather than before it. The scan reads all those
+copy on the destination before a single new record is written. The Delta table gets the
+scanned ones at the feed's next round, beside the query's start rather than before it. The scan reads all those
 partitions side by side in the driver (`destination_tail`, the reader and rule a failover uses
 too) with a deadline, `scan_timeout_s`: a scan that does not finish by it leaves its partitions
 in `unscanned`, which the flow reports; they resume from the index's marks, at-least-once for
@@ -138,10 +138,13 @@ class IndexFeed:
             # The feed thread will not read these runs again: a position waiting for them (a
             # group committed just before this restart) is translated now, not at the next copy.
             self.on_advanced()
-        # The table is appended by the feed's next round, beside the query's start instead of
-        # before it: until then the runs topic and the destination still hold what it will get.
-        with self._lock:
-            self._last_write = float("-inf")
+        if rebuilt:
+            # Runs only the scan found are appended by the feed's next round, beside the query's
+            # start instead of before it (until then the destination still holds them). Runs the
+            # topic holds wait for the usual round: a Delta append in a JVM that has just started
+            # took a second of CPU from the catch-up that follows every restart.
+            with self._lock:
+                self._last_write = float("-inf")
 
     def _read_to_end(self, timeout: float = 30.0) -> RunsRead:
         """Takes every run published up to now; callers hold `_reading`."""
