@@ -16,7 +16,7 @@ the operator chose to leave out at failback (`left_out`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -90,7 +90,8 @@ def first_missing(read_from: int, mark: int, copied: Iterable[tuple[int, int]]) 
 
 def unwritten_below(marks: dict[Partition, int], read: dict[Partition, int],
                     copied: dict[Partition, list[tuple[int, int]]],
-                    copied_from: Callable[[Partition, int], list[tuple[int, int]]]) -> Unwritten:
+                    copied_from: Callable[[Partition, int], list[tuple[int, int]]],
+                    left_out: Mapping[Partition, int] | None = None) -> Unwritten:
     """The marks a (re)starting query may skip through, where a write failed below the last copy.
 
     The producer fails a batch that cannot be written (a refused record, a delivery timeout
@@ -101,11 +102,14 @@ def unwritten_below(marks: dict[Partition, int], read: dict[Partition, int],
     that record, and the ranges copied past it are skipped (`copied`, joined with those already
     given). A record filtered out (a cycle, a transaction marker) looks the same and is only read
     and filtered again. Offsets below the checkpoint's position are never read again, so are not
-    looked at."""
+    looked at, nor are those an operator left out at failback (`left_out`: through that offset)."""
     marks, copied, missing = dict(marks), {k: list(v) for k, v in copied.items()}, {}
     for key, mark in sorted(marks.items()):
         start = read.get(key)
-        if start is None or start > mark:
+        if start is None:
+            continue
+        start = max(start, (left_out or {}).get(key, -1) + 1)
+        if start > mark:
             continue
         known = copied_from(key, start)
         first = first_missing(start, mark, known)
@@ -247,11 +251,11 @@ def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClien
 
 
 def unwritten_at_start(spark: SparkSession, checkpoint: str, feed: IndexFeed, marks: dict[Partition, int],
-                       copied: Ranges, starts: dict[Partition, int],
+                       left_out: dict[Partition, int], copied: Ranges, starts: dict[Partition, int],
                        log: Callable[[str], None]) -> tuple[dict[Partition, int], Ranges]:
     """`unwritten_below` for a query about to start from `checkpoint`, each partition lowered said
     in a line; a held or released partition's start (`starts`, updated) moves down with it."""
-    found = unwritten_below(marks, next_to_read(spark, checkpoint), copied, feed.copied_from)
+    found = unwritten_below(marks, next_to_read(spark, checkpoint), copied, feed.copied_from, left_out)
     for (topic, partition), (first, last) in sorted(found.missing.items()):
         past = sum(b - a + 1 for a, b in found.copied[(topic, partition)] if first <= a <= last)
         log(f"{topic}[{partition}]: records from {first} on, below the last copied one ({last}), are not all on the "

@@ -105,3 +105,13 @@ def test_a_write_that_failed_below_the_last_copy_lowers_the_mark_to_it_and_skips
 def test_a_partition_the_checkpoint_does_not_place_is_not_looked_at():
     got = unwritten_below({("t", 0): 98}, {}, {}, lambda key, first: [])
     assert (got.marks, got.copied, got.missing) == ({("t", 0): 98}, {}, {})
+
+
+def test_records_left_out_at_failback_are_not_read_again_though_no_run_copied_them():
+    runs = {("t", 0): [(0, 999)]}
+    got = unwritten_below({("t", 0): 1001}, {("t", 0): 990}, {}, lambda key, first: runs[key], {("t", 0): 1001})
+    assert (got.marks, got.missing) == ({("t", 0): 1001}, {})
+    # past the left-out records, the check goes on as for any partition
+    got = unwritten_below({("t", 0): 1005}, {("t", 0): 990}, {}, lambda key, first: [(0, 999), (1004, 1005)],
+                          {("t", 0): 1001})
+    assert (got.marks, got.missing) == ({("t", 0): 1001}, {("t", 0): (1002, 1005)})
