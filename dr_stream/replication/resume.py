@@ -149,20 +149,16 @@ def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
     merged = {key: disjoint(spans) for key, spans in ranges.items() if spans}
     if not merged:
         return F.lit(False)
-    context = SparkContext._active_spark_context
-    jvm, gateway = context._jvm, context._gateway
-    flat = [(t, p, a, b) for (t, p), spans in sorted(merged.items()) for a, b in spans]
-    topics = gateway.new_array(jvm.java.lang.String, len(flat))
-    partitions = gateway.new_array(jvm.int, len(flat))
-    firsts, lasts = gateway.new_array(jvm.long, len(flat)), gateway.new_array(jvm.long, len(flat))
-    for i, (t, p, a, b) in enumerate(flat):
-        topics[i], partitions[i], firsts[i], lasts[i] = t, p, a, b
-    rule = jvm.io.drstream.spark.CopiedRanges.of(topics, partitions, firsts, lasts)
+    jvm = SparkContext._active_spark_context._jvm
+    # One text in one gateway call: a call per range took seconds at tens of thousands of ranges.
+    # Kafka's topic names hold only [a-zA-Z0-9._-], so a blank parts the fields.
+    text = "\n".join(f"{t} {int(p)} {int(a)} {int(b)}" for (t, p), spans in sorted(merged.items()) for a, b in spans)
     within = JvmColumn(jvm.io.drstream.spark.RecordPathColumns.inCopiedRanges(
-        rule, F.col("topic")._jc, F.col("partition")._jc, F.col("offset")._jc))
+        jvm.io.drstream.spark.CopiedRanges.parse(text), F.col("topic")._jc, F.col("partition")._jc,
+        F.col("offset")._jc))
     # Once a query has read past the ranges (they lie in what it reads again first), a record
     # costs one comparison: the generated code does not call the function past a false term.
-    return (F.col("offset") <= F.lit(max(b for _, _, _, b in flat))) & within
+    return (F.col("offset") <= F.lit(max(b for spans in merged.values() for _, b in spans))) & within
 
 
 def disjoint(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -69,6 +69,26 @@ public final class CopiedRanges implements UDF3<String, Integer, Long, Boolean>,
     return new CopiedRanges(byTopic);
   }
 
+  /**
+   * The ranges as one text, as Python hands them over in a single call however many there are: a
+   * line per range, {@code topic partition first last} (Kafka's topic names hold no blank).
+   */
+  public static CopiedRanges parse(String text) {
+    String[] lines = text.isEmpty() ? new String[0] : text.split("\n");
+    String[] topics = new String[lines.length];
+    int[] partitions = new int[lines.length];
+    long[] firsts = new long[lines.length];
+    long[] lasts = new long[lines.length];
+    for (int i = 0; i < lines.length; i++) {
+      String[] f = lines[i].split(" ");
+      topics[i] = f[0];
+      partitions[i] = Integer.parseInt(f[1]);
+      firsts[i] = Long.parseLong(f[2]);
+      lasts[i] = Long.parseLong(f[3]);
+    }
+    return of(topics, partitions, firsts, lasts);
+  }
+
   @Override
   public Boolean call(String topic, Integer partition, Long offset) {
     return holds(topic, partition, offset);

@@ -30,6 +30,15 @@ class CopiedRangesTest {
   }
 
   @Test
+  void theRangesReadFromTextAreTheSame() {
+    CopiedRanges parsed = CopiedRanges.parse("orders 2 10 12\norders 2 20 20\naudit 1 100 200");
+    assertTrue(parsed.holds("orders", 2, 11L));
+    assertTrue(parsed.holds("audit", 1, 200L));
+    assertFalse(parsed.holds("orders", 2, 15L));
+    assertFalse(CopiedRanges.parse("").holds("orders", 2, 11L));
+  }
+
+  @Test
   void aPartitionOrTopicWithoutRangesOrANullColumnIsNot() {
     assertFalse(ranges.holds("orders", 1, 5L));
     assertFalse(ranges.holds("orders", 7, 5L));
