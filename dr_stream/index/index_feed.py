@@ -15,11 +15,12 @@ restart): it reads the runs topic to its end, then scans each destination partit
 past its last known run to its log end for records this flow copied that no run reported (the
 producer died between the acknowledgement and the publication), so the store covers every
 copy on the destination before a single new record is written. The Delta table gets the
-scanned ones at the feed's next round, beside the query's start rather than before it. The scan reads all those
-partitions side by side in the driver (`destination_tail`, the reader and rule a failover uses
-too) with a deadline, `scan_timeout_s`: a scan that does not finish by it leaves its partitions
-in `unscanned`, which the flow reports; they resume from the index's marks, at-least-once for
-the copies past them.
+scanned ones at the feed's next round, beside the query's start rather than before it (those
+on the runs topic at its usual round). The scan reads all those partitions side by side in
+the driver (`destination_tail`, the reader and rule a failover uses too) with a deadline,
+`scan_timeout_s`: a scan that does not finish by it leaves its partitions in `unscanned`,
+which the flow reports; they resume from the index's marks, at-least-once for the copies past
+them.
 
 `handled` (`handled_offsets`) says, per source partition, below which origin offset the
 replicate query has handled every record and the feed holds the runs of those copies, from the

@@ -238,9 +238,9 @@ class RunStore:
     def last_copied(self) -> dict[tuple[str, int], int]:
         """(origin topic, partition) -> the highest origin offset copied."""
         out: dict[tuple[str, int], int] = {}
-        for (topic, partition, _, _), runs in self._runs.items():
+        for key, runs in self._runs.items():
             if runs:
-                out[(topic, partition)] = max(out.get((topic, partition), -1), self._furthest(runs))
+                out[key[:2]] = max(out.get(key[:2], -1), self._furthest(key, runs))
         return out
 
     def uncovered(self, bounds: dict[tuple[str, int], tuple[int, int]]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -274,7 +274,7 @@ class RunStore:
             # Nothing copied from the partition yet: while the copy has not passed the offset, its
             # records are on their way and the timestamp fallback would place the group too early.
             return Located(None, "waiting" if behind else "unknown", None)
-        last, furthest = runs[-1], self._furthest(runs, key)
+        last, furthest = runs[-1], self._furthest(key, runs)
         if key in self._disordered:
             # the first destination offset holding a record at or past `offset`: a consumer from
             # there misses none of them (it may read again records copied late, below `offset`)
@@ -290,9 +290,8 @@ class RunStore:
             return Located(None, "waiting", furthest)
         return Located(last.dest_end + 1, "next", furthest)
 
-    def _furthest(self, runs: list[Run], key: RunKey | None = None) -> int:
-        """The highest origin offset among `runs` (those of one key, in destination order)."""
-        key = key or (runs[0].key if runs else None)
+    def _furthest(self, key: RunKey, runs: list[Run]) -> int:
+        """The highest origin offset among `runs`, the runs of `key` in destination order."""
         return max(r.origin_end for r in runs) if key in self._disordered else runs[-1].origin_end
 
 

@@ -156,7 +156,7 @@ class ShareGroupSync:
                 self._handled[t.key] = t.source_offset
             elif action.startswith("failed"):
                 failed[t.group] = action.removeprefix("failed: ")
-        self.not_synced("offsets", len(set(failed) | {g for g, items in by_group.items() if skip_reason(items)}))
+        unsynced = set(failed)
         for group, items in sorted(by_group.items()):
             written = sum(1 for _, action in items if action == "committed")
             self.totals["set"] += written
@@ -171,8 +171,10 @@ class ShareGroupSync:
                          f"{self.interval_s:g} s")
             if reason:
                 self._skips[group] = reason
+                unsynced.add(group)
             else:
                 self._skips.pop(group, None)
+        self.not_synced("offsets", len(unsynced))
         self._failures.round(failed, by_group)
 
     def run(self, stop: threading.Event) -> None:

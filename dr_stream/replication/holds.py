@@ -253,7 +253,7 @@ class PartitionHolds:
             self._until = {k: starts[k] - 1 for k in resume_at}
             return marks, copied, starts
         for key, offset in sorted(refused.items()):
-            known = copied_from(key, 0) if copied_from else []
+            known = copied_from(key, 0)
             first = min(hole_below(offset, known), resume_at.get(key, offset))
             starts[key] = first
             marks[key] = min(marks.get(key, first - 1), first - 1)

@@ -73,7 +73,7 @@ class Unwritten:
     record not on the destination, the last copied one) for the log."""
 
     marks: dict[Partition, int]
-    copied: dict[Partition, list[tuple[int, int]]]
+    copied: Ranges
     missing: dict[Partition, tuple[int, int]]
 
 
@@ -88,8 +88,7 @@ def first_missing(read_from: int, mark: int, copied: Iterable[tuple[int, int]]) 
     return nxt if nxt <= mark else None
 
 
-def unwritten_below(marks: dict[Partition, int], read: dict[Partition, int],
-                    copied: dict[Partition, list[tuple[int, int]]],
+def unwritten_below(marks: dict[Partition, int], read: dict[Partition, int], copied: Ranges,
                     copied_from: Callable[[Partition, int], list[tuple[int, int]]],
                     left_out: Mapping[Partition, int] | None = None) -> Unwritten:
     """The marks a (re)starting query may skip through, where a write failed below the last copy.
