@@ -304,7 +304,8 @@ class ReplicationFlow:
                                                         self.feed.copied_from if self.feed else None)
         if self.feed:
             self._marks, copied = unwritten_at_start(self.spark, config.replicate_checkpoint, self.feed,
-                                                     self._marks, self._left_out, copied, starts, self.log)
+                                                     self._marks, self._left_out, copied, starts, self.log,
+                                                     self.metrics.partitions_reread)
         resume_at = {k: o for k, o in starts.items() if k in holding.released() and k[0] in replicated}
         self._marks = self.losses.at_start(replicated, self._marks, {k: starts[k] for k in self._held}, resume_at,
                                            rewound)

@@ -55,6 +55,7 @@ class FlowMetrics:
         self._sampled_at: float | None = None
         self._synced: dict[str, int] = {}
         self._share_unsynced: dict[str, int] = {}
+        self._reread = 0
         self._active: dict[str, bool] = {}
         self._restarts: dict[str, int] = {}
         self._progressed: dict[str, float] = {}
@@ -141,6 +142,13 @@ class FlowMetrics:
         with self._lock:
             self._rounds[loop] = (seconds, items, period_s)
 
+    def partitions_reread(self, partitions: int) -> None:
+        """Source partitions a query start read again from below their last copy, because records
+        there were not on the destination (`resume.unwritten_below`)."""
+        if partitions:
+            with self._lock:
+                self._reread += partitions
+
     def share_groups_not_synced(self, what: str, groups: int) -> None:
         """Share groups whose `what` (`offsets`, `settings`) a round did not make as on the source:
         failed, or skipped while the group runs on the destination."""
@@ -213,8 +221,13 @@ class FlowMetrics:
                                    labels=["flow", "topic", "cause"])
         for (topic, cause), records in sorted(self._lost.items()):
             lost.add_metric([self.flow, topic, cause], records)
+        reread = CounterMetricFamily("dr_stream_partitions_reread", "Source partitions a query start read again "
+                                     "from below their last copy: records there were not on the destination "
+                                     "(a write failed and the producer went on with later ones)", labels=["flow"])
+        reread.add_metric([self.flow], self._reread)
         return [
             lost,
+            reread,
             self._family(CounterMetricFamily, "dr_stream_records_copied", "Records written to the destination",
                          "topic", self._copied),
             self._family(CounterMetricFamily, "dr_stream_records_skipped", "Records read and not copied "

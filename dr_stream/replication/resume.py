@@ -247,9 +247,11 @@ def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClien
 
 def unwritten_at_start(spark: SparkSession, checkpoint: str, feed: IndexFeed, marks: dict[Partition, int],
                        left_out: dict[Partition, int], copied: Ranges, starts: dict[Partition, int],
-                       log: Callable[[str], None]) -> tuple[dict[Partition, int], Ranges]:
+                       log: Callable[[str], None],
+                       counted: Callable[[int], None]) -> tuple[dict[Partition, int], Ranges]:
     """`unwritten_below` for a query about to start from `checkpoint`, each partition lowered said
-    in a line; a held or released partition's start (`starts`, updated) moves down with it."""
+    in a line and `counted`; a held or released partition's start (`starts`, updated) moves down
+    with it."""
     found = unwritten_below(marks, next_to_read(spark, checkpoint), copied, feed.copied_from, left_out)
     for (topic, partition), (first, last) in sorted(found.missing.items()):
         past = sum(b - a + 1 for a, b in found.copied[(topic, partition)] if first <= a <= last)
@@ -258,4 +260,5 @@ def unwritten_at_start(spark: SparkSession, checkpoint: str, feed: IndexFeed, ma
             f"{first}, and the {past} copied past it are not written twice")
         if (topic, partition) in starts:
             starts[(topic, partition)] = min(starts[(topic, partition)], first)
+    counted(len(found.missing))
     return found.marks, found.copied

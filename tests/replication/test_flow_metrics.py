@@ -51,6 +51,7 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     metrics.share_groups_not_synced("offsets", 2)
     metrics.share_groups_not_synced("offsets", 1)
     metrics.share_groups_not_synced("settings", 0)
+    metrics.partitions_reread(2)
     metrics.translation_ages = lambda: {"g1": 0.0, "g2": 4.5}
     metrics.trigger_set(1000)
     metrics.trigger_set(5000)  # widened, the query restarted with it
@@ -67,6 +68,7 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     assert s[("dr_stream_translation_age_seconds", (("flow", "f"), ("group", "g2")))] == 4.5
     assert s[("dr_stream_share_groups_not_synced_total", (("flow", "f"), ("what", "offsets")))] == 3
     assert ("dr_stream_share_groups_not_synced_total", (("flow", "f"), ("what", "settings"))) not in s
+    assert s[("dr_stream_partitions_reread_total", (("flow", "f"),))] == 2
     assert s[("dr_stream_cluster_up", (("cluster", "dc2"), ("flow", "f")))] == 0
     assert s[("dr_stream_cluster_up", (("cluster", "dc1"), ("flow", "f")))] == 1
     assert metrics.lag_records() == 10

@@ -13,6 +13,7 @@ from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.replication.checkpoint_positions import next_to_read, offset_log_positions
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import consume_all, count, create_topic, delete_topics, produce, topic_exists, unique, wait_until
+from tests.replication.test_flow_metrics import scrape
 
 pytestmark = pytest.mark.integration
 
@@ -57,8 +58,9 @@ def test_records_not_written_below_the_last_copy_are_copied_at_the_restart_once_
         # others, leaves. Skipping through the last copy would lose them.
         let_through = {"filter_overrides": [{"cluster": re.escape(dc2.cluster_id()), "topic": re.escape(topic)}]}
         restarted = flow_config(dc1, dc2, tmp_path, name="unwritten", provenance=let_through, **sections)
-        with running_flow(spark, restarted, log=lines.append):
+        with running_flow(spark, restarted, log=lines.append) as flow:
             assert wait_until(lambda: count(dc2.bootstrap, topic) >= 150, 120), lines[-10:]
+            assert scrape(flow.metrics)[("dr_stream_partitions_reread_total", (("flow", "unwritten"),))] == 1
             produce(dc1.bootstrap, topic, ({"value": str(i).encode()} for i in range(150, 160)))
             assert wait_until(lambda: count(dc2.bootstrap, topic) >= 160, 60), lines[-10:]
         values = [int(r.value) for r in consume_all(dc2.bootstrap, topic)]

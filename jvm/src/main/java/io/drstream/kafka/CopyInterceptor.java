@@ -202,30 +202,29 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     if (metadata == null) {
       return;
     }
-    if (runsTopic == null) {
-      CopyRuns.Origin stamped;
-      synchronized (sent) {
-        List<ArrayDeque<CopyRuns.Origin>> partitions = sent.get(metadata.topic());
-        stamped = partitions == null || metadata.partition() < 0 || partitions.size() <= metadata.partition() ? null
-            : partitions.get(metadata.partition()).poll();
-      }
-      if (exception != null && stamped != null) {
-        refusals.failed(exception, stamped, metadata.topic(), metadata.partition());
-      }
-      return;
-    }
     CopyRuns.Origin origin;
     synchronized (sent) {
-      origin = queue(metadata.topic(), metadata.partition()).poll();
+      origin = sentFirst(metadata.topic(), metadata.partition());
     }
     if (exception != null) {
       refusals.failed(exception, origin, metadata.topic(), metadata.partition());
       return;
     }
-    if (origin == null || origin == NONE || !metadata.hasOffset()) {
+    if (runsTopic == null || origin == null || origin == NONE || !metadata.hasOffset()) {
       return;
     }
     runs.acked(metadata.topic(), metadata.partition(), origin, metadata.offset(), System.currentTimeMillis());
+  }
+
+  /**
+   * The oldest origin sent and not yet acknowledged of one destination partition, taken off its
+   * queue; null when none waits (without runs, a flow whose stamps name no origin queues none).
+   * Callers hold {@code sent}.
+   */
+  private CopyRuns.Origin sentFirst(String topic, int partition) {
+    List<ArrayDeque<CopyRuns.Origin>> partitions = sent.get(topic);
+    return partitions == null || partition < 0 || partition >= partitions.size() ? null
+        : partitions.get(partition).poll();
   }
 
   /** The queue of sent origins of one destination partition; callers hold {@code sent}. */

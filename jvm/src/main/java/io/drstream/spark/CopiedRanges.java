@@ -1,9 +1,12 @@
 package io.drstream.spark;
 
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import org.apache.spark.sql.api.java.UDF3;
 
 /**
@@ -42,28 +45,20 @@ public final class CopiedRanges implements UDF3<String, Integer, Long, Boolean>,
   }
 
   /**
-   * The ranges as Python hands them over: parallel arrays, one entry per range, each
-   * partition's ranges in origin order and disjoint.
+   * The ranges as parallel arrays, one entry per range, each partition's ranges in origin order
+   * and disjoint.
    */
-  public static CopiedRanges of(String[] topics, int[] partitions, long[] firsts, long[] lasts) {
-    Map<String, Map<Integer, long[][]>> grouped = new HashMap<>();
-    Map<String, Integer> counts = new HashMap<>();
+  static CopiedRanges of(String[] topics, int[] partitions, long[] firsts, long[] lasts) {
+    Map<String, TreeMap<Integer, List<long[]>>> grouped = new HashMap<>();
     for (int i = 0; i < topics.length; i++) {
-      counts.merge(topics[i] + ":" + partitions[i], 1, Integer::sum);
-    }
-    Map<String, Integer> filled = new HashMap<>();
-    for (int i = 0; i < topics.length; i++) {
-      String key = topics[i] + ":" + partitions[i];
-      long[][] spans = grouped.computeIfAbsent(topics[i], t -> new HashMap<>())
-          .computeIfAbsent(partitions[i], p -> new long[][] {new long[counts.get(key)], new long[counts.get(key)]});
-      int at = filled.merge(key, 1, Integer::sum) - 1;
-      spans[0][at] = firsts[i];
-      spans[1][at] = lasts[i];
+      grouped.computeIfAbsent(topics[i], t -> new TreeMap<>()).computeIfAbsent(partitions[i], p -> new ArrayList<>())
+          .add(new long[] {firsts[i], lasts[i]});
     }
     Map<String, Ranges[]> byTopic = new HashMap<>();
     grouped.forEach((topic, parts) -> {
-      Ranges[] indexed = new Ranges[parts.keySet().stream().mapToInt(Integer::intValue).max().orElse(-1) + 1];
-      parts.forEach((partition, spans) -> indexed[partition] = new Ranges(spans[0], spans[1]));
+      Ranges[] indexed = new Ranges[parts.lastKey() + 1];
+      parts.forEach((partition, spans) -> indexed[partition] = new Ranges(
+          spans.stream().mapToLong(s -> s[0]).toArray(), spans.stream().mapToLong(s -> s[1]).toArray()));
       byTopic.put(topic, indexed);
     });
     return new CopiedRanges(byTopic);
