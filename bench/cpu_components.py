@@ -12,7 +12,8 @@ import re
 
 # JVM frames, "package.Class.method", most specific first within a stack's reading.
 _JVM_FRAMES: list[tuple[str, re.Pattern[str]]] = [
-    ("interceptor: timestamp", re.compile(r"^io\.drstream\.kafka\.CopyInterceptor\.(stamped|timestamp)\b")),
+    ("interceptor: stamp -> timestamp and provenance header",
+     re.compile(r"^io\.drstream\.kafka\.(OriginStamp\b|CopyInterceptor\.(stamped|withStamp)\b)")),
     ("interceptor: copy runs", re.compile(r"^io\.drstream\.kafka\.(CopyInterceptor|CopyRuns)\b")),
     ("group offsets (Java admin, driver loops)", re.compile(r"^io\.drstream\.kafka\.GroupOffsets\b")),
     ("record path: JSON (provenance header)",

@@ -34,6 +34,7 @@ def test_every_internal_name_is_the_one_the_fixture_states():
         "copy_interceptor": contracts.COPY_INTERCEPTOR,
         "runs_topic_setting": contracts.RUNS_TOPIC_SETTING,
         "provenance_header_setting": contracts.PROVENANCE_HEADER_SETTING,
+        "provenance_cluster_setting": contracts.PROVENANCE_CLUSTER_SETTING,
         "runs_hold_setting": contracts.RUNS_HOLD_SETTING,
     }
     assert said == {k: v for k, v in names.items() if k != "_"}

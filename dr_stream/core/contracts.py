@@ -38,6 +38,7 @@ SYNC_METADATA_PREFIX = "dr-stream:"  # metadata of every offset commit dr-stream
 COPY_INTERCEPTOR = "io.drstream.kafka.CopyInterceptor"
 RUNS_TOPIC_SETTING = "dr.stream.runs.topic"
 PROVENANCE_HEADER_SETTING = "dr.stream.provenance.header"
+PROVENANCE_CLUSTER_SETTING = "dr.stream.provenance.cluster"
 RUNS_HOLD_SETTING = "dr.stream.runs.hold.ms"
 
 # A position's timestamp when the last record the group read is not known.

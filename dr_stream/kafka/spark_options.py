@@ -13,6 +13,7 @@ from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.core.contracts import (
     CONSUMER_TIMESTAMPS_TOPIC,
     COPY_INTERCEPTOR,
+    PROVENANCE_CLUSTER_SETTING,
     PROVENANCE_HEADER,
     PROVENANCE_HEADER_SETTING,
     RUNS_TOPIC_SETTING,
@@ -139,12 +140,14 @@ def outgrown(sized_for: int, largest_message_bytes: int) -> bool:
 
 
 def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER,
-         largest_message_bytes: int = 0) -> dict[str, str]:
-    """The Kafka sink's producer: ordered, idempotent, and (with `runs_topic`) reporting its runs.
+         largest_message_bytes: int = 0, provenance_cluster: str | None = None) -> dict[str, str]:
+    """The Kafka sink's producer: ordered, idempotent, writing provenance as `provenance_cluster`
+    (the source's cluster.id; None: none) and (with `runs_topic`) reporting its runs.
 
-    Spark's Kafka sink (through 4.2) cannot set a record's timestamp: the record path carries the
-    source timestamp in `TIMESTAMP_HEADER`, and dr-stream's one interceptor (jvm/ CopyInterceptor)
-    moves it into the record timestamp and drops the header before the send; with `runs_topic` it
+    Spark's Kafka sink (through 4.2) cannot set a record's timestamp: the record path hands each
+    record over with a stamp of its source record in `TIMESTAMP_HEADER`, and dr-stream's one
+    interceptor (jvm/ CopyInterceptor) moves the timestamp into the record's and puts this hop's
+    provenance header under `header` in the stamp's place before the send; with `runs_topic` it
     also reports each run of copied records to the flow's runs topic. It reads its settings from
     the producer's own configuration and goes after any interceptor the flow's properties name.
 
@@ -154,7 +157,10 @@ def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str 
     options = {**SINK_PRODUCER, **record_size_limits(largest_message_bytes), **cluster_options(destination)}
     if runs_topic:
         options[f"kafka.{RUNS_TOPIC_SETTING}"] = runs_topic
+    if runs_topic or provenance_cluster is not None:
         options[f"kafka.{PROVENANCE_HEADER_SETTING}"] = header
+    if provenance_cluster is not None:
+        options[f"kafka.{PROVENANCE_CLUSTER_SETTING}"] = provenance_cluster
     interceptors = options.get("kafka.interceptor.classes", "")
     options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, COPY_INTERCEPTOR) if c)
     return options

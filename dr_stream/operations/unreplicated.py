@@ -121,7 +121,8 @@ class UnreplicatedRecords:
         try:
             copied = rows.count()
             rows.transform(to_sink_rows(forward)).write.format("kafka").options(
-                **spark_options.sink(self.config.source)).save()
+                **spark_options.sink(self.config.source, header=self.header,
+                                     provenance_cluster=forward.provenance_cluster())).save()
         finally:
             rows.unpersist()
         return copied

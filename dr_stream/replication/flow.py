@@ -328,7 +328,7 @@ class ReplicationFlow:
         writer = (
             stream.writeStream.queryName(config.replicate_query).format("kafka")
             .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
-                                          self.plan.header, self._message_bytes))
+                                          self.plan.header, self._message_bytes, self.plan.provenance_cluster()))
             .option("checkpointLocation", checkpoint)
         )
         if config.streaming.realtime:

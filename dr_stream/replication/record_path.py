@@ -25,8 +25,6 @@ from dr_stream.runtime.provenance_columns import (
     append_headers,
     cycle_flags,
     origin_stamp,
-    provenance_value,
-    timestamp_stamp,
 )
 from dr_stream.runtime.step import Step
 
@@ -46,6 +44,10 @@ class ReplicationPlan:
     preserve_partitions: bool = True
     # False in a full mesh: a record that came from any other cluster is not copied (`cycle`)
     forward: bool = True
+
+    def provenance_cluster(self) -> str | None:
+        """The cluster.id the sink writes into each copy's provenance header; None: it writes none."""
+        return self.source_cluster_id if self.provenance_enabled else None
 
 
 def cycle_bits(plan: ReplicationPlan) -> Column:
@@ -112,18 +114,16 @@ def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
 
 
 def sink_headers(plan: ReplicationPlan) -> Column:
-    """The record's headers, then this hop's provenance header and the transient timestamp header
-    (without provenance, the stamp names the source record too: `origin_stamp`)."""
-    if not plan.provenance_enabled:
-        return append_headers(F.col("headers"), [(TIMESTAMP_HEADER, origin_stamp(F.col("timestamp")))])
-    added = [(plan.header, provenance_value(plan.source_cluster_id)),
-             (TIMESTAMP_HEADER, timestamp_stamp(F.col("timestamp")))]
-    return append_headers(F.col("headers"), added)
+    """The record's headers, then the transient stamp of the source record (`origin_stamp`). The
+    sink's interceptor turns the stamp into the copy's timestamp and, with provenance, into this
+    hop's provenance header in its place: built once in the sink, not as text in every row here."""
+    return append_headers(F.col("headers"), [(TIMESTAMP_HEADER, origin_stamp(F.col("timestamp")))])
 
 
 def to_sink_rows(plan: ReplicationPlan) -> Step:
     """The rows the Kafka sink writes, in one projection: the destination topic (the rename),
-    key, value, the stamped headers and (with `preserve_partitions`) the partition."""
+    key, value, the stamped headers and (with `preserve_partitions`) the partition. Its sink must
+    be `spark_options.sink`'s, whose interceptor reads the stamp."""
 
     def step(df: DataFrame) -> DataFrame:
         columns = [

@@ -29,6 +29,7 @@ from dr_stream.replication.flow import ReplicationFlow, Worker
 from dr_stream.replication.metrics_server import MetricsServer
 from dr_stream.replication.progress import listen, unlisten
 from dr_stream.replication.query_start import QueryStart, active_query
+from dr_stream.runtime.jvm_classes import jvm_class
 
 # How long a stop waits for a running micro-batch, which would otherwise be replayed.
 STOP_GRACE_S = 30.0
@@ -205,7 +206,7 @@ class _Supervisor:
                 self._stop_between_batches(query, grace_s)
 
     def _stop_between_batches(self, query: StreamingQuery, grace_s: float = STOP_GRACE_S) -> None:
-        self.flow.spark._jvm.io.drstream.spark.StopBetweenBatches.stop(query._jsq, _grace_ms(self.flow, grace_s),
+        _stop_class(self.flow.spark).stop(query._jsq, _grace_ms(self.flow, grace_s),
                                                                      *_line_style(self.flow))
 
 
@@ -214,10 +215,10 @@ def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
     manager's, or one sent to the whole process group) waits for the running batch as well:
     otherwise Spark's own shutdown hook stops the SparkContext under it and its refused tasks
     print their stack traces (`io.drstream.spark.StopBetweenBatches`)."""
-    flow.spark._jvm.io.drstream.spark.StopBetweenBatches.install(flow.spark._jsparkSession.streams(),
+    _stop_class(flow.spark).install(flow.spark._jsparkSession.streams(),
                                                                _grace_ms(flow), *_line_style(flow))
     # A refused record is said by the flow in one line (`holds`): Spark's three stack traces of it are not.
-    flow.spark._jvm.io.drstream.spark.RefusalLogFilter.install()
+    jvm_class(flow.spark.sparkContext, "io.drstream.spark.RefusalLogFilter").install()
 
 
 def _grace_ms(flow: ReplicationFlow, grace_s: float = STOP_GRACE_S) -> int:
@@ -231,11 +232,15 @@ def _line_style(flow: ReplicationFlow) -> tuple[str, bool]:
     return flow.config.name, writes_json()
 
 
+def _stop_class(spark):
+    return jvm_class(spark.sparkContext, "io.drstream.spark.StopBetweenBatches")
+
+
 def jvm_stopping(spark) -> bool:
     """Whether the driver's JVM is shutting down (a signal reached it, not this process): the
     flow then stops as on its own signal, while Spark still runs (`StopBetweenBatches`)."""
     try:
-        return bool(spark._jvm.io.drstream.spark.StopBetweenBatches.stopping())
+        return bool(_stop_class(spark).stopping())
     except Exception:  # the JVM is gone: `spark_running` says so
         return False
 
@@ -243,7 +248,7 @@ def jvm_stopping(spark) -> bool:
 def release_jvm(spark) -> None:
     """The flow's stop is done: a JVM shutting down may stop Spark now."""
     try:
-        spark._jvm.io.drstream.spark.StopBetweenBatches.released()
+        _stop_class(spark).released()
     except Exception:  # gone already
         pass
 

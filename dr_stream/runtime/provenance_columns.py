@@ -1,10 +1,11 @@
 """The provenance header as Spark columns, evaluated in the JVM (no Python UDF).
 
-The record path builds each hop's value from strings (`provenance_value`) and reads the
-record's own headers with dr-stream's Java rule (`io.drstream.spark.CycleRule`, `cycle_flags`),
-so the whole path compiles into one stage of generated code; the batch reads of a failback use
-the same rule and the same JVM reader (`cycle_flags`, `provenance_entries`). `core/contracts`
-states the header's format; `core/provenance` reads it from single records in the driver.
+The record path hands the sink a binary stamp of the source record (`origin_stamp`), from which
+the sink's interceptor writes each hop's value, and reads the record's own headers with
+dr-stream's Java rule (`io.drstream.spark.CycleRule`, `cycle_flags`), so the whole path
+compiles into one stage of generated code; the batch reads of a failback use the same rule and
+the same JVM reader (`cycle_flags`, `provenance_entries`). `core/contracts` states the header's
+format; `core/provenance` reads it from single records in the driver.
 
 Invariant: a header value that is not provenance JSON counts as no provenance, in every form,
 and never fails a row.
@@ -12,7 +13,6 @@ and never fails a row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from pyspark import SparkContext
@@ -52,30 +52,13 @@ def _record_path_columns():
     return SparkContext._active_spark_context._jvm.io.drstream.spark.RecordPathColumns
 
 
-def copy_time_ms() -> Column:
-    """The time of the copy, epoch milliseconds as text, read as each record is copied.
-
-    Not `current_timestamp()`: a streaming query turns that into the batch's time as a constant
-    written into the generated code, so Spark compiled the record path anew for every
-    micro-batch (two classes a batch; Janino compiling was 6% of the JVM's samples at 5,000
-    records/s, most of it this). Not `reflect(...)` either: Spark evaluates it outside generated
-    code, which kept the whole projection out of the stage. A Java function that reads the clock,
-    marked nondeterministic so it is never folded into a constant."""
-    return JvmColumn(_record_path_columns().copyTime()).cast("string")
-
-
-def timestamp_stamp(timestamp: Column) -> Column:
-    """The transient timestamp header's value for a timestamp column: epoch milliseconds as 8
-    bytes, big-endian (the sink's interceptor reads them back without parsing text). A null
-    timestamp gives a null value, which the interceptor leaves to the producer's clock."""
-    return JvmColumn(_record_path_columns().timestampStamp(F.unix_millis(timestamp)._jc))
-
-
 def origin_stamp(timestamp: Column) -> Column:
-    """`timestamp_stamp` followed by the source record's partition (4 bytes), offset (8 bytes) and
-    topic (UTF-8): the stamp of a flow without provenance, whose sink has no other way to name a
-    record the destination refuses (jvm/ CopyInterceptor.stampedOrigin)."""
-    return JvmColumn(_record_path_columns().originStamp(F.unix_millis(timestamp)._jc, F.col("topic")._jc,
+    """The transient header's value the sink's interceptor reads (jvm/ OriginStamp): the source
+    record's timestamp (epoch milliseconds, 8 bytes), partition (4 bytes) and offset (8 bytes),
+    big-endian, then its topic's bytes. From it the sink sets the copy's timestamp, writes this
+    hop's provenance header and names the record for the offset index and for a refusal. A null
+    timestamp gives a null value, which the interceptor leaves to the producer's clock."""
+    return JvmColumn(_record_path_columns().originStamp(F.unix_millis(timestamp)._jc, F.col("topic").cast("binary")._jc,
                                                         F.col("partition")._jc, F.col("offset")._jc))
 
 
@@ -109,25 +92,6 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
     flags = JvmColumn(_record_path_columns().cycleFlags(rule, headers["key"]._jc, headers["value"]._jc,
                                                        destination_topic._jc))
     return F.when(has_header(F.col("headers"), header), flags).otherwise(F.lit(0))
-
-
-def provenance_value(source_cluster_id: str) -> Column:
-    """This hop's header value, built from the source record's own columns: the JSON that
-    `to_json` of the struct would give, byte for byte, put together from strings. A topic name
-    needs no escaping (Kafka allows only ASCII letters, digits, '.', '_' and '-'), the cluster id
-    is escaped once here, so a record costs three number-to-text conversions and one
-    concatenation, where `to_json` ran a JSON generator per record."""
-    return F.concat(
-        F.lit('{"cluster":' + json.dumps(source_cluster_id) + ',"topic":"'),
-        F.col("topic"),
-        F.lit('","partition":'),
-        F.col("partition").cast("string"),
-        F.lit(',"offset":'),
-        F.col("offset").cast("string"),
-        F.lit(',"timestamp":'),
-        copy_time_ms(),
-        F.lit("}"),
-    ).cast("binary")
 
 
 def append_headers(headers: Column, added: Sequence[tuple[str, Column]]) -> Column:

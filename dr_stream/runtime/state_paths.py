@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from dr_stream.runtime.jvm_classes import jvm_class
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -43,8 +45,7 @@ def require_shared(flow: FlowConfig) -> None:
 
 def qualified(spark: SparkSession, uri: str):
     """(Hadoop Path made absolute with its scheme, its FileSystem); a relative path is under the cwd."""
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri.rstrip("/") or "/")
+    path = jvm_class(spark.sparkContext, "org.apache.hadoop.fs.Path")(uri.rstrip("/") or "/")
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return fs.makeQualified(path), fs
 
@@ -54,7 +55,7 @@ def move_aside(spark: SparkSession, uri: str, suffix: str) -> str | None:
     path, fs = qualified(spark, uri)
     if not fs.exists(path):
         return None
-    target = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path.getParent(), f"{path.getName()}.{suffix}")
+    target = jvm_class(spark.sparkContext, "org.apache.hadoop.fs.Path")(path.getParent(), f"{path.getName()}.{suffix}")
     if not fs.rename(path, target):
         raise OSError(f"{uri}: could not be renamed to {target.toString()}")
     return str(target.toString())
@@ -67,7 +68,7 @@ def read_text(spark: SparkSession, uri: str) -> str | None:
         return None
     stream = fs.open(path)
     try:
-        return str(spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        return str(jvm_class(spark.sparkContext, "org.apache.commons.io.IOUtils").toString(stream, "UTF-8"))
     finally:
         stream.close()
 

@@ -1,6 +1,6 @@
-"""The sink interceptor's timestamp stamp (jvm/ CopyInterceptor), in the Spark JVM that holds
-dr-stream's jar: the record path's 8 bytes become the record's timestamp and leave its headers,
-and a record without a readable stamp keeps the producer's own time."""
+"""The sink interceptor's stamp (jvm/ CopyInterceptor), in the Spark JVM that holds dr-stream's
+jar: the record path's stamp gives the record its timestamp and leaves its headers, and a record
+without a readable stamp keeps the producer's own time."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from dr_stream.core.contracts import TIMESTAMP_HEADER
-from dr_stream.runtime.provenance_columns import timestamp_stamp
+from dr_stream.runtime.provenance_columns import origin_stamp
 
 pytestmark = pytest.mark.integration
 
@@ -45,6 +45,8 @@ def test_a_record_without_a_stamp_leaves_unchanged(send):
 
 
 def test_the_record_paths_stamp_reads_back_as_the_source_timestamp_to_the_millisecond(spark, send):
-    stamp = spark.range(1).select(timestamp_stamp(F.lit("2026-11-26 12:00:00.123456").cast("timestamp"))).first()[0]
+    rows = spark.range(1).select(F.lit("orders").alias("topic"), F.lit(3).alias("partition"),
+                                 F.lit(7).cast("long").alias("offset"))
+    stamp = rows.select(origin_stamp(F.lit("2026-11-26 12:00:00.123456").cast("timestamp"))).first()[0]
     expected = spark.range(1).select(F.unix_millis(F.lit("2026-11-26 12:00:00.123456").cast("timestamp"))).first()[0]
     assert send([(TIMESTAMP_HEADER, bytes(stamp))])[0] == expected

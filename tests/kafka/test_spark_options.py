@@ -48,6 +48,14 @@ def test_with_a_runs_topic_the_interceptor_gets_its_settings_and_is_still_the_on
         "__dr_stream_runs.f", "__hdr")
 
 
+def test_the_interceptor_writes_provenance_only_when_told_the_source_cluster():
+    assert "kafka.dr.stream.provenance.cluster" not in spark_options.sink(FLOW.destination)
+    options = spark_options.sink(FLOW.destination, header="__hdr", provenance_cluster="SRC-id")
+    assert (options["kafka.dr.stream.provenance.cluster"], options["kafka.dr.stream.provenance.header"]) == (
+        "SRC-id", "__hdr")
+    assert "kafka.dr.stream.runs.topic" not in options
+
+
 def test_the_sink_s_requests_grow_to_the_largest_max_message_bytes_the_flow_syncs():
     assert "kafka.max.request.size" not in spark_options.sink(FLOW.destination, largest_message_bytes=1_000_000)
     options = spark_options.sink(FLOW.destination, largest_message_bytes=3_000_000)

@@ -23,26 +23,28 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The one interceptor of the replicate query's sink producer: gives each copied record its source
- * record's timestamp, and feeds the offset index from the write path.
+ * record's timestamp, writes this hop's provenance header, and feeds the offset index from the
+ * write path.
  *
- * <p>Timestamp: Spark's Kafka sink (through 4.2) has no timestamp column, so the record path
- * carries the source timestamp in a transient header, {@value #STAMP_HEADER}, whose value is the
- * epoch milliseconds as 8 bytes, big-endian. {@code onSend} moves it into the record's timestamp
- * and drops the header. A record leaves either unchanged (no stamp) or with the stamp removed and
- * every other header, the key, value and partition untouched; a stamp that is not 8 bytes leaves
- * the timestamp to the producer, as Kafka would. A flow without provenance (so without runs) adds
- * its source record's topic, partition and offset to the stamp, the one way a refused record of
- * it can be named ({@link #stampedOrigin}).
+ * <p>Stamp: Spark's Kafka sink (through 4.2) has no timestamp column, so the record path adds one
+ * transient header, {@value #STAMP_HEADER}, to each record: the source record's timestamp,
+ * partition, offset and topic in fixed-width binary ({@link OriginStamp}). {@code onSend} moves
+ * the timestamp into the record's, drops the header and, when the flow writes provenance
+ * ({@value #PROVENANCE_CLUSTER} names the source's cluster.id), puts this hop's provenance header
+ * in its place, built here once rather than as text in every row of the record path. A record
+ * leaves either unchanged (no stamp) or with the stamp replaced and every other header, the key,
+ * value and partition untouched; a stamp too short to read leaves the timestamp to the producer,
+ * as Kafka would.
  *
  * <p>Runs: the interceptor turns the producer's sends and acknowledgements into runs (origin
  * offsets -> destination offsets) and publishes them to the flow's runs topic on the destination.
- * {@code onSend} reads each record's newest provenance header (origin cluster, topic,
- * partition, offset; {@link ProvenanceOrigin}) on the sending thread and queues it per destination partition; the
- * producer acknowledges a partition's records in the order they were sent (idempotent, ordered
- * retries), so {@code onAcknowledgement} pairs each acknowledgement with the head of that queue.
- * A failed send is dropped: only acknowledged records enter a run; one the destination refused
- * for the record itself has its origin attached to the error the task fails with
- * ({@link Refusals}), so the flow holds that partition there.
+ * {@code onSend} takes each record's origin from its stamp (from its newest provenance header,
+ * {@link ProvenanceOrigin}, when the stamp names none) on the sending thread and queues it per
+ * destination partition; the producer acknowledges a partition's records in the order they were
+ * sent (idempotent, ordered retries), so {@code onAcknowledgement} pairs each acknowledgement
+ * with the head of that queue. A failed send is dropped: only acknowledged records enter a run;
+ * one the destination refused for the record itself has its origin attached to the error the task
+ * fails with ({@link Refusals}), so the flow holds that partition there (with or without runs).
  *
  * <p>Publication: at the end of every Spark task that sent through this producer (after Spark's
  * writer flushed it, before the task reports success), and every {@value #DEFAULT_INTERVAL_MS} ms
@@ -52,8 +54,9 @@ import org.slf4j.LoggerFactory;
  * A crash between an acknowledgement and its publication loses only runs the flow rebuilds at
  * start from the destination's records.
  *
- * <p>Settings (from the producer's own configuration): {@value #RUNS_TOPIC} (none: the
- * interceptor does nothing), {@value #HEADER} (default {@code __replicator_id}), and
+ * <p>Settings (from the producer's own configuration): {@value #RUNS_TOPIC} (none: no runs),
+ * {@value #PROVENANCE_CLUSTER} (none: no provenance header), {@value #HEADER} (default
+ * {@code __replicator_id}), and
  * {@value #HOLD_MS}, a test knob that delays each end-of-task publication and turns the periodic
  * one off, so a test can kill the flow between a write and its publication.
  */
@@ -62,11 +65,10 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
   public static final String RUNS_TOPIC = "dr.stream.runs.topic";
   public static final String HEADER = "dr.stream.provenance.header";
   public static final String HOLD_MS = "dr.stream.runs.hold.ms";
+  public static final String PROVENANCE_CLUSTER = "dr.stream.provenance.cluster";
   /** The provenance header a flow uses unless its `provenance.header` names another. */
   public static final String DEFAULT_PROVENANCE_HEADER = "__replicator_id";
   static final long DEFAULT_INTERVAL_MS = 500;
-  /** The fixed part of an origin stamp: timestamp, partition, offset; the topic follows. */
-  static final int ORIGIN_STAMP_BYTES = Long.BYTES + Integer.BYTES + Long.BYTES;
 
   private static final Logger LOG = LoggerFactory.getLogger(CopyInterceptor.class);
   private static final CopyRuns.Origin NONE = new CopyRuns.Origin("", "", -1, -1, -1);
@@ -77,6 +79,8 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
   private final Runnable publishAtTaskEnd = this::publishAtTaskEnd;
   private final CopyRuns runs = new CopyRuns();
   private final ProvenanceOrigin origins = new ProvenanceOrigin();
+  private OriginStamp stamps = new OriginStamp("");
+  private boolean writesProvenance;
   private final Refusals refusals = new Refusals();
   private final TaskEnd taskEnd = new TaskEnd();
   private final Object publishing = new Object();
@@ -94,6 +98,9 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     if (configs.get(HEADER) != null) {
       header = configs.get(HEADER).toString();
     }
+    Object cluster = configs.get(PROVENANCE_CLUSTER);
+    writesProvenance = cluster != null;
+    stamps = new OriginStamp(cluster == null ? "" : cluster.toString());
     holdMs = configs.get(HOLD_MS) == null ? 0 : Long.parseLong(configs.get(HOLD_MS).toString());
     for (Map.Entry<String, ?> e : configs.entrySet()) {
       String k = e.getKey();
@@ -124,28 +131,41 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
 
   @Override
   public ProducerRecord<byte[], byte[]> onSend(ProducerRecord<byte[], byte[]> record) {
-    if (runsTopic == null) {
-      // no offset index: only a refused record's origin is wanted, from the stamp when it has one
-      Header stamp = record.headers().lastHeader(STAMP_HEADER);
-      CopyRuns.Origin origin = stamp == null ? null : stampedOrigin(stamp.value());
-      record = stamped(record);
-      if (origin != null && record.partition() != null) {
-        synchronized (sent) {
-          queue(record.topic(), record.partition()).add(origin);
-        }
-      }
-      return record;
+    Header stampHeader = record.headers().lastHeader(STAMP_HEADER);
+    byte[] stamp = stampHeader == null ? null : stampHeader.value();
+    CopyRuns.Origin stamped = stamps.origin(stamp);
+    ProducerRecord<byte[], byte[]> out = stampHeader == null ? record : withStamp(record, stamp);
+    if (out.partition() == null || runsTopic == null && stamped == null) {
+      return out;
     }
-    record = stamped(record);
-    if (record.partition() == null) {
-      return record;
-    }
-    CopyRuns.Origin origin = origin(record);
+    // Without a stamp that names it, the origin is the newest provenance header's (a record a
+    // flow of another version wrote).
+    CopyRuns.Origin origin = stamped != null ? stamped : runsTopic == null ? null : origin(out);
     synchronized (sent) {
-      queue(record.topic(), record.partition()).add(origin);
+      queue(out.topic(), out.partition()).add(origin);
     }
-    taskEnd.onEndOfCurrentTask(publishAtTaskEnd);
-    return record;
+    if (runsTopic != null) {
+      taskEnd.onEndOfCurrentTask(publishAtTaskEnd);
+    }
+    return out;
+  }
+
+  /**
+   * The record with its stamp moved into its timestamp and, when the flow writes provenance and
+   * the stamp names the source record, this hop's provenance header in the stamp's place (the
+   * newest header, as every reader expects). Every other header, the key, value and partition are
+   * untouched.
+   */
+  private ProducerRecord<byte[], byte[]> withStamp(ProducerRecord<byte[], byte[]> record, byte[] stamp) {
+    // The header list is changed in place: the sink builds a new record (and list) per row and
+    // does not read it again, and the producer makes the list read-only only after the
+    // interceptors. Only the record object is new, since its timestamp cannot be changed.
+    record.headers().remove(STAMP_HEADER);
+    if (writesProvenance && OriginStamp.namesOrigin(stamp)) {
+      record.headers().add(header, stamps.provenance(stamp, System.currentTimeMillis()));
+    }
+    return new ProducerRecord<>(record.topic(), record.partition(), OriginStamp.timestamp(stamp), record.key(),
+        record.value(), record.headers());
   }
 
   /** The record with its stamp moved into its timestamp (the record itself without a stamp). */
@@ -154,39 +174,9 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     if (stamp == null) {
       return record;
     }
-    // The header is removed in place: the sink builds a new record (and header list) per row and
-    // does not read it again, and the producer makes the list read-only only after the
-    // interceptors. Only the record object is new, since its timestamp cannot be changed.
     record.headers().remove(STAMP_HEADER);
-    return new ProducerRecord<>(
-        record.topic(), record.partition(), timestamp(stamp.value()), record.key(), record.value(), record.headers());
-  }
-
-  /**
-   * The stamp's epoch milliseconds; null (the producer's own time) for a value that is neither 8
-   * bytes long nor an origin stamp ({@link #stampedOrigin}).
-   */
-  static Long timestamp(byte[] value) {
-    return value == null || value.length != Long.BYTES && value.length < ORIGIN_STAMP_BYTES ? null
-        : ByteBuffer.wrap(value).getLong();
-  }
-
-  /**
-   * The source record's topic, partition and offset, which a flow without provenance adds to its
-   * stamp so that a refused record can still be named: after the 8 bytes of the timestamp, the
-   * partition (4 bytes), the offset (8 bytes), then the topic in UTF-8, all big-endian. Null for
-   * a stamp of the timestamp alone.
-   */
-  static CopyRuns.Origin stampedOrigin(byte[] value) {
-    if (value == null || value.length <= ORIGIN_STAMP_BYTES) {
-      return null;
-    }
-    ByteBuffer buffer = ByteBuffer.wrap(value);
-    long timestamp = buffer.getLong();
-    int partition = buffer.getInt();
-    long offset = buffer.getLong();
-    String topic = new String(value, ORIGIN_STAMP_BYTES, value.length - ORIGIN_STAMP_BYTES, StandardCharsets.UTF_8);
-    return new CopyRuns.Origin("", topic, partition, offset, timestamp);
+    return new ProducerRecord<>(record.topic(), record.partition(), OriginStamp.timestamp(stamp.value()),
+        record.key(), record.value(), record.headers());
   }
 
   /** The record's newest provenance entry, or NONE when it has none that parses. */

@@ -2,10 +2,7 @@ package io.drstream.spark;
 
 import java.io.Serializable;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.Column;
-import org.apache.spark.sql.api.java.UDF0;
-import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
@@ -34,60 +31,25 @@ public final class RecordPathColumns {
   }
 
   /**
-   * The time, epoch milliseconds, read as each record is copied. Not {@code current_timestamp()}:
-   * a stream writes that into the generated code as each batch's constant, so the record path
-   * was compiled anew for every micro-batch; nondeterministic, so the optimizer never folds it.
+   * The stamp the sink's interceptor reads ({@code io.drstream.kafka.OriginStamp}): the source
+   * record's timestamp (epoch milliseconds, 8 bytes), partition (4 bytes) and offset (8 bytes),
+   * big-endian, then its topic's bytes. Fixed-width binary, so neither side formats or parses a
+   * number; the topic comes as bytes, so no string is decoded and encoded again per record.
    */
-  public static Column copyTime() {
-    return functions.udf(new Clock(), DataTypes.LongType).asNondeterministic().apply();
+  public static Column originStamp(Column epochMillis, Column topicBytes, Column partition, Column offset) {
+    return functions.udf(new OriginStamp(), DataTypes.BinaryType).apply(epochMillis, topicBytes, partition, offset);
   }
 
-  /**
-   * The sink interceptor's timestamp stamp ({@code io.drstream.kafka.CopyInterceptor}) of epoch
-   * milliseconds: 8 bytes, big-endian, so neither side formats or parses a number.
-   */
-  public static Column timestampStamp(Column epochMillis) {
-    return functions.udf(new Stamp(), DataTypes.BinaryType).apply(epochMillis);
-  }
-
-  /**
-   * The stamp of a flow without provenance: the timestamp's 8 bytes, then the source record's
-   * partition (4 bytes), offset (8 bytes) and topic (UTF-8), so the sink can name a record the
-   * destination refuses ({@code io.drstream.kafka.CopyInterceptor.stampedOrigin}).
-   */
-  public static Column originStamp(Column epochMillis, Column topic, Column partition, Column offset) {
-    return functions.udf(new OriginStamp(), DataTypes.BinaryType).apply(epochMillis, topic, partition, offset);
-  }
-
-  private static final class OriginStamp implements UDF4<Long, String, Integer, Long, byte[]>, Serializable {
+  private static final class OriginStamp implements UDF4<Long, byte[], Integer, Long, byte[]>, Serializable {
     private static final long serialVersionUID = 1L;
 
     @java.lang.Override
-    public byte[] call(Long ms, String topic, Integer partition, Long offset) {
+    public byte[] call(Long ms, byte[] topic, Integer partition, Long offset) {
       if (ms == null || topic == null || partition == null || offset == null) {
         return ms == null ? null : ByteBuffer.allocate(Long.BYTES).putLong(ms).array();
       }
-      byte[] name = topic.getBytes(StandardCharsets.UTF_8);
-      return ByteBuffer.allocate(Long.BYTES + Integer.BYTES + Long.BYTES + name.length)
-          .putLong(ms).putInt(partition).putLong(offset).put(name).array();
-    }
-  }
-
-  private static final class Stamp implements UDF1<Long, byte[]>, Serializable {
-    private static final long serialVersionUID = 1L;
-
-    @java.lang.Override
-    public byte[] call(Long ms) {
-      return ms == null ? null : ByteBuffer.allocate(Long.BYTES).putLong(ms).array();
-    }
-  }
-
-  private static final class Clock implements UDF0<Long>, Serializable {
-    private static final long serialVersionUID = 1L;
-
-    @java.lang.Override
-    public Long call() {
-      return System.currentTimeMillis();
+      return ByteBuffer.allocate(Long.BYTES + Integer.BYTES + Long.BYTES + topic.length)
+          .putLong(ms).putInt(partition).putLong(offset).put(topic).array();
     }
   }
 }

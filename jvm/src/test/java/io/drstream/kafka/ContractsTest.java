@@ -37,6 +37,7 @@ class ContractsTest {
         "copy_interceptor", CopyInterceptor.class.getName(),
         "runs_topic_setting", CopyInterceptor.RUNS_TOPIC,
         "provenance_header_setting", CopyInterceptor.HEADER,
+        "provenance_cluster_setting", CopyInterceptor.PROVENANCE_CLUSTER,
         "runs_hold_setting", CopyInterceptor.HOLD_MS);
     said.forEach((name, value) -> assertEquals(names.get(name).asText(), value, name));
   }
@@ -54,6 +55,16 @@ class ContractsTest {
       run.lastTimestamp = r.get("last_timestamp").asLong();
       assertEquals(c.get("key").asText(), run.key());
       assertEquals(c.get("value").asText(), run.value());
+    }
+  }
+
+  @Test
+  void aProvenanceValueIsWrittenAsTheFixtureStatesByteForByte() throws IOException {
+    for (JsonNode c : golden("provenance_header.json").get("written")) {
+      JsonNode e = c.get("entry");
+      byte[] written = OriginStamp.provenance(e.get("cluster").asText(), e.get("topic").asText(),
+          e.get("partition").asInt(), e.get("offset").asLong(), e.get("timestamp").asLong());
+      assertEquals(c.get("value").asText(), new String(written, StandardCharsets.UTF_8));
     }
   }
 
