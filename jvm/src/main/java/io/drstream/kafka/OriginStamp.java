@@ -28,6 +28,14 @@ final class OriginStamp {
   private static final byte[] PARTITION = ascii("\",\"partition\":");
   private static final byte[] OFFSET = ascii(",\"offset\":");
   private static final byte[] TIMESTAMP = ascii(",\"timestamp\":");
+  private static final long[] POWERS_OF_TEN = new long[19];
+
+  static {
+    POWERS_OF_TEN[0] = 1;
+    for (int i = 1; i < POWERS_OF_TEN.length; i++) {
+      POWERS_OF_TEN[i] = POWERS_OF_TEN[i - 1] * 10;
+    }
+  }
 
   /** The last topic read, with its bytes: records of one topic follow each other. */
   private record Seen(byte[] bytes, String text) {}
@@ -35,6 +43,10 @@ final class OriginStamp {
   private final String cluster;
   private final byte[] prefix;
   private volatile Seen topic = new Seen(new byte[0], "");
+  // The copy time's text, written once per millisecond rather than once per record.
+  private volatile Time time = new Time(Long.MIN_VALUE, new byte[0]);
+
+  private record Time(long ms, byte[] text) {}
 
   /** A reader of stamps copied from {@code cluster} (the source's cluster.id; "" when unknown). */
   OriginStamp(String cluster) {
@@ -92,9 +104,21 @@ final class OriginStamp {
     return new OriginStamp(cluster).write(name, 0, name.length, partition, offset, timestamp);
   }
 
+  private byte[] timeText(long ms) {
+    Time last = time;
+    if (last.ms() == ms) {
+      return last.text();
+    }
+    byte[] text = new byte[digits(ms)];
+    putNumber(text, 0, ms);
+    time = new Time(ms, text);
+    return text;
+  }
+
   private byte[] write(byte[] topicBytes, int from, int length, long partition, long offset, long timestamp) {
+    byte[] stamp = timeText(timestamp);
     byte[] out = new byte[prefix.length + length + PARTITION.length + digits(partition) + OFFSET.length
-        + digits(offset) + TIMESTAMP.length + digits(timestamp) + 1];
+        + digits(offset) + TIMESTAMP.length + stamp.length + 1];
     int at = put(out, 0, prefix, 0, prefix.length);
     at = put(out, at, topicBytes, from, length);
     at = put(out, at, PARTITION, 0, PARTITION.length);
@@ -102,7 +126,7 @@ final class OriginStamp {
     at = put(out, at, OFFSET, 0, OFFSET.length);
     at = putNumber(out, at, offset);
     at = put(out, at, TIMESTAMP, 0, TIMESTAMP.length);
-    at = putNumber(out, at, timestamp);
+    at = put(out, at, stamp, 0, stamp.length);
     out[at] = '}';
     return out;
   }
@@ -112,13 +136,13 @@ final class OriginStamp {
     return at + length;
   }
 
-  /** The characters of {@code n} in decimal, its sign included. */
+  /** The characters of {@code n} in decimal, its sign included: comparisons, no division. */
   private static int digits(long n) {
-    if (n == Long.MIN_VALUE) {
-      return 20;
+    if (n < 0) {
+      return n == Long.MIN_VALUE ? 20 : 1 + digits(-n);
     }
-    int count = n < 0 ? 2 : 1;
-    for (long rest = Math.abs(n); rest >= 10; rest /= 10) {
+    int count = 1;
+    while (count < POWERS_OF_TEN.length && n >= POWERS_OF_TEN[count]) {
       count++;
     }
     return count;

@@ -49,6 +49,20 @@ class OriginStampTest {
   }
 
   @Test
+  void everyNumberIsWrittenAsJavaWritesItInDecimal() {
+    long[] numbers = {0, 9, 10, 99, 100, 999_999_999, 1_000_000_000, 999_999_999_999_999_999L,
+        1_000_000_000_000_000_000L, Long.MAX_VALUE, -1, -10, Long.MIN_VALUE};
+    OriginStamp stamps = new OriginStamp("c");
+    for (long n : numbers) {
+      String expected = "{\"cluster\":\"c\",\"topic\":\"t\",\"partition\":" + (int) Math.max(0, Math.min(n, 7))
+          + ",\"offset\":" + n + ",\"timestamp\":" + n + "}";
+      byte[] stamp = originStamp(0L, (int) Math.max(0, Math.min(n, 7)), n, "t");
+      assertEquals(expected, new String(stamps.provenance(stamp, n), StandardCharsets.UTF_8));
+      assertEquals(expected, new String(stamps.provenance(stamp, n), StandardCharsets.UTF_8), "the time reused");
+    }
+  }
+
+  @Test
   void theStampLeavesTheRecordAsItsTimestamp() {
     ProducerRecord<byte[], byte[]> record = new ProducerRecord<>("orders.eu", 7, null, new byte[] {1}, new byte[] {2});
     record.headers().add("h", new byte[] {3}).add(CopyInterceptor.STAMP_HEADER, originStamp(99L, 7, 3L, "orders"));
