@@ -317,8 +317,8 @@ class ReplicationFlow:
             # message and run publications cost more than a small batch's writes. Order within a
             # partition is kept. Real-time mode needs a task per partition.
             source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
-        resume = Resume(self._marks, self._left_out, self._held, copied)
-        stream = source.transform(prepare(self.plan, resume)).transform(to_sink_rows(self.plan))
+        resume, counts = Resume(self._marks, self._left_out, self._held, copied), self.progress.new_counts(self.spark)
+        stream = source.transform(prepare(self.plan, resume, counts)).transform(to_sink_rows(self.plan))
         checkpoint = config.replicate_checkpoint
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from pyspark.sql import SparkSession
 
 from dr_stream.core.lag import Partition, spark_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.record_counts import RecordCounts
 from dr_stream.replication.trigger_width import BatchCost
 
 
@@ -61,8 +62,10 @@ def partitions_read(sources: list[dict]) -> int:
     return read
 
 
-def _count(row: dict | None, name: str) -> int:
-    return int((row or {}).get(name) or 0)
+class Counted(Protocol):
+    """What a query's rules counted since the last call, by reason (`record_counts`)."""
+
+    def taken(self) -> dict[str, int]: ...
 
 
 def read_by_topic(sources: list[dict]) -> dict[str, int]:
@@ -93,7 +96,14 @@ class ProgressPrinter:
         # Without provenance no runs are published, so copies are counted from the batches here.
         self.runs_published = runs_published
         self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
+        # The running query's (`new_counts`)
+        self.counts: Counted | None = None
         self._ids: set[str] = set()
+
+    def new_counts(self, spark: SparkSession) -> RecordCounts:
+        """Counts for the query about to (re)start, which its batches' progress takes from."""
+        self.counts = RecordCounts.register(spark, self.query_name)
+        return self.counts
 
     def query_started(self, query_id: str, name: str | None) -> None:
         if name == self.query_name:
@@ -106,14 +116,12 @@ class ProgressPrinter:
         sources = p.get("sources") or []
         if sources:
             self.on_batch(BatchRead.of(sources[0], int(p.get("numInputRows") or 0)))
-        observed = p.get("observedMetrics") or {}
-        replicate = observed.get("replicate")
+        # What the rules counted since the last batch: this batch's, unless the next one's tasks
+        # have already ended too (a count then shows one batch early, never twice).
+        counted = self.counts.taken() if self.counts else {}
         records = int(p.get("numInputRows") or 0)
-        skipped, malformed = _count(replicate, "skipped_cycle"), _count(replicate, "malformed_provenance")
-        self.metrics.batch_done(self.query_name, {
-            "came_from_destination": skipped, "malformed_provenance": malformed,
-            "already_copied": _count(replicate, "already_copied"), "left_out": _count(replicate, "left_out"),
-        }, None if self.runs_published else read_by_topic(sources))
+        skipped, malformed = counted.get("came_from_destination", 0), counted.get("malformed_provenance", 0)
+        self.metrics.batch_done(self.query_name, counted, None if self.runs_published else read_by_topic(sources))
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
                            ("skipped_cycle", skipped), ("malformed_provenance", malformed)):
             self.totals[key] += value

@@ -17,12 +17,13 @@ from pyspark.sql import functions as F
 from dr_stream.core.config import FilterOverride
 from dr_stream.core.contracts import PROVENANCE_HEADER, TIMESTAMP_HEADER
 from dr_stream.core.policy import TopicRenamer
+from dr_stream.replication.record_counts import RecordCounts
 from dr_stream.replication.resume import Resume
 from dr_stream.runtime.policy_columns import remote_topic
 from dr_stream.runtime.provenance_columns import (
     CYCLE,
-    MALFORMED_BITS,
     append_headers,
+    counted_drop,
     cycle_flags,
     origin_stamp,
 )
@@ -50,13 +51,13 @@ class ReplicationPlan:
         return self.source_cluster_id if self.provenance_enabled else None
 
 
-def cycle_bits(plan: ReplicationPlan) -> Column:
+def cycle_bits(plan: ReplicationPlan, counts: RecordCounts | None = None) -> Column:
     """`provenance.cycle_flags` of the record: whether it came from the destination topic (copying
-    it would loop) and whether a provenance header of it did not parse."""
+    it would loop) and whether a provenance header of it did not parse (counted in `counts`)."""
     if not plan.provenance_enabled:
         return F.lit(0)
     return cycle_flags(plan.header, plan.destination_cluster_id, remote_topic(plan.renamer, F.col("topic")),
-                       plan.filter_overrides, plan.forward)
+                       plan.filter_overrides, plan.forward, counts.jvm if counts else None)
 
 
 def _bit(flags: Column, bit: int) -> Column:
@@ -78,37 +79,28 @@ def mark_cycles(plan: ReplicationPlan) -> Step:
     return step
 
 
-def prepare(plan: ReplicationPlan, resume: Resume | None = None) -> Step:
+def prepare(plan: ReplicationPlan, resume: Resume | None = None, counts: RecordCounts | None = None) -> Step:
     """Source rows -> the rows to copy, as the source gave them: without the records that came
     from the destination (`cycle`), those a restart finds already copied or left out at
-    failback and those of a partition held at a refused record (`resume`), counted in the same
-    pass (Spark observed metrics `replicate`):
-    records, skipped_cycle, malformed_provenance, already_copied, left_out.
+    failback and those of a partition held at a refused record (`resume`), each counted in
+    `counts` (`record_counts`) by the function that drops it: came from the destination,
+    malformed provenance (copied all the same), already copied, left out.
 
     Nothing here adds a column, and no expression here is evaluated outside generated code: the
-    counts observe the source's rows where Spark's reader hands them over, the rules are one
-    filter, and with `to_sink_rows` they compile into one stage that builds each destination
-    row once. (A projection of its own, or any expression Spark cannot compile into a stage,
-    copied every record's value once more, and was rebuilt for every task.) A record without a
-    provenance header costs the rule one look at its header keys."""
+    rules are one filter, and with `to_sink_rows` they compile into one stage that builds each
+    destination row once. (A projection of its own, or any expression Spark cannot compile into
+    a stage, copied every record's value once more, and was rebuilt for every task; Spark's
+    observed metrics generated their code anew in every task.) A record without a provenance
+    header costs the rule one look at its header keys, and a record past its restart's replay
+    span one comparison."""
     resume = resume or Resume()
 
     def step(df: DataFrame) -> DataFrame:
-        flags = cycle_bits(plan)
-        came_back, malformed = _bit(flags, CYCLE), _bit(flags, MALFORMED_BITS)
-        dropped, left = resume.dropped(), resume.left()
-        counted = df.observe(
-            "replicate",
-            # Every record has a timestampType: counting it counts records, and names the one
-            # column of the source that nothing downstream reads. Without a reader, Spark drops
-            # it in a projection of its own under the counts, which copies every row.
-            F.count(F.col("timestampType")).alias("records"),
-            F.sum(came_back.cast("long")).alias("skipped_cycle"),
-            F.sum(malformed.cast("long")).alias("malformed_provenance"),
-            F.sum((~came_back & dropped & ~left).cast("long")).alias("already_copied"),
-            F.sum((~came_back & left).cast("long")).alias("left_out"),
-        )
-        return counted.where(~came_back & ~dropped & ~resume.waiting())
+        came_back = _bit(cycle_bits(plan, counts), CYCLE)
+        dropped = resume.dropped()
+        if counts is not None and resume.drops_any():
+            dropped = dropped & counted_drop(counts.jvm, resume.left())
+        return df.where(~came_back & ~dropped & ~resume.waiting())
 
     return step
 

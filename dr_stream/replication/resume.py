@@ -193,6 +193,10 @@ class Resume:
     # beyond `marks`: ranges already on the destination, of a partition read again after a hold
     copied: dict[Partition, list[tuple[int, int]]] = field(default_factory=dict)
 
+    def drops_any(self) -> bool:
+        """Whether `dropped` can be true for any record."""
+        return bool(self.marks or any(self.copied.values()))
+
     def dropped(self) -> Column:
         return already_copied(self.marks) | in_ranges(self.copied) if self.copied else already_copied(self.marks)
 

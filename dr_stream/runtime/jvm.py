@@ -204,6 +204,7 @@ def _maven(pins: JvmPins, spark_jars_used: dict[str, Path]) -> list[str]:
 
 def _spark_jars_used() -> dict[str, Path]:
     return {"spark.sql.api.jar": pyspark_jar("spark-sql-api_"), "spark.common.jar": pyspark_jar("spark-common-utils_"),
+            "spark.core.jar": pyspark_jar("spark-core_"),
             "scala.library.jar": pyspark_jar("scala-library-"), "scala.reflect.jar": pyspark_jar("scala-reflect-"),
             "log4j.api.jar": pyspark_jar("log4j-api-"), "log4j.core.jar": pyspark_jar("log4j-core-")}
 

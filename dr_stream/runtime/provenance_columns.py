@@ -14,6 +14,7 @@ and never fails a row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.sql import Column
@@ -67,7 +68,7 @@ MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
 
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
-                overrides: Sequence[FilterOverride] = (), forward: bool = True) -> Column:
+                overrides: Sequence[FilterOverride] = (), forward: bool = True, counts: Any = None) -> Column:
     """`CYCLE | MALFORMED_BITS` of a record, read by dr-stream's Java rule
     (`io.drstream.spark.CycleRule`) from the record's own headers with `destination_topic` (a
     column of the record), and only for a record with a header under the provenance key (0 for
@@ -75,7 +76,8 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
     cluster.id and topic and no filter override lets it through (an override matches the entry's
     cluster and topic regexes and its copy time is within [from_ms, to_ms], an open end being
     unbounded); without `forward`, any entry not let through. MALFORMED_BITS: a value under the
-    key is no entry (it is still copied)."""
+    key is no entry (it is still copied). With `counts` (a `RecordCounts`' Java object), the rule
+    counts each record it flags."""
     jvm = SparkContext._active_spark_context._jvm
     rule_class = jvm.io.drstream.spark.CycleRule
     gateway = SparkContext._active_spark_context._gateway
@@ -88,10 +90,19 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
         froms[i] = override.from_ms if override.from_ms is not None else -(2**63)
         tos[i] = override.to_ms if override.to_ms is not None else 2**63 - 1
     rule = rule_class(header, destination_cluster_id, rule_class.overrides(clusters, topics, froms, tos), forward)
+    if counts is not None:
+        rule = rule.counting(counts)
     headers = headers_or_empty(F.col("headers"))
     flags = JvmColumn(_record_path_columns().cycleFlags(rule, headers["key"]._jc, headers["value"]._jc,
                                                        destination_topic._jc))
     return F.when(has_header(F.col("headers"), header), flags).otherwise(F.lit(0))
+
+
+def counted_drop(counts: Any, left_out: Column) -> Column:
+    """True, counting in `counts` (a `RecordCounts`' Java object) a record a restart drops: as left
+    out at failback when `left_out`, else as already copied. Nondeterministic, so the generated
+    code calls it only where the terms before it in a conjunction are true."""
+    return JvmColumn(_record_path_columns().countedDrop(counts, left_out._jc))
 
 
 def append_headers(headers: Column, added: Sequence[tuple[str, Column]]) -> Column:

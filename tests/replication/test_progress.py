@@ -25,15 +25,25 @@ def test_durations_show_the_total_and_the_three_largest_parts():
         == "1094 ms (addBatch 700, walCommit 120, getBatch 3)"
 
 
+class Taken:
+    """What the record path's counts hand out, one dict per call (jvm/ RecordCounts.taken)."""
+
+    def __init__(self, counts: list[dict[str, int]]) -> None:
+        self.counts = counts
+
+    def taken(self) -> dict[str, int]:
+        return self.counts.pop(0)
+
+
 def test_a_batchs_json_progress_is_counted_logged_and_passed_on():
     lines, ends, costs = [], [], []
     printer = ProgressPrinter("f", "replicate-f", FlowMetrics("f", "replicate-f"), log=lines.append,
                               on_batch=ends.append, on_cost=costs.append)
-    # As Spark writes it: a rate it could not compute is left out, a sum over no rows is null.
+    printer.counts = Taken([{"came_from_destination": 3, "malformed_provenance": 0, "already_copied": 0,
+                             "left_out": 0}])
+    # As Spark writes it: a rate it could not compute is left out.
     printer.batch_done({"name": "replicate-f", "batchId": 7, "numInputRows": 10, "sources": [BATCH],
-                        "durationMs": {"triggerExecution": 250, "addBatch": 200},
-                        "observedMetrics": {"replicate": {"records": 10, "skipped_cycle": 3,
-                                                          "malformed_provenance": None}}})
+                        "durationMs": {"triggerExecution": 250, "addBatch": 200}})
     printer.batch_done({"name": "another query", "numInputRows": 99})
     assert printer.totals == {"batches": 1, "read": 10, "copied": 7, "skipped_cycle": 3, "malformed_provenance": 0}
     assert ends == [BatchRead({("a", 0): 5, ("a", 1): 7, ("b", 0): 0},

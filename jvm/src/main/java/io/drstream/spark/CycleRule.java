@@ -22,7 +22,8 @@ import scala.collection.Seq;
  * <p>A Spark SQL function of the record path (UDF3: header keys, header values, destination
  * topic -> {@link #CYCLE} | {@link #MALFORMED} bits), compiled into the path's generated code,
  * unlike the higher-order functions it replaces. The record path calls it only for a record that
- * has a header under the provenance key. Invariant: never throws; null headers give 0.
+ * has a header under the provenance key, once per record: a rule {@link #counting} counts what it
+ * finds there. Invariant: never throws; null headers give 0.
  */
 public final class CycleRule implements UDF3<Seq<String>, Seq<byte[]>, String, Integer>, Serializable {
   private static final long serialVersionUID = 1L;
@@ -41,16 +42,29 @@ public final class CycleRule implements UDF3<Seq<String>, Seq<byte[]>, String, I
   private final String destinationClusterId;
   private final FilterOverride[] overrides;
   private final boolean forward;
+  // Where the replicate query counts what the rule finds; null in batch reads, which count nothing.
+  private final RecordCounts counts;
 
   public CycleRule(String header, String destinationClusterId, FilterOverride[] overrides) {
     this(header, destinationClusterId, overrides, true);
   }
 
   public CycleRule(String header, String destinationClusterId, FilterOverride[] overrides, boolean forward) {
+    this(header, destinationClusterId, overrides, forward, null);
+  }
+
+  private CycleRule(String header, String destinationClusterId, FilterOverride[] overrides, boolean forward,
+      RecordCounts counts) {
     this.header = header;
     this.destinationClusterId = destinationClusterId;
     this.overrides = overrides.clone();
     this.forward = forward;
+    this.counts = counts;
+  }
+
+  /** The same rule, counting each cycle and each malformed header it finds in {@code counts}. */
+  public CycleRule counting(RecordCounts counts) {
+    return new CycleRule(header, destinationClusterId, overrides, forward, counts);
   }
 
   /** The overrides as Python hands them over: parallel arrays, open bounds as Long.MIN/MAX_VALUE. */
@@ -64,7 +78,11 @@ public final class CycleRule implements UDF3<Seq<String>, Seq<byte[]>, String, I
 
   @Override
   public Integer call(Seq<String> keys, Seq<byte[]> values, String destinationTopic) {
-    return flags(keys, values, destinationTopic);
+    int flags = flags(keys, values, destinationTopic);
+    if (counts != null && flags != 0) {
+      counts.flagged(flags);
+    }
+    return flags;
   }
 
   int flags(Seq<String> keys, Seq<byte[]> values, String destinationTopic) {

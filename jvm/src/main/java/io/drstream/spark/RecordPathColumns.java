@@ -20,6 +20,11 @@ public final class RecordPathColumns {
     return functions.udf(rule, DataTypes.IntegerType).apply(keys, values, destinationTopic);
   }
 
+  /** True, counting a record a restart drops as left out (when {@code leftOut}) or already copied. */
+  public static Column countedDrop(RecordCounts counts, Column leftOut) {
+    return functions.udf(counts.dropped(), DataTypes.BooleanType).asNondeterministic().apply(leftOut);
+  }
+
   /** Whether the record of this topic, partition and offset lies in one of {@code ranges}. */
   public static Column inCopiedRanges(CopiedRanges ranges, Column topic, Column partition, Column offset) {
     return functions.udf(ranges, DataTypes.BooleanType).apply(topic, partition, offset);
