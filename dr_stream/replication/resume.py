@@ -31,6 +31,7 @@ from dr_stream.core.contracts import left_out_group
 from dr_stream.kafka.admin import log_bounds
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.left_out import read_left_out
+from dr_stream.runtime.jvm_classes import jvm_class
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,12 +149,12 @@ def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
     merged = {key: disjoint(spans) for key, spans in ranges.items() if spans}
     if not merged:
         return F.lit(False)
-    jvm = SparkContext._active_spark_context._jvm
+    context = SparkContext._active_spark_context
     # One text in one gateway call: a call per range took seconds at tens of thousands of ranges.
     # Kafka's topic names hold only [a-zA-Z0-9._-], so a blank parts the fields.
     text = "\n".join(f"{t} {int(p)} {int(a)} {int(b)}" for (t, p), spans in sorted(merged.items()) for a, b in spans)
-    within = JvmColumn(jvm.io.drstream.spark.RecordPathColumns.inCopiedRanges(
-        jvm.io.drstream.spark.CopiedRanges.parse(text), F.col("topic")._jc, F.col("partition")._jc,
+    within = JvmColumn(jvm_class(context, "io.drstream.spark.RecordPathColumns").inCopiedRanges(
+        jvm_class(context, "io.drstream.spark.CopiedRanges").parse(text), F.col("topic")._jc, F.col("partition")._jc,
         F.col("offset")._jc))
     # Once a query has read past the ranges (they lie in what it reads again first), a record
     # costs one comparison: the generated code does not call the function past a false term.

@@ -206,8 +206,7 @@ class _Supervisor:
                 self._stop_between_batches(query, grace_s)
 
     def _stop_between_batches(self, query: StreamingQuery, grace_s: float = STOP_GRACE_S) -> None:
-        _stop_class(self.flow.spark).stop(query._jsq, _grace_ms(self.flow, grace_s),
-                                                                     *_line_style(self.flow))
+        _stop_class(self.flow.spark).stop(query._jsq, _grace_ms(self.flow, grace_s), *_line_style(self.flow))
 
 
 def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
@@ -215,8 +214,7 @@ def stop_between_batches_at_exit(flow: ReplicationFlow) -> None:
     manager's, or one sent to the whole process group) waits for the running batch as well:
     otherwise Spark's own shutdown hook stops the SparkContext under it and its refused tasks
     print their stack traces (`io.drstream.spark.StopBetweenBatches`)."""
-    _stop_class(flow.spark).install(flow.spark._jsparkSession.streams(),
-                                                               _grace_ms(flow), *_line_style(flow))
+    _stop_class(flow.spark).install(flow.spark._jsparkSession.streams(), _grace_ms(flow), *_line_style(flow))
     # A refused record is said by the flow in one line (`holds`): Spark's three stack traces of it are not.
     jvm_class(flow.spark.sparkContext, "io.drstream.spark.RefusalLogFilter").install()
 

@@ -23,6 +23,7 @@ from pyspark.sql.classic.column import Column as JvmColumn
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
 from dr_stream.core.config import FilterOverride
+from dr_stream.runtime.jvm_classes import jvm_class
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
@@ -50,7 +51,7 @@ def provenance_entries(header: str) -> Column:
 
 def _record_path_columns():
     """dr-stream's Java functions of the record path (jvm/: io.drstream.spark.RecordPathColumns)."""
-    return SparkContext._active_spark_context._jvm.io.drstream.spark.RecordPathColumns
+    return jvm_class(SparkContext._active_spark_context, "io.drstream.spark.RecordPathColumns")
 
 
 def origin_stamp(timestamp: Column) -> Column:
@@ -64,18 +65,17 @@ def origin_stamp(timestamp: Column) -> Column:
 
 
 CYCLE = 1  # io.drstream.spark.CycleRule.CYCLE
-MALFORMED_BITS = 2  # io.drstream.spark.CycleRule.MALFORMED
 
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
                 overrides: Sequence[FilterOverride] = (), forward: bool = True, counts: Any = None) -> Column:
-    """`CYCLE | MALFORMED_BITS` of a record, read by dr-stream's Java rule
+    """`CYCLE | MALFORMED` (2, `io.drstream.spark.CycleRule.MALFORMED`) of a record, read by dr-stream's Java rule
     (`io.drstream.spark.CycleRule`) from the record's own headers with `destination_topic` (a
     column of the record), and only for a record with a header under the provenance key (0 for
     the others, every record of an active-passive flow). CYCLE: an entry names the destination's
     cluster.id and topic and no filter override lets it through (an override matches the entry's
     cluster and topic regexes and its copy time is within [from_ms, to_ms], an open end being
-    unbounded); without `forward`, any entry not let through. MALFORMED_BITS: a value under the
+    unbounded); without `forward`, any entry not let through. MALFORMED: a value under the
     key is no entry (it is still copied). With `counts` (a `RecordCounts`' Java object), the rule
     counts each record it flags."""
     jvm = SparkContext._active_spark_context._jvm

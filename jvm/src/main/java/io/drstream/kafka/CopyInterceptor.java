@@ -1,6 +1,5 @@
 package io.drstream.kafka;
 
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -140,7 +139,7 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
     }
     // Without a stamp that names it, the origin is the newest provenance header's (a record a
     // flow of another version wrote).
-    CopyRuns.Origin origin = stamped != null ? stamped : runsTopic == null ? null : origin(out);
+    CopyRuns.Origin origin = stamped != null ? stamped : origin(out);
     synchronized (sent) {
       queue(out.topic(), out.partition()).add(origin);
     }
@@ -157,26 +156,32 @@ public final class CopyInterceptor implements ProducerInterceptor<byte[], byte[]
    * untouched.
    */
   private ProducerRecord<byte[], byte[]> withStamp(ProducerRecord<byte[], byte[]> record, byte[] stamp) {
-    // The header list is changed in place: the sink builds a new record (and list) per row and
-    // does not read it again, and the producer makes the list read-only only after the
-    // interceptors. Only the record object is new, since its timestamp cannot be changed.
-    record.headers().remove(STAMP_HEADER);
-    if (writesProvenance && OriginStamp.namesOrigin(stamp)) {
-      record.headers().add(header, stamps.provenance(stamp, System.currentTimeMillis()));
-    }
-    return new ProducerRecord<>(record.topic(), record.partition(), OriginStamp.timestamp(stamp), record.key(),
-        record.value(), record.headers());
+    byte[] provenance = writesProvenance && OriginStamp.namesOrigin(stamp)
+        ? stamps.provenance(stamp, System.currentTimeMillis()) : null;
+    return restamped(record, stamp, header, provenance);
   }
 
   /** The record with its stamp moved into its timestamp (the record itself without a stamp). */
   public static ProducerRecord<byte[], byte[]> stamped(ProducerRecord<byte[], byte[]> record) {
     Header stamp = record.headers().lastHeader(STAMP_HEADER);
-    if (stamp == null) {
-      return record;
-    }
+    return stamp == null ? record : restamped(record, stamp.value(), null, null);
+  }
+
+  /**
+   * The record with its stamp's timestamp, the stamp removed and {@code provenance}, when not
+   * null, added under {@code key} as its newest header.
+   */
+  private static ProducerRecord<byte[], byte[]> restamped(ProducerRecord<byte[], byte[]> record, byte[] stamp,
+      String key, byte[] provenance) {
+    // The header list is changed in place: the sink builds a new record (and list) per row and
+    // does not read it again, and the producer makes the list read-only only after the
+    // interceptors. Only the record object is new, since its timestamp cannot be changed.
     record.headers().remove(STAMP_HEADER);
-    return new ProducerRecord<>(record.topic(), record.partition(), OriginStamp.timestamp(stamp.value()),
-        record.key(), record.value(), record.headers());
+    if (provenance != null) {
+      record.headers().add(key, provenance);
+    }
+    return new ProducerRecord<>(record.topic(), record.partition(), OriginStamp.timestamp(stamp), record.key(),
+        record.value(), record.headers());
   }
 
   /** The record's newest provenance entry, or NONE when it has none that parses. */

@@ -2,7 +2,6 @@ package io.drstream.kafka;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 
 /**
  * The transient header the record path adds to every record it hands the sink, read in the sink's
@@ -37,12 +36,10 @@ final class OriginStamp {
     }
   }
 
-  /** The last topic read, with its bytes: records of one topic follow each other. */
-  private record Seen(byte[] bytes, String text) {}
-
   private final String cluster;
   private final byte[] prefix;
-  private volatile Seen topic = new Seen(new byte[0], "");
+  // The last topic read: records of one topic follow each other.
+  private volatile ProvenanceOrigin.Seen topic = new ProvenanceOrigin.Seen(new byte[0], "");
   // The copy time's text, written once per millisecond rather than once per record.
   private volatile Time time = new Time(Long.MIN_VALUE, new byte[0]);
 
@@ -78,15 +75,11 @@ final class OriginStamp {
   }
 
   private String topic(byte[] stamp) {
-    Seen last = topic;
-    byte[] seen = last.bytes();
-    if (seen.length == stamp.length - FIXED_BYTES
-        && Arrays.equals(seen, 0, seen.length, stamp, FIXED_BYTES, stamp.length)) {
-      return last.text();
+    ProvenanceOrigin.Seen last = topic;
+    ProvenanceOrigin.Seen read = ProvenanceOrigin.reuse(last, stamp, FIXED_BYTES, stamp.length);
+    if (read != last) {
+      topic = read;
     }
-    byte[] bytes = Arrays.copyOfRange(stamp, FIXED_BYTES, stamp.length);
-    Seen read = new Seen(bytes, new String(bytes, StandardCharsets.UTF_8));
-    topic = read;
     return read.text();
   }
 

@@ -23,8 +23,8 @@ public final class ProvenanceOrigin {
   private static final byte[] OFFSET = ascii(",\"offset\":");
   private static final byte[] TIMESTAMP = ascii(",\"timestamp\":");
 
-  /** The last cluster and topic read, with their bytes: shared by the producer's sending threads. */
-  private record Seen(byte[] bytes, String text) {}
+  /** A string last read, with its bytes: shared by the producer's sending threads. */
+  record Seen(byte[] bytes, String text) {}
 
   private volatile Seen cluster = new Seen(new byte[0], "");
   private volatile Seen topic = new Seen(new byte[0], "");
@@ -75,7 +75,8 @@ public final class ProvenanceOrigin {
         : new CopyRuns.Origin(entry.cluster(), entry.topic(), entry.partition(), entry.offset(), timestamp);
   }
 
-  private static Seen reuse(Seen last, byte[] v, int from, int to) {
+  /** {@code last} when {@code v[from, to)} holds its bytes, else the string those bytes hold (UTF-8). */
+  static Seen reuse(Seen last, byte[] v, int from, int to) {
     byte[] seen = last.bytes();
     if (seen.length == to - from && java.util.Arrays.equals(seen, 0, seen.length, v, from, to)) {
       return last;
