@@ -28,7 +28,8 @@ $(DIST)/pyenv.tar.gz: pyproject.toml jobs/replicate.py $(shell find dr_stream -n
 	$(PY) -m dr_stream.runtime.dist
 
 lint: $(STAMP)
-	$(PY) -m ruff check dr_stream tests jobs bench
+	$(PY) -m ruff check dr_stream tests jobs bench tools
+	$(PY) -m tools.module_sizes dr_stream
 
 # The fast tests: pure rules and DataFrame steps, no brokers.
 unit: setup

@@ -1,5 +1,5 @@
 """The layout's rules, checked on the source: one place builds Kafka clients, no import circles,
-wings depend one way, small modules and functions."""
+wings depend one way; long modules and functions are a lint warning."""
 
 from __future__ import annotations
 
@@ -123,16 +123,18 @@ def test_other_wings_reach_a_faced_wing_through_its_package_only(wing):
     assert wrong == set()
 
 
-def test_no_module_is_over_400_lines_and_no_function_over_60():
-    too_long = []
-    for path in PACKAGE.rglob("*.py"):
-        text = path.read_text()
-        if len(text.splitlines()) > 400:
-            too_long.append(str(path))
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno + 1 > 60:
-                too_long.append(f"{path.name}:{node.name}")
-    assert too_long == []
+def test_size_marks_are_a_warning_that_names_the_part_and_never_fails_lint(tmp_path):
+    """Module size is a smell, not a law: lint prints what is long and exits 0."""
+    from tools.module_sizes import FUNCTION_LINES, MODULE_LINES, long_parts, main
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_LINES))
+    (package / "big.py").write_text(f"def long_one():\n{body}\n" + "\n" * MODULE_LINES)
+    (package / "small.py").write_text("def short():\n    return 1\n")
+    assert [(p.where, p.mark) for p in long_parts(package)] == [("pkg/big.py", MODULE_LINES),
+                                                              ("pkg/big.py:long_one", FUNCTION_LINES)]
+    assert main([str(package)]) == 0
 
 
 def test_the_wings_that_touch_state_paths_use_no_local_file_functions():

@@ -1,0 +1,1 @@
+"""Contributor tools run by the Makefile; not shipped in the wheel."""
