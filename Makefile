@@ -29,6 +29,7 @@ $(DIST)/pyenv.tar.gz: pyproject.toml jobs/replicate.py $(shell find dr_stream -n
 
 lint: $(STAMP)
 	$(PY) -m ruff check dr_stream tests jobs bench tools
+	$(PY) -m mypy
 	$(PY) -m tools.module_sizes dr_stream
 
 # The fast tests: pure rules and DataFrame steps, no brokers.

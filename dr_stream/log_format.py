@@ -34,10 +34,10 @@ class TextFormatter(logging.Formatter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        line = {"time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+        line: dict[str, str] = {"time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
                 "level": record.levelname, "logger": record.name}
-        if _flow(record):
-            line["flow"] = _flow(record)
+        if flow := _flow(record):
+            line["flow"] = flow
         line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
@@ -48,7 +48,7 @@ class _CurrentStdout(logging.StreamHandler):
     """Writes to the `sys.stdout` of the moment (a test's capture, a redirect), not the one at start."""
 
     @property
-    def stream(self):  # type: ignore[override]
+    def stream(self):
         return sys.stdout
 
     @stream.setter

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from dr_stream.core.config_reader import DURATION, ENV, ConfigError, YamlReader, milliseconds
+from dr_stream.core.config_reader import DURATION, ENV, ConfigError, YamlReader, duration_parts, milliseconds
 from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.core.monitoring_config import DrillConfig, MetricsConfig, read_drill, read_metrics
@@ -163,7 +163,7 @@ class StreamingConfig:
     @property
     def trigger_interval(self) -> str:
         """The trigger as Spark's processingTime string ("1 second", "500 milliseconds")."""
-        number, unit = DURATION.match(self.trigger).groups()  # validated on load
+        number, unit = duration_parts(self.trigger)  # validated on load
         unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}.get(unit, unit.rstrip("s") + "s")
         return f"{number} {unit}"
 

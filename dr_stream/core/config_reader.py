@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Set
+from typing import Any, TypeVar, overload
 
 ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|milliseconds?|seconds?|minutes?|hours?|days?)\s*$")
@@ -18,9 +18,18 @@ class ConfigError(ValueError):
     """One line: `<file>: <key.path>: <what is wrong>`."""
 
 
+def duration_parts(duration: str) -> tuple[str, str]:
+    """(number, unit) of a duration already matched by DURATION."""
+    matched = DURATION.match(duration)
+    if matched is None:
+        raise ValueError(f"{duration!r} is not a duration like 500ms, 1s or 1m")
+    number, unit = matched.groups()
+    return number, unit
+
+
 def milliseconds(duration: str) -> int:
     """A duration already matched by DURATION, in ms."""
-    number, unit = DURATION.match(duration).groups()
+    number, unit = duration_parts(duration)
     scale = (1 if unit == "ms" or unit.startswith("milli") else 1000 if unit.startswith("s")
              else 3_600_000 if unit.startswith("h") else 86_400_000 if unit.startswith("d") else 60_000)
     return int(float(number) * scale)
@@ -39,7 +48,7 @@ class YamlReader:
     def fail(self, key: str, message: str) -> ConfigError:
         return ConfigError(f"{self.path}: {key}: {message}")
 
-    def mapping(self, value: Any, key: str, allowed: set[str], required: set[str] = frozenset()) -> dict:
+    def mapping(self, value: Any, key: str, allowed: set[str], required: Set[str] = frozenset()) -> dict:
         if value is None:
             value = {}
         if not isinstance(value, dict):
@@ -72,6 +81,12 @@ class YamlReader:
         if not isinstance(value, bool):
             raise self.fail(_join(key, name), f"expected true or false, got {value!r}")
         return value
+
+    @overload
+    def integer(self, raw: dict, name: str, key: str, default: int, minimum: int) -> int: ...
+
+    @overload
+    def integer(self, raw: dict, name: str, key: str, default: None, minimum: int) -> int | None: ...
 
     def integer(self, raw: dict, name: str, key: str, default: int | None, minimum: int) -> int | None:
         value = raw.get(name, default)

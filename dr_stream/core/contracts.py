@@ -73,6 +73,8 @@ def acl_key(members: Mapping[str, str]) -> bytes:
 
 
 def read_acl_key(key: bytes | None) -> dict[str, str] | None:
+    if key is None:
+        return None
     try:
         values = json.loads(key)
     except (TypeError, ValueError):

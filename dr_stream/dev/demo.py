@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import TopicPartition
@@ -30,7 +31,7 @@ from dr_stream.core.config import ClusterConfig, FlowConfig, load_flow
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, PROVENANCE_HEADER, lag_topic, runs_topic
 from dr_stream.core.provenance import newest_entry
 from dr_stream.dev.clusters import DEV_PORTS, LocalCluster, dev_clusters
-from dr_stream.kafka import clients
+from dr_stream.kafka import clients, consumed
 from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.groups import committed_offsets, delete_group
 from dr_stream.operations.failback import failback
@@ -100,7 +101,7 @@ def _start_flows(spark, stop: threading.Event, clusters: list[LocalCluster],
                               offset_index=str(work / name / "offset-index"),
                               translations=str(work / name / "translations")))
         flow = ReplicationFlow(config, spark)
-        threads.append(Background(f"flow {name}", lambda flow=flow: run_until_stopped(flow, stop)).start())
+        threads.append(Background(f"flow {name}", partial(run_until_stopped, flow, stop)).start())
     return configs, threads
 
 
@@ -134,7 +135,7 @@ def _wait_converged(clusters: list[LocalCluster], flows: list[Background], timeo
             elapsed = stable_since - began
             print(f"both clusters hold all {expected} records per topic after {elapsed:.1f}s "
                   f"({2 * PER_TOPIC * len(TOPICS) / elapsed:.0f} records/s replicated across both flows)")
-        if done and now == last and time.monotonic() - stable_since >= 10:
+        if done and now == last and stable_since is not None and time.monotonic() - stable_since >= 10:
             print("counts stable for 10s: every record exactly once in each cluster, nothing loops")
             return True
         if not done:
@@ -212,8 +213,8 @@ def _consume_and_commit(cluster: ClusterConfig) -> dict[int, int]:
         read = dict.fromkeys(range(SHIPMENTS_PARTITIONS), 0)
         while any(n < CONSUMED_PER_PARTITION for n in read.values()):
             for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
-                if not msg.error() and msg.offset() < CONSUMED_PER_PARTITION:
-                    read[msg.partition()] += 1
+                if not msg.error() and consumed.offset(msg) < CONSUMED_PER_PARTITION:
+                    read[consumed.topic_partition(msg)[1]] += 1
         offsets = dict.fromkeys(range(SHIPMENTS_PARTITIONS), CONSUMED_PER_PARTITION)
         consumer.commit(offsets=[TopicPartition(SHIPMENTS, p, o) for p, o in offsets.items()], asynchronous=False)
         return offsets
@@ -233,7 +234,10 @@ def _read_partitions(cluster: ClusterConfig, group: str, starts: dict[int, int],
         open_partitions = set(starts)
         while open_partitions:
             for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
-                p = msg.partition()
+                where = consumed.place(msg)
+                if where is None:
+                    continue
+                p = where[1]
                 if msg.error() or (per_partition is not None and len(read[p]) >= per_partition):
                     open_partitions.discard(p)
                     continue
@@ -288,9 +292,12 @@ def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threadi
     print(f"$ dr-stream failover --config conf/dc1-to-dc2.yaml --group {GROUP}")
     print(format_positions(failover(configs["dc1-to-dc2"], FlowTables.of(configs["dc1-to-dc2"]), GROUP)))
 
-    resumed = {p: [] for p in range(SHIPMENTS_PARTITIONS)}
+    resumed: dict[int, list[int]] = {p: [] for p in range(SHIPMENTS_PARTITIONS)}
     for partition, _, headers in _read_as_group(dc2):
-        resumed[partition].append(newest_entry(headers, PROVENANCE_HEADER)["offset"])
+        entry = newest_entry(headers, PROVENANCE_HEADER)
+        if entry is None:
+            raise RuntimeError(f"a record of {SHIPMENTS}[{partition}] on dc2 without its provenance header")
+        resumed[partition].append(entry["offset"])
     reread = sum(1 for p, offsets in resumed.items() for o in offsets if o < committed[p])
     reread += sum(len(o) - len(set(o)) for o in resumed.values())
     per_partition = SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS

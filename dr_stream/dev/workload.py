@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -102,7 +103,7 @@ def commit_positions(bootstrap: str, positions: Positions, timeout_s: float = 12
         for group, at in todo.items():
             request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in at.items()])
             futures[group] = next(iter(admin.alter_consumer_group_offsets([request], request_timeout=60).values()))
-            futures[group].add_done_callback(lambda _f, g=group: done.setdefault(g, time.monotonic()))
+            futures[group].add_done_callback(partial(_mark_done, done, group))
         refused = {}
         for group, future in futures.items():
             result = future.result(timeout=120)
@@ -115,6 +116,10 @@ def commit_positions(bootstrap: str, positions: Positions, timeout_s: float = 12
         todo = {g: todo[g] for g in refused}
         time.sleep(0.5 if todo else 0)
     return done
+
+
+def _mark_done(done: dict[str, float], group: str, _future: object) -> None:
+    done.setdefault(group, time.monotonic())
 
 
 def group_positions(bootstrap: str, groups: Iterable[str], skip_unanswered: bool = False) -> Positions:

@@ -25,6 +25,7 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.core.provenance import Headers, newest_entry
 from dr_stream.index.run_store import Run
+from dr_stream.kafka import consumed
 from dr_stream.kafka.clients import CONSUME_WAIT_S, consuming
 
 # (destination topic, partition, offset, timestamp ms, headers)
@@ -44,7 +45,7 @@ def runs_of_records(records: Iterable[Record], header: str, source_cluster_id: s
         origin = entry["offset"]
         at = open_at.get((topic, partition))
         run = None if at is None else out[at]
-        if run and run.origin_partition == entry["partition"] and run.origin_end + 1 == origin \
+        if at is not None and run and run.origin_partition == entry["partition"] and run.origin_end + 1 == origin \
                 and run.dest_end + 1 == offset:
             out[at] = replace(run, origin_end=origin, dest_end=offset, last_timestamp=timestamp,
                               copied_at=entry["timestamp"])
@@ -84,13 +85,13 @@ def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int,
             if messages:
                 idle_until = time.monotonic() + idle_s
             for msg in messages:
-                tp = (msg.topic(), msg.partition())
-                if tp not in open_partitions:
+                tp = consumed.place(msg)
+                if tp is None or tp not in open_partitions:
                     continue
                 end = wanted[tp][1]
-                if msg.error() is None and msg.offset() < end:
-                    read[tp].append((*tp, msg.offset(), msg.timestamp()[1], msg.headers()))
-                if msg.error() is not None or msg.offset() >= end - 1:
+                if msg.error() is None and consumed.offset(msg) < end:
+                    read[tp].append((*tp, consumed.offset(msg), consumed.timestamp(msg), consumed.headers(msg)))
+                if msg.error() is not None or consumed.offset(msg) >= end - 1:
                     open_partitions.discard(tp)
                     consumer.pause([TopicPartition(*tp)])
     return runs_of_records((r for tp in sorted(read) for r in read[tp]), header, source_cluster_id, renamer)

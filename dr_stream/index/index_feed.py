@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -147,9 +147,14 @@ class IndexFeed:
             with self._lock:
                 self._last_write = float("-inf")
 
+    def _started(self) -> RunsReader:
+        if self._reader is None:
+            raise RuntimeError("the index feed reads the runs topic once started (`start`)")
+        return self._reader
+
     def _read_to_end(self, timeout: float = 30.0) -> RunsRead:
         """Takes every run published up to now; callers hold `_reading`."""
-        got = self._reader.read_to_end(timeout)
+        got = self._started().read_to_end(timeout)
         self._take(got.runs, got.malformed)
         return got
 
@@ -185,7 +190,7 @@ class IndexFeed:
 
     # -- running -------------------------------------------------------------------------------
 
-    def _take(self, runs: list[tuple[int | None, Run]], malformed: int) -> None:
+    def _take(self, runs: Sequence[tuple[int | None, Run]], malformed: int) -> None:
         """Runs with their offset in the runs topic (None: rebuilt from the destination)."""
         with self._lock:
             for at, run in runs:
@@ -264,7 +269,7 @@ class IndexFeed:
         """One round: read new reports, apply batch progress they complete, write and maintain when
         due. True when the store or the processed offsets moved."""
         with self._reading:
-            got = self._reader.read(timeout=timeout)
+            got = self._started().read(timeout=timeout)
             self._take(got.runs, got.malformed)
             moved = self._apply_progress() or bool(got.runs)
         now = time.monotonic()
@@ -284,10 +289,10 @@ class IndexFeed:
             if batch is None:
                 return moved
             if batch.runs_needed is None:
-                needed = self._reader.end()
+                needed = self._started().end()
                 with self._lock:
                     batch.runs_needed = needed
-            if (self._reader.position or 0) < (batch.runs_needed or 0):
+            if (self._started().position or 0) < (batch.runs_needed or 0):
                 return moved
             with self._lock:
                 moved = self.handled.count_first(self.store) or moved
@@ -343,7 +348,7 @@ class IndexFeed:
     def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
         """The store forgets runs below each destination partition's log start; True if any."""
         with self._lock:
-            return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()})
+            return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}) > 0
 
     def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
         """The table's rows of runs below the log starts dropped and rows of one run merged.

@@ -17,7 +17,9 @@ mapping; runs are deleted only once the destination has deleted every record the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -71,7 +73,7 @@ def _ms(value) -> int | None:
 
 def run_of(row) -> Run:
     """A row of the index table (a Spark Row or a dict from `deltalake`) -> a Run."""
-    get = row.get if isinstance(row, dict) else row.__getitem__
+    get: Callable[[str], Any] = row.get if isinstance(row, dict) else row.__getitem__
     return Run(get("origin_cluster"), get("origin_topic"), get("origin_partition"), get("dest_topic"),
                get("dest_partition"), get("origin_start"), get("origin_end"), get("dest_start"), get("dest_end"),
                _ms(get("first_timestamp")), _ms(get("last_timestamp")), _ms(get("copied_at")))
@@ -150,4 +152,5 @@ class OffsetIndex:
     def size_in_bytes(self) -> int:
         if not self.exists():
             return 0
-        return int(self.spark.sql(f"DESCRIBE DETAIL delta.`{self.path}`").first()["sizeInBytes"])
+        detail = self.spark.sql(f"DESCRIBE DETAIL delta.`{self.path}`").first()
+        return int(detail["sizeInBytes"]) if detail is not None else 0

@@ -25,6 +25,7 @@ from dr_stream.core.contracts import read_run
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
+from dr_stream.kafka.consumed import offset
 
 CONFIGS = {
     "cleanup.policy": "compact",
@@ -78,16 +79,17 @@ class RunsReader:
             self._assigned = True
         runs, malformed = [], 0
         for msg in consumer.consume(num_messages=most, timeout=timeout):
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    self.position = max(self.position or 0, msg.offset())
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    self.position = max(self.position or 0, offset(msg))
                 continue
-            self.position = msg.offset() + 1
+            self.position = offset(msg) + 1
             run = parse_run(msg.value())
             if run is None:
                 malformed += 1
             else:
-                runs.append((msg.offset(), run))
+                runs.append((offset(msg), run))
         return RunsRead(runs, malformed, self.position or 0)
 
     def read_to_end(self, timeout: float = 30.0) -> RunsRead:

@@ -7,6 +7,7 @@ ALTER; a refusal is the one `NotAuthorized` line naming both and what they were 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import Enum
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
@@ -33,8 +34,13 @@ def _binding(acl: Acl) -> AclBinding:
 
 
 def _acl(b: AclBinding) -> Acl:
-    return Acl(b.restype.name, b.name, b.resource_pattern_type.name, b.principal, b.host, b.operation.name,
-               b.permission_type.name)
+    return Acl(_named(b.restype), b.name, _named(b.resource_pattern_type), b.principal, b.host, _named(b.operation),
+               _named(b.permission_type))
+
+
+def _named(member: Enum | str | int) -> str:
+    """A described binding's enum member by name (confluent-kafka also types them str or int)."""
+    return member.name if isinstance(member, Enum) else str(member)
 
 
 def _refused(cluster: ClusterConfig, operation: str, purpose: str, exc: KafkaException) -> Exception:
@@ -47,8 +53,9 @@ def describe_acls(admin: AdminClient, cluster: ClusterConfig, timeout: float = 1
     """The cluster's topic and group ACLs, literal and prefixed."""
     out: set[Acl] = set()
     for kind in COPIED:
-        wanted = AclBindingFilter(ResourceType[kind], None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-                                  AclPermissionType.ANY)
+        # None matches any name, principal and host (confluent-kafka's types say str only).
+        wanted = AclBindingFilter(ResourceType[kind], None, ResourcePatternType.ANY, None, None,  # type: ignore[arg-type]
+                                  AclOperation.ANY, AclPermissionType.ANY)
         try:
             found = admin.describe_acls(wanted, request_timeout=timeout).result(timeout=timeout)
         except KafkaException as exc:

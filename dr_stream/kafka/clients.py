@@ -78,14 +78,10 @@ def _refusals_reported(cluster: ClusterConfig) -> Iterator[None]:
 def group_offsets(cluster: ClusterConfig, timeout_s: float = 15.0) -> GroupOffsets:
     """A Java admin client in this process's Spark driver, built from the cluster's Java client
     properties exactly as the flow wrote them; the caller closes it."""
-    from pyspark import SparkContext
-
     from dr_stream.kafka.group_offsets import GroupOffsets  # it imports `groups`, which imports this module
+    from dr_stream.runtime.jvm_classes import jvm_view
 
-    context = SparkContext._active_spark_context
-    if context is None:
-        raise RuntimeError("batched group offsets run in a Spark driver; no SparkContext is active")
-    java = context._jvm.io.drstream.kafka.GroupOffsets(cluster.java_properties(), int(timeout_s * 1000))
+    java = jvm_view().io.drstream.kafka.GroupOffsets(cluster.java_properties(), int(timeout_s * 1000))
     return GroupOffsets(cluster, java, timeout_s)
 
 

@@ -35,6 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.authorization import not_authorized
+from dr_stream.kafka.consumed import topic_partition
 from dr_stream.kafka.group_offsets import Committed, Partition
 
 TOPIC = "__consumer_offsets"
@@ -176,7 +177,7 @@ class ConsumerOffsetsTopic:
                 error = msg.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        self._at_end.add(msg.partition())
+                        self._at_end.add(topic_partition(msg)[1])
                     elif error.code() in _DENIED:
                         raise self._refused()
                     elif not error.retriable():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar, cast
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import synced_from
@@ -78,8 +78,10 @@ def committed_of(rows: Iterable[list[str]], groups: Iterable[str]) -> dict[str, 
         group = fields[0]
         if len(fields) == 3 and fields[1] == "!":
             out[group] = GroupOffsetsError(fields[2])
-        elif len(fields) == 5 and not isinstance(out.get(group), Exception):
-            out.setdefault(group, {})[(fields[1], int(fields[2]))] = Committed(int(fields[3]), fields[4])
+        elif len(fields) == 5:
+            committed = out.setdefault(group, {})
+            if not isinstance(committed, Exception):
+                committed[(fields[1], int(fields[2]))] = Committed(int(fields[3]), fields[4])
     return out
 
 
@@ -122,6 +124,20 @@ def _denied(message: str) -> bool:
     return "AuthorizationException" in message
 
 
+class GroupOffsetsClient(Protocol):
+    """What reads and writes groups' states and committed offsets on one cluster, whichever client
+    stack serves it: `GroupOffsets` (the flow's Java admin, batched), `groups.ConsumerGroupOffsets`
+    (librdkafka, for commands without a JVM), `kafka4_groups.ShareGroupOffsets` (share groups)."""
+
+    def states(self, groups: list[str]) -> dict[str, tuple[str, int] | Exception]: ...
+
+    def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]: ...
+
+    def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]: ...
+
+    def close(self) -> None: ...
+
+
 class GroupOffsets:
     """A Java admin client for one cluster, built by `dr_stream.kafka.clients.group_offsets`."""
 
@@ -160,8 +176,8 @@ class GroupOffsets:
         """Each group the authorizer refused DESCRIBE gets the one line naming cluster, group and grant."""
         for group, result in found.items():
             if isinstance(result, GroupOffsetsError) and _denied(str(result)):
-                found[group] = not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE", f"GROUP {group}",
-                                              doing)
+                found[group] = cast(T, not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE",
+                                                      f"GROUP {group}", doing))
         return found
 
     def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:

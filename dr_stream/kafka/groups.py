@@ -269,8 +269,10 @@ class ConsumerGroupOffsets:
             self._admin = None
         return found
 
-    def committed(self, groups: list[str], partitions: Iterable[Partition]) -> dict[str, Fetched]:
-        """Each group's committed offsets among `partitions`."""
+    def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]:
+        """Each group's committed offsets among `partitions` (librdkafka reads only named ones)."""
+        if partitions is None:
+            raise ValueError("librdkafka reads a group's committed offsets only for partitions it is given")
         wanted = sorted(set(partitions))
 
         def one(group: str) -> Fetched:

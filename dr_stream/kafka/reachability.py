@@ -63,13 +63,14 @@ class Reachability:
     @property
     def refused(self) -> bool:
         """It answered, but would not let dr-stream in (credentials or TLS trust)."""
-        return not self.ok and self.cause.startswith(_REFUSALS)
+        return self.cause is not None and self.cause.startswith(_REFUSALS)
 
     def line(self) -> str:
         if self.ok:
             return f"{self.alias}: ok (cluster.id {self.cluster_id}, {self.bootstrap}, {self.seconds:.1f}s)"
-        where = f"; {self.defined_at}.{key_to_check(self.cause)}" if self.defined_at else ""
-        return f"{self.alias}: {self.cause} ({self.bootstrap}{where})"
+        cause = self.cause or "not reached"
+        where = f"; {self.defined_at}.{key_to_check(cause)}" if self.defined_at else ""
+        return f"{self.alias}: {cause} ({self.bootstrap}{where})"
 
 
 def key_to_check(cause: str) -> str:
@@ -126,8 +127,9 @@ def probe(cluster: ClusterConfig, timeout_s: float = 10.0, refusal_is_final: boo
         elapsed = time.monotonic() - started
         if future.done() and future.exception() is None:
             return Reachability.of(cluster, future.result().cluster_id, None, elapsed)
-        if future.done() and not errors:
-            errors.append((future.exception().args[0].code(), future.exception().args[0].str()))
+        failure = future.exception() if future.done() else None
+        if failure is not None and not errors:
+            errors.append((failure.args[0].code(), failure.args[0].str()))
         return Reachability.of(cluster, None, cause(errors, timeout_s), elapsed)
     finally:
         client.__exit__(None, None, None)  # destroyed here, in the caller's thread
@@ -153,7 +155,7 @@ def reachable_cluster_ids(clusters: Sequence[ClusterConfig], timeout_s: float = 
 def require_cluster_id(cluster: ClusterConfig, timeout_s: float = 10.0) -> str:
     """The cluster.id of a cluster the command cannot do without; ClusterAccessError otherwise."""
     found = probe(cluster, timeout_s)
-    if not found.ok:
+    if found.cluster_id is None:
         raise ClusterAccessError(found.line())
     return found.cluster_id
 

@@ -13,6 +13,7 @@ from confluent_kafka import TopicPartition
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
+from dr_stream.kafka.consumed import headers, offset, timestamp, topic_partition
 
 Partition = tuple[str, int]
 
@@ -43,13 +44,14 @@ def read_records(cluster: ClusterConfig, at: dict[Partition, int],
             deadline = time.monotonic() + timeout_s
             while len(out) < len(at) and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=500, timeout=0.5):
-                    key = (msg.topic(), msg.partition())
-                    if msg.error() or key in out or msg.offset() != at.get(key):
+                    if msg.error():
                         continue
-                    headers = msg.headers() or []
-                    out[key] = ReadRecord(msg.timestamp()[1], msg.key(), msg.value(),
+                    key = topic_partition(msg)
+                    if key in out or offset(msg) != at.get(key):
+                        continue
+                    out[key] = ReadRecord(timestamp(msg), msg.key(), msg.value(),
                                           len(msg.key() or b"") + len(msg.value() or b"")
-                                          + sum(len(k.encode()) + len(v or b"") for k, v in headers))
+                                          + sum(len(k.encode()) + len(v or b"") for k, v in headers(msg)))
     except Exception:  # a check that cannot read says nothing; the caller goes on without it
         return out
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.operations.drill import drill
@@ -18,9 +19,12 @@ from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.readiness import AREAS, Verdict, health_check
 from dr_stream.replication.flow_metrics import FlowMetrics
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 class DrillSchedule:
-    def __init__(self, config: FlowConfig, metrics: FlowMetrics, spark: Callable[[], object] | None = None,
+    def __init__(self, config: FlowConfig, metrics: FlowMetrics, spark: Callable[[], SparkSession] | None = None,
                  log: Callable[[str], None] = print) -> None:
         if config.drill.interval_s is None:
             raise ValueError(f"flow {config.name}: drill.interval is not set")

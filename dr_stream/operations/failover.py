@@ -108,7 +108,8 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
     destination_id = require_cluster_id(config.destination)
     own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
     try:
-        streams = StreamsGroupStates(helper or own, config.source) if helper or own else None
+        groups = helper or own
+        streams = StreamsGroupStates(groups, config.source) if groups else None
         found = source_positions(config, tables, group_pattern, destination_id, streams)
     finally:
         if own is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dr_stream.core.config import FlowConfig, sibling
 from dr_stream.index import IndexReads
@@ -16,6 +17,9 @@ from dr_stream.positions import TranslationLog
 from dr_stream.replication.holds import Holding, HoldTable, holds_beside
 from dr_stream.replication.losses import LossLedger
 from dr_stream.runtime.delta_reads import DeltaReads
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass
@@ -26,7 +30,7 @@ class FlowTables:
     holds: HoldTable
 
     @classmethod
-    def of(cls, config: FlowConfig, spark: Callable[[], object] | None = None,
+    def of(cls, config: FlowConfig, spark: Callable[[], SparkSession] | None = None,
            log: Callable[[str], None] = print) -> FlowTables:
         tables = cls.at(config.streaming.offset_index, config.streaming.translations, spark, log,
                         config.streaming.losses)
@@ -35,7 +39,7 @@ class FlowTables:
         return tables
 
     @classmethod
-    def at(cls, index_path: str, translations_path: str, spark: Callable[[], object] | None = None,
+    def at(cls, index_path: str, translations_path: str, spark: Callable[[], SparkSession] | None = None,
            log: Callable[[str], None] = print, losses_path: str | None = None) -> FlowTables:
         reads = DeltaReads(spark, log)
         losses = losses_path or sibling(index_path, "losses")

@@ -20,11 +20,15 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dr_stream.core.config import load_flow
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.replication.holds import RETRY, Hold, refused_loss
 from dr_stream.replication.losses import Loss
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class NotHeld(ValueError):
@@ -41,14 +45,16 @@ def held_at(tables: FlowTables, topic: str, partition: int, offset: int) -> Hold
     return hold
 
 
-def skip_held(tables: FlowTables, topic: str, partition: int, offset: int, spark_of: Callable[[], object]) -> Loss:
+def skip_held(tables: FlowTables, topic: str, partition: int, offset: int,
+              spark_of: Callable[[], SparkSession]) -> Loss:
     """Records the record `topic[partition]` is held at, `offset`, as a refused loss."""
     loss = refused_loss(held_at(tables, topic, partition, offset), dt.datetime.now(dt.UTC))
     tables.losses.append(spark_of(), [loss])
     return loss
 
 
-def retry_held(tables: FlowTables, topic: str, partition: int, offset: int, spark_of: Callable[[], object]) -> Hold:
+def retry_held(tables: FlowTables, topic: str, partition: int, offset: int,
+               spark_of: Callable[[], SparkSession]) -> Hold:
     """Asks the flow to copy the record `topic[partition]` is held at, `offset`, again."""
     hold = held_at(tables, topic, partition, offset)
     retry = Hold(hold.topic, hold.partition, hold.offset, hold.size, hold.reason, dt.datetime.now(dt.UTC), RETRY)

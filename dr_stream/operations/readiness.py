@@ -118,9 +118,9 @@ def topic_checks(source: Mapping[str, int], destination: Mapping[str, int], rena
 def _configs_check(topic: str, partitions: int, configs: tuple[dict[str, str] | Exception, dict[str, str] | Exception],
                    aliases: tuple[str, str]) -> Check:
     theirs, ours = configs
-    for alias, found in zip(aliases, configs, strict=True):
-        if isinstance(found, Exception):
-            return Check("topics", topic, FAIL, f"configs unreadable on {alias}: {str(found).splitlines()[0]}")
+    if isinstance(theirs, Exception) or isinstance(ours, Exception):
+        alias, found = (aliases[0], theirs) if isinstance(theirs, Exception) else (aliases[1], ours)
+        return Check("topics", topic, FAIL, f"configs unreadable on {alias}: {str(found).splitlines()[0]}")
     differ = sorted(k for k, v in theirs.items() if ours.get(k) != v)
     if differ:
         shown = ", ".join(f"{k} {aliases[0]}={theirs[k]} {aliases[1]}={ours.get(k, '(default)')}" for k in differ)
@@ -167,8 +167,8 @@ def lag_checks(lags: Iterable[PartitionLag], rpo_s: float) -> list[Check]:
             by_topic.setdefault(g.topic, []).append(g)
     out = []
     for topic, parts in sorted(by_topic.items()):
-        unknown = [g for g in parts if g.lag_records > 0 and g.lag_seconds is None]
-        records = sum(g.lag_records for g in parts)
+        unknown = [g for g in parts if (g.lag_records or 0) > 0 and g.lag_seconds is None]
+        records = sum(g.lag_records or 0 for g in parts)
         seconds = max((g.lag_seconds or 0.0 for g in parts), default=0.0)
         if unknown:
             shown = ", ".join(f"{topic}[{g.partition}]" for g in unknown[:5])

@@ -36,7 +36,7 @@ def format_positions(positions: Positions) -> str:
     for (topic, partition), t in sorted(lost.items()):
         out.append(f"RPO: {topic}[{partition}] has {t.unreplicated} records on the source that were never "
                    f"copied (origin offsets {t.last_copied + 1 if t.last_copied is not None else 0}.."
-                   f"{t.source_log_end - 1}); the groups resume after the last copied record")
+                   f"{(t.source_log_end or 0) - 1}); the groups resume after the last copied record")
     if not positions.rows:
         out.append("(no matching group positions)")
     return "\n".join(out)

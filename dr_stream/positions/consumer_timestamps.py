@@ -26,7 +26,7 @@ from dr_stream.core.contracts import (
     position_key,
     position_value,
 )
-from dr_stream.kafka import clients
+from dr_stream.kafka import clients, consumed
 from dr_stream.kafka.admin import create_topic, partition_counts
 
 # Records between two wanted ones that a look-up reads through rather than seek again: a seek
@@ -124,7 +124,7 @@ class ConsumerTimestamps:
 
     def observe(self, message: Message) -> None:
         if message.error() is None:
-            self._last[(message.topic(), message.partition())] = (message.offset(), message.timestamp()[1])
+            self._last[consumed.topic_partition(message)] = (consumed.offset(message), consumed.timestamp(message))
 
     def commit(self, timeout: float = 10.0) -> list[GroupCommit]:
         if not self._last:
@@ -170,9 +170,10 @@ class RecordTimestamps:
             span_ends = {tp: s[k] for tp, s in spans.items() if k < len(s)}
 
             def take(tp: tuple[str, int], msg: Message, ends: dict = span_ends) -> bool:
-                if msg.offset() in records[tp]:
-                    found[(*tp, msg.offset())] = msg.timestamp()[1]
-                return msg.offset() >= ends[tp][1]
+                at = consumed.offset(msg)
+                if at in records[tp]:
+                    found[(*tp, at)] = consumed.timestamp(msg)
+                return at >= ends[tp][1]
 
             self._read({tp: first for tp, (first, _) in span_ends.items()}, take, deadline)
         for (topic, partition, record), timestamp in found.items():
@@ -186,7 +187,7 @@ class RecordTimestamps:
         found: dict[tuple[str, int], int] = {}
 
         def take(tp: tuple[str, int], msg: Message) -> bool:
-            found[tp] = msg.timestamp()[1]
+            found[tp] = consumed.timestamp(msg)
             return True
 
         self._read(offsets, take, time.monotonic() + timeout)
@@ -206,8 +207,8 @@ class RecordTimestamps:
         try:
             while open_partitions and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
-                    tp = (msg.topic(), msg.partition())
-                    if tp not in open_partitions:
+                    tp = consumed.place(msg)
+                    if tp is None or tp not in open_partitions:
                         continue
                     error = msg.error()
                     if error is not None and error.code() != KafkaError._PARTITION_EOF:

@@ -24,9 +24,9 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import sync_metadata
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
-from dr_stream.kafka.group_offsets import Fetched, GroupOffsets
+from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsClient
 from dr_stream.kafka.groups import INACTIVE_STATES, ConsumerGroupOffsets
-from dr_stream.kafka.kafka4_groups import ShareGroupOffsets, StreamsGroupStates
+from dr_stream.kafka.kafka4_groups import StreamsGroupStates
 from dr_stream.positions.translation_rule import Translation
 
 WRITES = frozenset({"committed", "rewound (--force)"})
@@ -37,8 +37,6 @@ HELD = "skipped: group is "
 def held_by_members(action: str) -> bool:
     return action.startswith(HELD)
 
-# What a sync reads and writes groups through: the same calls, whatever the kind of group.
-GroupOffsetsLike = GroupOffsets | ConsumerGroupOffsets | ShareGroupOffsets
 
 Partition = tuple[str, int]
 
@@ -105,7 +103,7 @@ class GroupSync:
     through librdkafka (`kafka/groups.ConsumerGroupOffsets`: a consumer per group)."""
 
     def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
-                 batched: bool = False, origin: str | None = None, offsets: GroupOffsetsLike | None = None,
+                 batched: bool = False, origin: str | None = None, offsets: GroupOffsetsClient | None = None,
                  streams: StreamsGroupStates | None = None) -> None:
         self.destination = destination
         # names the flow and the cluster the positions were translated from (`contracts.sync_metadata`)
@@ -115,7 +113,7 @@ class GroupSync:
         self.batched = batched
         # the groups' client; None: built at first use (`batched`: the Java client, else librdkafka).
         # Given for groups of another kind (`kafka4_groups.ShareGroupOffsets`).
-        self._offsets: GroupOffsetsLike | None = offsets
+        self._offsets: GroupOffsetsClient | None = offsets
         # the destination's Kafka Streams groups, which the consumer-group describe takes for absent
         self.streams = streams
         self._reader: ThreadPoolExecutor | None = None
@@ -129,7 +127,7 @@ class GroupSync:
             self._offsets.close()
             self._offsets = None
 
-    def _groups(self) -> GroupOffsetsLike:
+    def _groups(self) -> GroupOffsetsClient:
         if self._offsets is None:
             self._offsets = (clients.group_offsets(self.destination, self.timeout_s) if self.batched
                              else ConsumerGroupOffsets(self.destination, self.timeout_s))
@@ -198,8 +196,9 @@ class GroupSync:
                 out[group] = found
             else:
                 current = {k: c.offset for k, c in found.items()}
-                out[group] = decide(group, *state, current, offsets, force, dry_run)
-                writes[group] = {(a.topic, a.partition): a.offset for a in out[group] if a.wrote}
+                actions = decide(group, *state, current, offsets, force, dry_run)
+                out[group] = actions
+                writes[group] = {(a.topic, a.partition): a.offset for a in actions if a.wrote}
         # The broker refuses a commit to a group that gained members since its describe: the group
         # then fails this round with that reason, and no consumer of it is overwritten.
         out.update(self._groups().commit({g: w for g, w in writes.items() if w}, self.metadata))
@@ -208,7 +207,7 @@ class GroupSync:
     def _complete(self, wanted: dict[str, dict[Partition, int]], seen: GroupsRead | None) -> GroupsRead:
         """`seen` with the states of the groups it lacks and the offsets of the inactive ones."""
         missing = [g for g in wanted if seen is None or g not in seen.states]
-        if missing:
+        if missing or seen is None:
             seen = GroupsRead(self.states(missing), {}).joined(seen)
         unread = [g for g in _inactive({g: seen.state(g) for g in wanted}) if g not in seen.committed]
         if unread:
@@ -234,7 +233,7 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
             actions[t.key] = f"skipped: not translated ({t.note})"
         else:
             by_group.setdefault(t.group, []).append(t)
-    wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items}
+    wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items if t.offset is not None}
               for group, items in sorted(by_group.items())}
     try:
         results = sync.apply_many(wanted, force, dry_run, seen.result() if seen else None) if wanted else {}

@@ -234,7 +234,7 @@ class LiveTranslation:
         self.totals["translations"] += len(translations)
         for t in translations:
             (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
-        actions = self._sync(translations, seen) if self.sync else {}
+        actions = self._sync(self.sync, translations, seen) if self.sync else {}
         failed = {t.key for t in translations if actions.get(t.key, "").startswith("failed")}
         self._unsynced = (self._unsynced - keys) | failed
         held = {t.key for t in translations if held_by_members(actions.get(t.key, ""))}
@@ -262,8 +262,9 @@ class LiveTranslation:
             ages[group] = max(ages[group], now - since)
         return ages
 
-    def _sync(self, translations: list[Translation], seen: Future[GroupsRead] | None) -> dict[Key, str]:
-        actions = sync_translations(self.sync, translations, seen=seen)
+    def _sync(self, sync: GroupSync, translations: list[Translation], seen: Future[GroupsRead] | None
+              ) -> dict[Key, str]:
+        actions = sync_translations(sync, translations, seen=seen)
         self.on_synced(list(actions.values()))
         self.totals["synced"] += sum(1 for a in actions.values() if a in WRITES)
         failed = {t.group: actions[t.key].removeprefix("failed: ") for t in translations

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -80,7 +81,7 @@ class OffsetTranslator:
         out = []
         for t in placed:
             if self.returned is not None:
-                t = through_returned(t, lambda o, t=t: originals[(t.topic, t.partition, o, t.dest_topic)])
+                t = through_returned(t, partial(_original, originals, t))
             found = bounds.get((t.dest_topic, t.dest_partition))
             by_timestamp = self._offset_for_time(t) if needs_timestamp(t, found) else None
             out.append(settle(t, found, by_timestamp))
@@ -111,3 +112,8 @@ class OffsetTranslator:
         self._dest_consumer.close()
         if self.returned is not None:
             self.returned.close()
+
+
+def _original(originals: dict[LookUp, int | None], t: Translation, offset: int) -> int | None:
+    """The origin offset the returned record at `offset` of `t`'s destination topic came from."""
+    return originals[(t.topic, t.partition, offset, t.dest_topic)]

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
@@ -138,6 +138,10 @@ class CommittedOffsetPoller:
     # the next fetch reads every selected group in full, not only what changed: the first round,
     # and any round after one whose positions were not all acknowledged
     _resend: bool = True
+    # the clients a round uses, opened by `open` and closed by `close`
+    _positions: CommittedPositions = field(init=False)
+    _producer: Producer = field(init=False)
+    _timestamps: RecordTimestamps = field(init=False)
 
     def __post_init__(self) -> None:
         self.pace = LoopPace(self.interval_s)

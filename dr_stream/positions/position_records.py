@@ -7,10 +7,11 @@ golden fixture `tests/contracts/consumer_timestamps.json` like the writers in `c
 
 from __future__ import annotations
 
-from pyspark import SparkContext
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as JvmColumn
+
+from dr_stream.runtime.jvm_classes import jvm_view
 
 KEY = ("group", "topic", "partition")
 
@@ -19,7 +20,7 @@ def group_positions(records: DataFrame) -> DataFrame:
     """Kafka source rows -> `position` (struct group, topic, partition, offset, timestamp; null
     for a record that reports none), `malformed` (a record with a value and no position: a
     tombstone only forgets its key, so it is neither), and the record's place in the topic."""
-    jvm = SparkContext._active_spark_context._jvm
+    jvm = jvm_view()
     position = JvmColumn(jvm.io.drstream.spark.GroupPositions.of(F.col("key")._jc, F.col("value")._jc))
     return records.select(
         position.alias("position"),

@@ -20,6 +20,7 @@ from confluent_kafka import Message, TopicPartition
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.core.provenance import entries, origin_offset
 from dr_stream.kafka import clients
+from dr_stream.kafka.consumed import headers, place
 
 LookUp = tuple[str, int, int, str]  # source topic, partition, offset; destination topic
 
@@ -81,7 +82,8 @@ class ReturnedRecords:
         try:
             while len(out) < len(wave) and time.monotonic() < deadline:
                 for msg in consumer.consume(num_messages=max(100, len(wave)), timeout=clients.CONSUME_WAIT_S):
-                    look = wave.get((msg.topic(), msg.partition()))
+                    where = place(msg)
+                    look = None if where is None else wave.get(where)
                     if look is None or look in out:
                         continue  # a later record of a partition already answered
                     out[look] = None if msg.error() is not None else self._original(msg, look)
@@ -92,7 +94,7 @@ class ReturnedRecords:
     def _original(self, msg: Message, look: LookUp) -> int | None:
         _, partition, offset, dest_topic = look
         found = (origin_offset(e, self.destination_cluster_id, dest_topic, partition)
-                 for e in entries(msg.headers(), self.header))
+                 for e in entries(headers(msg), self.header))
         original = next((o for o in found if o is not None), None)
         if msg.offset() == offset:
             if len(self._known) > 100_000:

@@ -87,7 +87,7 @@ def through_returned(t: Translation, original_at: Callable[[int], int | None]) -
         return t
     # Nothing at or after C maps over yet: resume after the last original the group read.
     before = original_at(t.source_offset - 1)
-    if before is not None and (t.method != "next" or before + 1 > t.offset):
+    if before is not None and (t.method != "next" or t.offset is None or before + 1 > t.offset):
         return replace(t, offset=before + 1, method="returned")
     return t
 
@@ -118,6 +118,8 @@ def settle(t: Translation, bounds: tuple[int, int] | None, by_timestamp: int | N
                            note="offset index has nothing for this partition and the commit has no timestamp")
         t = replace(t, offset=log_end if by_timestamp is None else by_timestamp)
         notes.append(f"fallback: offset index has nothing for this partition; by timestamp {t.source_timestamp}")
+    if t.offset is None:  # nothing to clamp (no method that reaches here leaves it unset)
+        return t
     offset, clamp_note = clamp(t.offset, log_start, log_end)
     if clamp_note:
         notes.append(clamp_note)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import asdict, dataclass
 
 from confluent_kafka import TopicPartition
@@ -28,6 +28,7 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.acls import create_acls, delete_acls, describe_acls
 from dr_stream.kafka.admin import create_topic, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized
+from dr_stream.kafka.consumed import offset
 from dr_stream.kafka.groups import list_groups
 
 
@@ -81,7 +82,7 @@ class AclSync:
             self._record(gone, False)
         return AclPass(created, removed, mapping)
 
-    def _apply(self, call, acls: set[Acl], done: str, created: bool) -> tuple[Acl, ...]:
+    def _apply(self, call, acls: Set[Acl], done: str, created: bool) -> tuple[Acl, ...]:
         results = call(self.destination, self.config.destination, acls)
         ok = tuple(sorted(a for a, error in results.items() if error is None))
         self._record(set(ok), created)
@@ -122,7 +123,7 @@ class AclSync:
 
 
 def _read_ledger(config: FlowConfig, topic: str, timeout: float = 30.0) -> set[Acl]:
-    latest: dict[bytes, bool] = {}
+    latest: dict[bytes | None, bool] = {}
     deadline = time.monotonic() + timeout
     with clients.consuming(config.destination, "dr-stream-acls", {"enable.partition.eof": True}) as consumer:
         start, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout)
@@ -134,7 +135,7 @@ def _read_ledger(config: FlowConfig, topic: str, timeout: float = 30.0) -> set[A
                                    f"{timeout:g} s; the flow's ACLs are not synced until it is")
             for msg in consumer.consume(num_messages=5000, timeout=1.0):
                 if msg.error() is None:
-                    position = msg.offset() + 1
+                    position = offset(msg) + 1
                     latest[msg.key()] = msg.value() is not None
     members = (read_acl_key(key) for key, present in latest.items() if present)
     return {Acl(**m) for m in members if m is not None}

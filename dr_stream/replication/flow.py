@@ -33,7 +33,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from functools import partial
 
 from pyspark.sql import SparkSession
@@ -76,23 +75,18 @@ from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 Worker = tuple[str, Callable[[threading.Event], None]]
 
 
-@dataclass
 class ReplicationFlow:
-    config: FlowConfig
-    spark: SparkSession
-    log: Callable[[str], None] | None = None
-    # started by the caller before the Spark session, so the session counts as a start-up phase
-    clock: PhaseClock | None = None
-    # the offset index read without Spark while the session started (`IndexReads.runs_and_positions`)
-    index_prefetch: Future | None = None
-
-    def __post_init__(self) -> None:
-        self.clock = self.clock or PhaseClock()
+    def __init__(self, config: FlowConfig, spark: SparkSession, log: Callable[[str], None] | None = None,
+                 clock: PhaseClock | None = None, index_prefetch: Future | None = None) -> None:
+        """`clock`: started by the caller before the Spark session, so the session counts as a
+        start-up phase; `index_prefetch`: the offset index read without Spark while the session
+        started (`IndexReads.runs_and_positions`)."""
+        self.config, self.spark, self.index_prefetch = config, spark, index_prefetch
+        self.clock = clock or PhaseClock()
         self._launches = 0
         # Every line is said, a restart's as often as it happens; the loops hold back their own
         # repeated failure lines (`failure_notes.summarised`).
-        self.log = self.log or flow_logger(self.config.name).info
-        config = self.config
+        self.log: Callable[[str], None] = log or flow_logger(config.name).info
         self.metrics = FlowMetrics(config.name, config.replicate_query,
                                    (config.source.alias, config.destination.alias))
         self.progress = ProgressPrinter(config.name, config.replicate_query, self.metrics, log=self.log,
@@ -151,18 +145,20 @@ class ReplicationFlow:
         if not topics.preserve_partitions or not config.provenance.enabled:
             self.log("warning: exactly-once after a crash needs preserve_partitions and provenance; "
                      "this flow is at-least-once (a replayed batch may be written twice)")
-        self.feed = self._feed() if config.provenance.enabled else None
-        if self.feed is None:
+        feed = self._feed() if config.provenance.enabled else None
+        self.feed = feed
+        if feed is None:
             self.log("warning: provenance is off, so there is no offset index and no offset translation")
         self.clock.mark("offset index")
-        self.kafka4 = flow_helper(config) if self.feed else None  # share and Streams groups: Kafka 4's admin API
-        self.translate_query = self._translation() if self.feed else None
+        self.kafka4 = flow_helper(config) if feed else None  # share and Streams groups: Kafka 4's admin API
+        self.translate_query = self._translation(feed) if feed else None
         self.translate_loop = self.translate_query.translation if self.translate_query else None
         self.clock.mark("translation")
-        if self.translate_loop:
-            self.feed.on_advanced = self.translate_loop.on_index_advanced
-        self.share_sync = ShareGroupSync.of(config, self.feed.locate, self.kafka4, self.log,
-                                            self.metrics.share_groups_not_synced) if self.translate_loop else None
+        if self.translate_loop and feed:
+            feed.on_advanced = self.translate_loop.on_index_advanced
+        self.share_sync = ShareGroupSync.of(config, feed.locate, self.kafka4, self.log,
+                                            self.metrics.share_groups_not_synced) \
+            if self.translate_loop and feed else None
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
                                             positions_from=config.offsets.positions_from,
                                             on_round=partial(self.metrics.loop_round, "poller"),
@@ -237,7 +233,7 @@ class ReplicationFlow:
             if widening.widened:
                 self.request_restart(f"trigger {seconds(widening.from_ms)} -> {seconds(widening.to_ms)}")
 
-    def _translation(self) -> TranslateQuery | None:
+    def _translation(self, feed: IndexFeed) -> TranslateQuery | None:
         config = self.config
         if not config.offsets.translate or not config.provenance.enabled:
             return None
@@ -246,7 +242,7 @@ class ReplicationFlow:
             return None
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
-        query = TranslateQuery.of(self.spark, config, self.feed.locate, self.destination_cluster_id, self.log,
+        query = TranslateQuery.of(self.spark, config, feed.locate, self.destination_cluster_id, self.log,
                                   origin=self.source_cluster_id, kafka4=self.kafka4)
         query.resume()
         return query
@@ -333,7 +329,9 @@ class ReplicationFlow:
         )
         if config.streaming.realtime:
             # Real-time mode emits each record as it arrives: Spark calls that the update mode.
-            return writer.outputMode("update").trigger(realTime=config.streaming.trigger_interval).start()
+            # (pyspark's type stubs do not know Spark 4.1's `realTime` trigger yet)
+            return writer.outputMode("update").trigger(  # type: ignore[call-overload]
+                realTime=config.streaming.trigger_interval).start()
         self.metrics.trigger_set(self.trigger.trigger_ms)
         return (
             writer.trigger(processingTime=self.trigger.interval)

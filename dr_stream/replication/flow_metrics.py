@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.index import Run
@@ -38,7 +39,7 @@ def action_label(action: str) -> str:
     return "other"
 
 
-class FlowMetrics:
+class FlowMetrics(Collector):
     def __init__(self, flow: str, replicate_query: str, clusters: tuple[str, ...] = (),
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         self.flow, self.replicate_query, self.clusters = flow, replicate_query, clusters
@@ -208,14 +209,14 @@ class FlowMetrics:
                            "Seconds a group's newest commit has waited for translation (0: none waits)", "group",
                            self.translation_ages())
 
-    def _family(self, kind: type, name: str, doc: str, label: str, values: dict[str, float]) -> Metric:
+    def _family(self, kind: type, name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:
         """One family of this flow's series, a series per `label` value."""
         family = kind(name, doc, labels=["flow", label])
         for key, value in sorted(values.items()):
             family.add_metric([self.flow, key], value)
         return family
 
-    def _counters(self) -> Iterator[Metric]:
+    def _counters(self) -> list[Metric]:
         lost = CounterMetricFamily("dr_stream_records_lost", "Source records the flow can no longer copy, by cause "
                                    "(retention, topic-recreated, offsets-rewound, refused; see `dr-stream losses`)",
                                    labels=["flow", "topic", "cause"])
@@ -246,7 +247,7 @@ class FlowMetrics:
                          "name)", "query", self._unreturned_starts),
         ]
 
-    def _gauges(self) -> Iterator[Metric]:
+    def _gauges(self) -> list[Metric]:
         records = GaugeMetricFamily("dr_stream_lag_records", "Records of a source partition not copied yet",
                                     labels=["flow", "topic", "partition"])
         seconds = GaugeMetricFamily("dr_stream_lag_seconds", "Age of the oldest record of a source partition "

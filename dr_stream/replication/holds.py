@@ -29,10 +29,14 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dr_stream.core.config import ClusterConfig, FlowConfig, sibling
 from dr_stream.replication.losses import Loss, LossLedger, utc
 from dr_stream.runtime.delta_reads import DeltaReads
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 Partition = tuple[str, int]
 MARK = "dr-stream refused record "
@@ -174,7 +178,7 @@ def record_size(cluster: ClusterConfig, topic: str, partition: int, offset: int)
 class PartitionHolds:
     """The running flow's holds: taken from the replicate query's failures, applied at its starts."""
 
-    def __init__(self, spark_of: Callable[[], object], config: FlowConfig, ledger: LossLedger,
+    def __init__(self, spark_of: Callable[[], SparkSession], config: FlowConfig, ledger: LossLedger,
                  log: Callable[[str], None], on_change: Callable[[int], None] = lambda held: None) -> None:
         self.spark_of, self.config, self.ledger, self.log, self.on_change = spark_of, config, ledger, log, on_change
         self.table = HoldTable(holds_beside(ledger.path), ledger.reads, latest=True)
@@ -245,7 +249,9 @@ class PartitionHolds:
         its batches pass those ranges, every start reads a released partition so again."""
         refused = {**holding.held_from(), **{k: h.offset for k, h in holding.released().items()}}
         resume_at = holding.resume_at()
-        marks, copied, starts = dict(marks), {}, {}
+        marks = dict(marks)
+        copied: dict[Partition, list[tuple[int, int]]] = {}
+        starts: dict[Partition, int] = {}
         if copied_from is None:
             # No offset index, so nothing says what is on the destination: the partition is read
             # again from its checkpoint's position, at least once, as after any restart of such a flow.
@@ -292,8 +298,8 @@ class PartitionHolds:
                                                  for h in resuming])
         if not self.holding.held:
             return None
-        resuming = {h.key for h in self._resuming}
-        released = [k for k in self.refresh().released() if k not in resuming]
+        resumed = {h.key for h in self._resuming}
+        released = [k for k in self.refresh().released() if k not in resumed]
         return f"held records released: {', '.join(f'{t}[{p}]' for t, p in sorted(released))}" if released else None
 
 

@@ -25,6 +25,7 @@ from dr_stream.core.contracts import lag_topic
 from dr_stream.core.lag import PartitionLag
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
+from dr_stream.kafka.consumed import offset
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
 
@@ -53,6 +54,8 @@ def encode(sample: LagSample) -> bytes:
 
 
 def decode(value: bytes | None) -> LagSample | None:
+    if value is None:
+        return None
     try:
         v = json.loads(value)
         topics = {str(t): (int(r), None if s is None else float(s)) for t, (r, s) in v["topics"].items()}
@@ -83,7 +86,7 @@ def read_samples(cluster: ClusterConfig, flow_name: str, since_ms: int, timeout:
         while position < end and time.monotonic() < deadline:
             for msg in consumer.consume(num_messages=5000, timeout=0.5):
                 if msg.error() is None:
-                    position = msg.offset() + 1
+                    position = offset(msg) + 1
                     sample = decode(msg.value())
                     if sample is not None:
                         out.append(sample)

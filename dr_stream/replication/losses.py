@@ -78,7 +78,8 @@ def skipped_losses(uncopied: Mapping[Partition, list[tuple[int, int]]], log_star
     compacted records, and are no loss. Adjacent ranges are one entry, and a range that ends below
     the log start is returned as still under way (batches capped in size cross a long deletion
     in several), to be joined with what the next batches read, unless `settle`."""
-    losses, under_way = [], {}
+    losses: list[Loss] = []
+    under_way: dict[Partition, list[tuple[int, int]]] = {}
     for (topic, partition), ranges in sorted(uncopied.items()):
         start = log_starts.get((topic, partition))
         if start is None:

@@ -14,6 +14,7 @@ from dr_stream.core.lag import Partition, spark_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.record_counts import RecordCounts
 from dr_stream.replication.trigger_width import BatchCost
+from dr_stream.runtime.jvm_classes import gateway
 
 
 @dataclass(frozen=True)
@@ -204,9 +205,9 @@ def listen(spark: SparkSession, *printers: ProgressPrinter | QueryProgress) -> o
     """Registers `printers` for the session's streaming events; returns what `unlisten` takes."""
     from pyspark.java_gateway import ensure_callback_server_started
 
-    gateway = spark.sparkContext._gateway
-    ensure_callback_server_started(gateway)
-    wrapper = gateway.jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(_SparkEvents(printers))
+    py4j = gateway(spark.sparkContext)
+    ensure_callback_server_started(py4j)
+    wrapper = py4j.jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(_SparkEvents(printers))
     spark._jsparkSession.streams().addListener(wrapper)
     return wrapper
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
-from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as JvmColumn
@@ -31,7 +30,7 @@ from dr_stream.core.contracts import left_out_group
 from dr_stream.kafka.admin import log_bounds
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.left_out import read_left_out
-from dr_stream.runtime.jvm_classes import jvm_class
+from dr_stream.runtime.jvm_classes import active_context, jvm_class
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -149,7 +148,7 @@ def in_ranges(ranges: dict[Partition, list[tuple[int, int]]]) -> Column:
     merged = {key: disjoint(spans) for key, spans in ranges.items() if spans}
     if not merged:
         return F.lit(False)
-    context = SparkContext._active_spark_context
+    context = active_context()
     # One text in one gateway call: a call per range took seconds at tens of thousands of ranges.
     # Kafka's topic names hold only [a-zA-Z0-9._-], so a blank parts the fields.
     text = "\n".join(f"{t} {int(p)} {int(a)} {int(b)}" for (t, p), spans in sorted(merged.items()) for a, b in spans)

@@ -130,19 +130,22 @@ class _Supervisor:
                 if now >= part.restart_at:
                     self._launch(part, now)
                 continue
-            active = part.query.isActive
+            query = part.query
+            if query is None:  # not reached: a part neither starting nor due to start has its query
+                continue
+            active = query.isActive
             self.flow.metrics.query_active(part.name, active)
             if active:
                 # only the replicate query restarts on request (a new topic, a wider trigger)
                 reason = self.flow.take_restart_request() if part.name == self.flow.config.replicate_query else None
                 if reason:
                     began = time.monotonic()
-                    self._stop_between_batches(part.query)
+                    self._stop_between_batches(query)
                     self.flow.log(f"{part.name}: stopped between batches in {time.monotonic() - began:.1f}s for "
                                   "its restart")
                     self._launch(part, now)
                 continue
-            error = part.query.exception()
+            error = query.exception()
             if self.held(part.name, _error_text(error)):
                 # a refused record: its partition is held, and the others go on at once
                 self.flow.metrics.query_active(part.name, False)
@@ -161,6 +164,7 @@ class _Supervisor:
         ago may have no leader yet) is retried like a failed query; a refusal of the config is final.
         A start that has not returned is not waited for: the query Spark runs under its name is
         supervised from then on, and until Spark runs one the start is asked again each round."""
+        query: StreamingQuery | None
         if start.done:
             try:
                 query = start.result()

@@ -100,9 +100,10 @@ class TopicSync:
         unread = [found for found in configs.values() if isinstance(found, Exception)]
         if unread:  # no topic is created without the source's configs: the next pass tries again
             raise unread[0]
-        for topic, found in configs.items():
+        read = {topic: found for topic, found in configs.items() if not isinstance(found, Exception)}
+        for topic, found in read.items():
             self._note_limits(topic, found)
-        wanted = {remote: (partitions, configs.get(topic, {})) for topic, (remote, partitions) in new.items()}
+        wanted = {remote: (partitions, read.get(topic, {})) for topic, (remote, partitions) in new.items()}
         failed = []
         for remote, created in sorted(create_topics(self.destination, wanted).items()):
             if isinstance(created, Exception):

@@ -16,6 +16,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def epoch_ms(value: dt.datetime | None) -> int | None:
@@ -27,10 +31,10 @@ class DeltaReads:
     """SQL over Delta tables (each registered as `t`), one snapshot per table for the whole command."""
 
     # Builds a Spark session for the fallback; None: the fallback is not allowed.
-    spark: Callable[[], object] | None = None
+    spark: Callable[[], SparkSession] | None = None
     log: Callable[[str], None] = print
     fell_back: bool = field(default=False)
-    _opened: dict[str, object] = field(default_factory=dict)
+    _opened: dict[str, Any] = field(default_factory=dict)  # a deltalake DeltaTable, None (no table) or why not
 
     def query(self, path: str, sql: str, latest: bool = False) -> list[dict]:
         """`sql` over the table at `path`; `latest`: over its newest version, not the one this

@@ -25,6 +25,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.classic.dataframe import DataFrame as JvmFrame
 from pyspark.sql.types import ArrayType, StructType
 
+from dr_stream.runtime.jvm_classes import jvm_view
+
 # Below half of G1's smallest region (1 MiB; a driver under spark-submit runs Java's default, G1): a
 # document's string is an ordinary allocation, not a humongous one.
 DOCUMENT_CHARS = 200_000
@@ -47,7 +49,7 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
     """`rows` (tuples of JSON values: str, int, float, bool, None) with `schema` (a StructType or
     DDL such as `"topic string, partition int"`)."""
     names = _names(schema)
-    jvm = spark._jvm
+    jvm = jvm_view(spark.sparkContext)
     documents = jvm.java.util.ArrayList()
     for document in json_documents([dict(zip(names, row, strict=True)) for row in rows]):
         documents.add(document)
@@ -59,7 +61,9 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
 
 def json_documents(rows: Sequence[dict[str, Any]], limit: int = DOCUMENT_CHARS) -> list[str]:
     """`rows` as JSON arrays of at most `limit` characters each (a longer row alone), at least one."""
-    documents, part, size = [], [], 2
+    documents: list[str] = []
+    part: list[str] = []
+    size = 2
     for row in rows:
         text = json.dumps(row)
         if part and size + len(text) + 1 > limit:

@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark import SparkContext
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as JvmColumn
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
 from dr_stream.core.config import FilterOverride
-from dr_stream.runtime.jvm_classes import jvm_class
+from dr_stream.runtime.jvm_classes import gateway, jvm_class, jvm_view
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
@@ -51,7 +50,7 @@ def provenance_entries(header: str) -> Column:
 
 def _record_path_columns():
     """dr-stream's Java functions of the record path (jvm/: io.drstream.spark.RecordPathColumns)."""
-    return jvm_class(SparkContext._active_spark_context, "io.drstream.spark.RecordPathColumns")
+    return jvm_class(None, "io.drstream.spark.RecordPathColumns")
 
 
 def origin_stamp(timestamp: Column) -> Column:
@@ -78,13 +77,13 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
     unbounded); without `forward`, any entry not let through. MALFORMED: a value under the
     key is no entry (it is still copied). With `counts` (a `RecordCounts`' Java object), the rule
     counts each record it flags."""
-    jvm = SparkContext._active_spark_context._jvm
+    jvm = jvm_view()
     rule_class = jvm.io.drstream.spark.CycleRule
-    gateway = SparkContext._active_spark_context._gateway
-    clusters = gateway.new_array(jvm.java.lang.String, len(overrides))
-    topics = gateway.new_array(jvm.java.lang.String, len(overrides))
-    froms = gateway.new_array(jvm.long, len(overrides))
-    tos = gateway.new_array(jvm.long, len(overrides))
+    py4j = gateway()
+    clusters = py4j.new_array(jvm.java.lang.String, len(overrides))
+    topics = py4j.new_array(jvm.java.lang.String, len(overrides))
+    froms = py4j.new_array(jvm.long, len(overrides))
+    tos = py4j.new_array(jvm.long, len(overrides))
     for i, override in enumerate(overrides):
         clusters[i], topics[i] = override.cluster, override.topic
         froms[i] = override.from_ms if override.from_ms is not None else -(2**63)

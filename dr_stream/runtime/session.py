@@ -14,10 +14,12 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.runtime.jvm import local_file_system_jar, spark_jars
 from dr_stream.runtime.paths import cache_dir
 
+Setting = bool | float | int | str | None  # what SparkSession.Builder.config(map=...) takes
+
 # Spark's Kafka source keeps a consumer per partition between micro-batches; at its default of 64,
 # every batch over more partitions closed and opened most of them again (kafka/spark_options says
 # what else keeps a batch's cost per partition low).
-CONSUMER_CACHE = {"spark.kafka.consumer.cache.capacity": "2048"}
+CONSUMER_CACHE: dict[str, str] = {"spark.kafka.consumer.cache.capacity": "2048"}
 
 # Kafka client properties reach Spark as source and sink options; plan strings (explain, the
 # SQL tab, the event log) show option values unless their names match this. Spark's own
@@ -44,7 +46,7 @@ LOG4J2 = {"text": "log4j2.properties", "json": "log4j2-json.properties"}
 # JVM (io.drstream.hadoop.NioRawLocalFileSystem). Only `file:` paths use it; its jar must be on
 # the JVM's own classpath, since spark-submit opens the local file system before it adds jars: the
 # local driver's `extraClassPath`, a YARN container's working directory, a Kubernetes image's jars.
-LOCAL_FILE_SYSTEM = {
+LOCAL_FILE_SYSTEM: dict[str, str] = {
     "spark.hadoop.fs.file.impl": "io.drstream.hadoop.NioLocalFileSystem",
     "spark.hadoop.fs.AbstractFileSystem.file.impl": "io.drstream.hadoop.NioLocalFs",
 }
@@ -114,7 +116,7 @@ def in_pool(spark: SparkSession, pool: str, start: Callable[[], StreamingQuery])
         try:
             return start()
         finally:
-            context.setLocalProperty("spark.scheduler.pool", None)
+            context.setLocalProperty("spark.scheduler.pool", None)  # type: ignore[arg-type]  # None unsets it
 
     return started
 
@@ -178,7 +180,7 @@ def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_por
         .config("spark.ui.enabled", "true" if ui_port else "false")
         .config("spark.ui.port", str(ui_port or 4040))
         .config("spark.ui.showConsoleProgress", "false")
-        .config(map=CONSUMER_CACHE)
+        .config(map=_settings(CONSUMER_CACHE))
         # The JVM's options: DRIVER_JAVA_OPTIONS says why each. log4j2 reads its configuration
         # before Spark's first line: no start-up WARN lines.
         .config("spark.driver.extraJavaOptions",
@@ -186,11 +188,15 @@ def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_por
     )
 
 
+def _settings(conf: dict[str, str]) -> dict[str, Setting]:
+    return {key: value for key, value in conf.items()}
+
+
 def _flow_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
     """The settings every flow's session has, however it was launched."""
     return (
         builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config(map=LOCAL_FILE_SYSTEM)
+        .config(map=_settings(LOCAL_FILE_SYSTEM))
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         # The record path never shuffles; the few aggregations on the driver side stay small.
         .config("spark.sql.shuffle.partitions", "4")

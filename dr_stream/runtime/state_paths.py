@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from dr_stream.runtime.jvm_classes import jvm_class
+from dr_stream.runtime.jvm_classes import jvm_class, jvm_view
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,7 +77,7 @@ def write_text(spark: SparkSession, uri: str, text: str) -> None:
     """Writes the file whole, replacing it: a temporary file beside it, then a rename, so a reader
     never sees half of it (object stores rename by copying, which is fine for a small file)."""
     path, fs = qualified(spark, uri)
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_view(spark.sparkContext)
     temporary = jvm.org.apache.hadoop.fs.Path(path.getParent(), f".{path.getName()}.tmp")
     stream = fs.create(temporary, True)
     try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from dr_stream.runtime.jvm_classes import jvm_view
 from dr_stream.runtime.state_paths import qualified
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def unfinished(listing: dict[str, list[str]]) -> list[str]:
 
 def drop_unfinished_writes(spark: SparkSession, checkpoint: str) -> list[str]:
     """Removes the unfinished writes of the checkpoint at URI `checkpoint`; returns what it removed."""
-    jvm = spark.sparkContext._jvm
+    jvm = jvm_view(spark.sparkContext)
     root, fs = qualified(spark, checkpoint)
     listing: dict[str, list[str]] = {}
     for log in LOGS:
