@@ -46,7 +46,7 @@ from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
 from dr_stream.index.handled_offsets import HandledOffsets, Spans
-from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of, runs_frame
+from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader
 from dr_stream.runtime.local_frame import local_frame
@@ -319,7 +319,7 @@ class IndexFeed:
             if pending:
                 rows = coalesced(pending)
                 try:
-                    self.index.append(runs_frame(self.spark, rows))
+                    self.index.append_runs(rows)
                 except Exception:
                     with self._lock:
                         self._unwritten = pending + self._unwritten

@@ -18,7 +18,7 @@ mapping; runs are deleted only once the destination has deleted every record the
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from dr_stream.index.run_store import Run
+from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.local_frame import local_frame
 from dr_stream.runtime.step import Step
 
@@ -130,6 +131,7 @@ class OffsetIndex:
 
     spark: SparkSession
     path: str
+    appends: DeltaAppends = field(default_factory=DeltaAppends)
 
     def exists(self) -> bool:
         from delta.tables import DeltaTable
@@ -140,6 +142,15 @@ class OffsetIndex:
         if not self.exists():
             return local_frame(self.spark, [], RUN_SCHEMA)
         return self.spark.read.format("delta").load(self.path)
+
+    def append_runs(self, runs: list[tuple[Run, int | None]]) -> None:
+        """(run, its offset in the runs topic or None) pairs appended as rows, from the driver
+        (`DeltaAppends`); tables written before runs_topic_offset existed gain the column."""
+        rows = [(r.origin_cluster, r.origin_topic, r.origin_partition, r.dest_topic, r.dest_partition, r.origin_start,
+                 r.origin_end, r.dest_start, r.dest_end, r.dest_end - r.dest_start + 1, r.first_timestamp,
+                 r.last_timestamp, r.copied_at, at) for r, at in runs]
+        self.appends.append(self.path, RUN_SCHEMA, rows, lambda: self.append(runs_frame(self.spark, runs)),
+                            merge_schema=True)
 
     def append(self, runs: DataFrame) -> None:
         # mergeSchema: tables written before runs_topic_offset existed gain the column.

@@ -38,6 +38,7 @@ from dr_stream.positions.offset_translator import Locate, OffsetTranslator
 from dr_stream.positions.position_records import group_positions, newest_positions
 from dr_stream.positions.returned_records import ReturnedRecords, maps_back
 from dr_stream.positions.translation_log import TranslationLog
+from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 
 TRIGGER_MS = 200
@@ -70,7 +71,8 @@ class TranslateQuery:
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
                                       returned=returned)
         translation = LiveTranslation(
-            translator=translator, record=TranslationLog(config.streaming.translations, spark=spark),
+            translator=translator, record=TranslationLog(config.streaming.translations, spark=spark,
+                                                         appends=DeltaAppends(log)),
             sync=GroupSync(config.destination, config.name, batched=True, origin=origin,
                            streams=StreamsGroupStates(kafka4, config.destination)
                            if kafka4 and config.offsets.streams_groups else None)

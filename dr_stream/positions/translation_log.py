@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.translation_rule import Translation
+from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
 
 if TYPE_CHECKING:
@@ -60,27 +61,33 @@ _SOURCE_ENDS = ('SELECT topic, "partition", source_log_end FROM (SELECT topic, "
 
 
 class TranslationLog:
-    """Appended to by a flow through Spark; read by the commands and the flow through `DeltaReads`
-    (without a JVM where the `deltalake` package can open the location)."""
+    """Appended to by a flow through `DeltaAppends` (delta-rs from the driver, Spark where it
+    cannot write); read by the commands and the flow through `DeltaReads` (without a JVM where the
+    `deltalake` package can open the location)."""
 
-    def __init__(self, path: str, reads: DeltaReads | None = None, spark: SparkSession | None = None) -> None:
+    def __init__(self, path: str, reads: DeltaReads | None = None, spark: SparkSession | None = None,
+                 appends: DeltaAppends | None = None) -> None:
         self.path = path
         self.reads = reads or DeltaReads(None if spark is None else lambda: spark)
         self.spark = spark
+        self.appends = appends or DeltaAppends()
 
     def append(self, rows: list[tuple[Translation, str]]) -> None:
         if not rows:
             return
+        # Attributes read directly: `asdict` deep-copies every row, and a round can hold 50,000.
+        names = schema().fieldNames()
+        records = [tuple(action if f == "action" else getattr(t, f) for f in names) for t, action in rows]
+        self.appends.append(self.path, schema(), records, lambda: self._append_through_spark(records))
+
+    def _append_through_spark(self, records: list[tuple]) -> None:
         if self.spark is None:
-            raise RuntimeError(f"{self.path}: the translation log is appended to through Spark; no session given")
+            raise RuntimeError(f"{self.path}: the translation log is appended to through Spark here; no session given")
         from pyspark.sql import functions as F
         from pyspark.sql.types import LongType, StructField, StructType
 
         from dr_stream.runtime.local_frame import local_frame
 
-        # Attributes read directly: `asdict` deep-copies every row, and a round can hold 50,000.
-        names = schema().fieldNames()
-        records = [tuple(action if f == "action" else getattr(t, f) for f in names) for t, action in rows]
         # translated_at travels as epoch ms (JSON has no timestamps) and becomes one here.
         plain = StructType([StructField(f.name, LongType()) if f.name == "translated_at" else f for f in schema()])
         frame = local_frame(self.spark, records, plain)

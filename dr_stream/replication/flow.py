@@ -68,6 +68,7 @@ from dr_stream.replication.resume import Resume, marks_at_start, unwritten_at_st
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
+from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
 from dr_stream.runtime.session import in_pool
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
@@ -95,7 +96,7 @@ class ReplicationFlow:
         self.translate_progress = QueryProgress(config.translate_query, self.metrics)
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
-        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index)
+        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, DeltaAppends(self.log))
         self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True)
         self.holds = PartitionHolds(lambda: self.spark, config, self.ledger, self.log, self.metrics.partitions_held)
         self.runs_topic = runs_topic(self.config.name)
