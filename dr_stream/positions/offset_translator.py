@@ -65,9 +65,11 @@ class OffsetTranslator:
         dest_topic = self.renamer.format_remote_topic(commit.topic)
         found = self.locate((commit.topic, commit.partition, dest_topic, commit.partition), commit.offset)
         method = "timestamp" if found.method == "unknown" else found.method
-        return Translation(commit.group, commit.topic, commit.partition, commit.offset, commit.timestamp, dest_topic,
-                           commit.partition, found.offset, method, "", False, None, None, found.last_copied,
-                           source_log_end, now)
+        return Translation(group=commit.group, topic=commit.topic, partition=commit.partition,
+                           source_offset=commit.offset, source_timestamp=commit.timestamp, dest_topic=dest_topic,
+                           dest_partition=commit.partition, offset=found.offset, method=method, note="",
+                           clamped=False, log_start=None, log_end=None, last_copied=found.last_copied,
+                           source_log_end=source_log_end, translated_at=now)
 
     def translate(self, commits: Iterable[GroupCommit]) -> list[Translation]:
         now = int(time.time() * 1000)

@@ -32,7 +32,7 @@ from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.core.lag import records_behind
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Translation:
     group: str
     topic: str

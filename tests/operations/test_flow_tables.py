@@ -14,8 +14,12 @@ def test_runs_and_translations_written_by_spark_read_the_same_through_deltalake(
             Run("c1", "t", 1, "t", 1, 5, 5, 7, 7, None, None, None)]
     OffsetIndex(spark, str(tmp_path / "index")).append(runs_frame(spark, [(runs[0], 41), (runs[1], None)]))
     log = TranslationLog(str(tmp_path / "translations"), spark=spark)
-    older = Translation("g", "t", 0, 3, 1, "t", 0, 103, "exact", "", False, 100, 110, 9, 12, 1_700_000_000_000)
-    newer = Translation("g", "t", 0, 5, 1, "t", 0, 105, "exact", "", False, 100, 110, 9, 14, 1_700_000_005_000)
+    older = Translation(group="g", topic="t", partition=0, source_offset=3, source_timestamp=1, dest_topic="t",
+                        dest_partition=0, offset=103, method="exact", note="", clamped=False, log_start=100,
+                        log_end=110, last_copied=9, source_log_end=12, translated_at=1_700_000_000_000)
+    newer = Translation(group="g", topic="t", partition=0, source_offset=5, source_timestamp=1, dest_topic="t",
+                        dest_partition=0, offset=105, method="exact", note="", clamped=False, log_start=100,
+                        log_end=110, last_copied=9, source_log_end=14, translated_at=1_700_000_005_000)
     log.append([(older, "committed")])
     log.append([(newer, "unchanged")])
 

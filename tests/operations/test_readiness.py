@@ -95,7 +95,9 @@ def test_a_translation_by_timestamp_clamped_or_missing_fails_the_group():
 
 
 def position(group: str, action: str, method: str = "exact", partition: int = 0) -> GroupPosition:
-    t = Translation(group, "t", partition, 10, 0, "t", partition, 10, method, "", False, 0, 20, 19, 20, 0)
+    t = Translation(group=group, topic="t", partition=partition, source_offset=10, source_timestamp=0, dest_topic="t",
+                    dest_partition=partition, offset=10, method=method, note="", clamped=False, log_start=0,
+                    log_end=20, last_copied=19, source_log_end=20, translated_at=0)
     return GroupPosition(t, action)
 
 

@@ -60,8 +60,9 @@ def test_each_wanted_partition_gets_its_own_action_in_order():
 
 
 def translation(group, partition, offset, note=""):
-    return Translation(group, "t", partition, 0, -1, "t", partition, offset, "exact", note, False, 0, 10, None, None,
-                       0)
+    return Translation(group=group, topic="t", partition=partition, source_offset=0, source_timestamp=-1,
+                       dest_topic="t", dest_partition=partition, offset=offset, method="exact", note=note,
+                       clamped=False, log_start=0, log_end=10, last_copied=None, source_log_end=None, translated_at=0)
 
 
 class _Sync:

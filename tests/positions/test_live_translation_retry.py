@@ -26,8 +26,10 @@ from tests.kafka_tools import committed, create_topic, wait_until
 
 class _Translator:
     def translate(self, commits):
-        return [Translation(c.group, c.topic, c.partition, c.offset, c.timestamp, c.topic, c.partition, c.offset + 5,
-                            "exact", "", False, 0, 100, None, None, 0) for c in commits]
+        return [Translation(group=c.group, topic=c.topic, partition=c.partition, source_offset=c.offset,
+                            source_timestamp=c.timestamp, dest_topic=c.topic, dest_partition=c.partition,
+                            offset=c.offset + 5, method="exact", note="", clamped=False, log_start=0, log_end=100,
+                            last_copied=None, source_log_end=None, translated_at=0) for c in commits]
 
 
 class _Destination:

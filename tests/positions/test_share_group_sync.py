@@ -11,8 +11,10 @@ from dr_stream.positions.translation_rule import Translation
 
 
 def translation(partition: int, offset: int | None, method: str = "exact", note: str = "") -> Translation:
-    return Translation("s", "orders", partition, 40 + partition, -1, "orders", partition, offset, method, note,
-                       False, 0, 200, 150, 150, 0)
+    return Translation(group="s", topic="orders", partition=partition, source_offset=40 + partition,
+                       source_timestamp=-1, dest_topic="orders", dest_partition=partition, offset=offset,
+                       method=method, note=note, clamped=False, log_start=0, log_end=200, last_copied=150,
+                       source_log_end=150, translated_at=0)
 
 
 def test_a_start_offset_set_unchanged_or_behind_the_destination_waits_for_the_source_to_move():
@@ -55,8 +57,10 @@ class _Translator:
 
     def translate(self, commits):
         self.asked += [c.offset for c in commits]
-        return [Translation(c.group, c.topic, c.partition, c.offset, c.timestamp, c.topic, c.partition, c.offset + 10,
-                            "exact", "", False, 0, 200, 150, 150, 0) for c in commits]
+        return [Translation(group=c.group, topic=c.topic, partition=c.partition, source_offset=c.offset,
+                            source_timestamp=c.timestamp, dest_topic=c.topic, dest_partition=c.partition,
+                            offset=c.offset + 10, method="exact", note="", clamped=False, log_start=0, log_end=200,
+                            last_copied=150, source_log_end=150, translated_at=0) for c in commits]
 
 
 class _Destination:

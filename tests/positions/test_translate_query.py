@@ -87,8 +87,10 @@ def test_a_position_the_last_run_left_not_final_is_translated_and_synced_after_a
     group = prefix + "left"
     # The last run's translation log says: translated as `next` (its copy not indexed yet), synced
     # provisionally. The position itself is in no record the query will read.
-    left = Translation(group, topic, 0, 30, 1_000, topic, 0, 29, "next", "", False, 0, 0, None, None,
-                       int(time.time() * 1000))
+    left = Translation(group=group, topic=topic, partition=0, source_offset=30, source_timestamp=1_000,
+                       dest_topic=topic, dest_partition=0, offset=29, method="next", note="", clamped=False,
+                       log_start=0, log_end=0, last_copied=None, source_log_end=None,
+                       translated_at=int(time.time() * 1000))
     TranslationLog(config.streaming.translations, spark=spark).append([(left, "committed")])
     lines: list[str] = []
     with running_flow(spark, config, log=lines.append) as flow:

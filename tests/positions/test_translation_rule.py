@@ -22,8 +22,9 @@ class TestClamp:
 
 
 def translation(source_offset, offset, method, timestamp=-1):
-    return Translation("g", "t", 0, source_offset, timestamp, "t", 0, offset, method, "", False, None, None, None,
-                       None, 0)
+    return Translation(group="g", topic="t", partition=0, source_offset=source_offset, source_timestamp=timestamp,
+                       dest_topic="t", dest_partition=0, offset=offset, method=method, note="", clamped=False,
+                       log_start=None, log_end=None, last_copied=None, source_log_end=None, translated_at=0)
 
 
 class TestReturnedRecords:
@@ -107,12 +108,18 @@ class TestSettle:
 
 class TestUnreplicated:
     def test_counts_the_source_records_after_the_last_copied_one(self):
-        t = Translation("g", "t", 0, 5, -1, "t", 0, 5, "exact", "", False, 0, 10, 49, 60, 0)
+        t = Translation(group="g", topic="t", partition=0, source_offset=5, source_timestamp=-1, dest_topic="t",
+                        dest_partition=0, offset=5, method="exact", note="", clamped=False, log_start=0, log_end=10,
+                        last_copied=49, source_log_end=60, translated_at=0)
         assert t.unreplicated == 10
 
     def test_everything_is_unreplicated_when_nothing_was_copied_and_nothing_when_the_end_is_unknown(self):
-        nothing = Translation("g", "t", 0, 5, -1, "t", 0, 5, "exact", "", False, 0, 10, None, 60, 0)
-        unknown = Translation("g", "t", 0, 5, -1, "t", 0, 5, "exact", "", False, 0, 10, 49, None, 0)
+        nothing = Translation(group="g", topic="t", partition=0, source_offset=5, source_timestamp=-1, dest_topic="t",
+                              dest_partition=0, offset=5, method="exact", note="", clamped=False, log_start=0,
+                              log_end=10, last_copied=None, source_log_end=60, translated_at=0)
+        unknown = Translation(group="g", topic="t", partition=0, source_offset=5, source_timestamp=-1, dest_topic="t",
+                              dest_partition=0, offset=5, method="exact", note="", clamped=False, log_start=0,
+                              log_end=10, last_copied=49, source_log_end=None, translated_at=0)
         assert (nothing.unreplicated, unknown.unreplicated) == (60, None)
 
 
