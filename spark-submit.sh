@@ -7,9 +7,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ $# -lt 1 ]; then
   echo "usage: $0 FLOW.yaml [spark-submit options]" >&2
-  exit 2
+  exit 64  # usage (dr_stream/exit_codes.py)
 fi
-[ -f "$1" ] || { echo "$0: $1: no such file" >&2; exit 2; }
+[ -f "$1" ] || { echo "$0: $1: no such file" >&2; exit 78; }  # config: the flow file
 [ -x "$here/.venv/bin/spark-submit" ] || make -C "$here" setup >&2
 # spark-submit finds Spark from the Python on PATH: the venv's.
 export PATH="$here/.venv/bin:$PATH"

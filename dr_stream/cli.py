@@ -9,8 +9,10 @@ import os
 import re
 import sys
 from dataclasses import asdict
+from typing import NoReturn
 
 from dr_stream.core.config import ConfigError, load_flow
+from dr_stream.exit_codes import ExitCode
 from dr_stream.kafka.reachability import ClusterAccessError
 from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
@@ -24,7 +26,7 @@ def _dev(args: argparse.Namespace) -> int:
         return yarn_command(words[1])
     if len(words) != 1 or words[0] not in ("up", "down", "status"):
         print("dr-stream dev: expected up | down | status, or yarn up | down | status", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     from dr_stream.dev.cluster_commands import clusters_command
 
     return clusters_command(words[0], brokers=args.brokers)
@@ -65,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         run_until_stopped(flow, metrics_port=args.metrics_port, also=also)
     except SparkStopped:
-        return 1  # the flow said why
+        return ExitCode.FAILED  # the flow said why
     finally:
         try:
             spark.stop()
@@ -90,7 +92,7 @@ def _positions(args: argparse.Namespace, commit: bool) -> int:
     else:
         print(format_positions(positions))
     failed = [p for p in positions.rows if p.action.startswith("failed")]
-    return 1 if failed else 0
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def _translate(args: argparse.Namespace) -> int:
@@ -117,9 +119,9 @@ def _failback(args: argparse.Namespace) -> int:
                               log=lambda line: print(line, flush=True))
     except FailbackError as exc:
         print(f"dr-stream: failback: {exc}", file=sys.stderr)
-        return 1
+        return ExitCode.FAILED
     print(json.dumps(report.as_dict(), indent=2) if args.json else format_failback(report))
-    return 1 if any(p.action.startswith("failed") for p in report.positions.rows) else 0
+    return ExitCode.FAILED if any(p.action.startswith("failed") for p in report.positions.rows) else ExitCode.OK
 
 
 def _reset_flow(args: argparse.Namespace) -> int:
@@ -138,12 +140,12 @@ def _reset(args: argparse.Namespace) -> int:
     clusters = {c.alias: c for c in (config.source, config.destination)}
     if args.cluster not in clusters:
         print(f"dr-stream: --cluster must be one of {', '.join(clusters)} (from {args.config})", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         at_ms = parse_datetime(args.to_datetime)
     except ValueError as exc:
         print(f"dr-stream: --to-datetime: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     actions = reset_to_datetime(clusters[args.cluster], args.group, args.topic, at_ms,
                                 dry_run=args.dry_run)
     if args.json:
@@ -176,7 +178,7 @@ def _check(args: argparse.Namespace) -> int:
     results = check_clusters([config.source, config.destination])
     for _, line in results:
         print(line)
-    return 0 if all(ok for ok, _ in results) else 3
+    return ExitCode.OK if all(ok for ok, _ in results) else ExitCode.UNREACHABLE
 
 
 def _flow_commands(sub) -> None:
@@ -261,8 +263,17 @@ def _state_commands(sub) -> None:
     setup.set_defaults(func=_setup)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a bad command line, the number `status` and `drill` use for a verdict;
+    this one exits `ExitCode.USAGE` (its subcommands' parsers are of the same class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="dr-stream", description="Kafka disaster-recovery replication on Spark")
+    top = _Parser(prog="dr-stream", description="Kafka disaster-recovery replication on Spark")
     sub = top.add_subparsers(dest="command", required=True)
     _flow_commands(sub)
     _group_commands(sub)
@@ -276,12 +287,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ConfigError as exc:
         print(f"dr-stream: config error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.CONFIG
     except ClusterAccessError as exc:
         print(f"dr-stream: {exc}", file=sys.stderr)
-        return 3
+        return ExitCode.UNREACHABLE
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
 
 
 if __name__ == "__main__":

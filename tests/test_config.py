@@ -155,13 +155,15 @@ def test_shipped_configs_replicate_schemas_one_way_from_the_primary():
     assert TopicRenamer("dc1.${topic}").format_remote_topic("_schemas") == "dc1._schemas"
 
 
-def test_cli_prints_one_line_and_exits_2_on_a_bad_file(tmp_path):
+def test_cli_prints_one_line_and_exits_with_the_config_code_on_a_bad_file(tmp_path):
+    from dr_stream.exit_codes import ExitCode
+
     bad = tmp_path / "bad.yaml"
     bad.write_text("source: {alias: dc1, bootstrap_servers: x}\ndestination: {alias: dc2, bootstrap_servers: y}\n"
                    "topics: {exclude: '*'}\n")
     result = subprocess.run([sys.executable, "-m", "dr_stream.cli", "check-config", "--config", str(bad)],
                             capture_output=True, text=True)
-    assert result.returncode == 2
+    assert result.returncode == ExitCode.CONFIG == 78
     assert result.stderr.strip().splitlines() == [
         f"dr-stream: config error: {bad}: topics.exclude: expected a list of regex strings"
     ]

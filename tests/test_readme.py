@@ -15,3 +15,25 @@ def test_every_import_the_readme_shows_names_a_module_and_a_name_that_exist():
     missing = [f"{module}.{name.strip()}" for module, names in shown for name in names.split(",")
                if not hasattr(importlib.import_module(module), name.strip())]
     assert missing == []
+
+
+def test_the_readme_lists_every_exit_code_as_the_code_defines_it():
+    from dr_stream.exit_codes import markdown_table
+
+    assert markdown_table() in (project_root() / "README.md").read_text()
+
+
+def test_a_verdict_a_wrong_command_line_and_a_wrong_flow_file_exit_differently(tmp_path):
+    import subprocess
+    import sys
+
+    from dr_stream.exit_codes import ExitCode
+
+    def exit_of(*args: str) -> int:
+        return subprocess.run([sys.executable, "-m", "dr_stream.cli", *args], capture_output=True).returncode
+
+    missing = str(tmp_path / "missing.yaml")
+    assert exit_of("status", "--no-such-option") == ExitCode.USAGE
+    assert exit_of("check-config", "--config", missing) == ExitCode.CONFIG
+    assert len({int(code) for code in ExitCode}) == len(ExitCode)
+    assert ExitCode.ATTENTION not in (ExitCode.USAGE, ExitCode.CONFIG)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dr_stream.dev.replicated_cluster import DevCluster, ReplicatedCluster, dev_clusters_of
+from dr_stream.exit_codes import ExitCode
 
 
 def _state(cluster: DevCluster) -> str:
@@ -39,7 +40,7 @@ def clusters_command(action: str, clusters: Sequence[DevCluster] | None = None, 
         blocked = _other_shape_running(clusters) if action == "up" else None
         if blocked:
             print(f"dr-stream dev up: {blocked}")
-            return 2
+            return ExitCode.USAGE
     if action == "up":
         for cluster in clusters:
             nodes = f" ({cluster.brokers} KRaft nodes: {cluster.all_bootstraps})" \
@@ -53,5 +54,5 @@ def clusters_command(action: str, clusters: Sequence[DevCluster] | None = None, 
             print(f"{cluster.alias}: {'stopped' if stopped else 'was not running'}")
     else:
         _print_status(clusters)
-        return 0 if all(c.is_running() for c in clusters) else 1
+        return ExitCode.OK if all(c.is_running() for c in clusters) else ExitCode.FAILED
     return 0

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dr_stream.core.config import load_flow
+from dr_stream.exit_codes import ExitCode
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.replication.holds import RETRY, Hold, refused_loss
 from dr_stream.replication.losses import Loss
@@ -71,7 +72,7 @@ def _released(args: argparse.Namespace) -> int:
         done = release(tables_of(config), args.topic, args.partition, args.offset, lambda: spark_for(config))
     except NotHeld as exc:
         print(f"dr-stream: {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if isinstance(done, Loss):
         print(f"LOSS: {done.line()}; recorded in {config.streaming.losses}. The flow goes on from offset "
               f"{done.first_offset + 1} within seconds (at its next start if it is stopped)")

@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from dr_stream.core.config import load_flow
 from dr_stream.core.config_reader import DURATION, milliseconds
+from dr_stream.exit_codes import ExitCode
 
 
 def spark_for(config):
@@ -71,7 +72,7 @@ def _status(args: argparse.Namespace) -> int:
     for hold in held:
         print(f"dr-stream: status: HELD {hold.line()} (dr-stream skip --config {args.config} --topic {hold.topic} "
               f"--partition {hold.partition} --offset {hold.offset})", file=sys.stderr)
-    return 3 if down else 2 if over or held else 0
+    return ExitCode.UNREACHABLE if down else ExitCode.ATTENTION if over or held else ExitCode.OK
 
 
 def _drill(args: argparse.Namespace) -> int:
@@ -85,7 +86,7 @@ def _drill(args: argparse.Namespace) -> int:
     if args.losses_since is not None:
         if not DURATION.match(args.losses_since):
             print(f"dr-stream: --losses-since: {args.losses_since!r} is not a duration like 12h or 7d", file=sys.stderr)
-            return 2
+            return ExitCode.USAGE
         since = milliseconds(args.losses_since) / 1000
     limits = replace(config.drill, **{k: v for k, v in (("rpo_s", args.rpo_seconds),
                                                         ("max_translation_age_s", args.max_translation_age),
@@ -95,7 +96,9 @@ def _drill(args: argparse.Namespace) -> int:
     print(json.dumps(verdict.as_dict(), indent=2) if args.json else format_drill(verdict))
     for check in verdict.failures:
         print(f"dr-stream: drill: {check.line()}", file=sys.stderr)
-    return 0 if verdict.ready else 3 if any(c.area == "clusters" for c in verdict.failures) else 2
+    if verdict.ready:
+        return ExitCode.OK
+    return ExitCode.UNREACHABLE if any(c.area == "clusters" for c in verdict.failures) else ExitCode.ATTENTION
 
 
 def _losses(args: argparse.Namespace) -> int:
@@ -108,7 +111,7 @@ def _losses(args: argparse.Namespace) -> int:
         for loss in losses:
             print(loss.line())
         print(f"{len(losses)} loss{'' if len(losses) == 1 else 'es'} recorded by flow {config.name} ({ledger.path})")
-    return 2 if losses else 0
+    return ExitCode.ATTENTION if losses else ExitCode.OK
 
 
 def _plot(config, path: str, minutes: float) -> int:

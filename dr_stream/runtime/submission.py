@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dr_stream.core.config import env_names
+from dr_stream.exit_codes import ExitCode
 
 _LISTS = ("--files", "--jars", "--archives", "--py-files")
 IMAGE_JOB = "local:///opt/dr-stream/jobs/replicate.py"
@@ -233,7 +234,7 @@ def main(argv: list[str]) -> int:
             require_shared(flow)
     except ConfigError as exc:
         print(f"spark-submit.sh: config error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.CONFIG
     root = project_root()
     if target.on_yarn:
         subprocess.run(["make", "-s", "-C", str(root), "dist"], check=True, stdout=sys.stderr)

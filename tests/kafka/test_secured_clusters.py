@@ -108,7 +108,7 @@ class TestCheckConfig:
     @pytest.mark.parametrize(("case", "expected_exit", "expected"), [
         ("wrong-password", 3, "sec: authentication failed: "),
         ("unknown-ca", 3, "sec: TLS handshake failed: "),
-        ("missing-truststore", 2,
+        ("missing-truststore", 78,  # ExitCode.CONFIG: the file names a truststore that is not there
          "destination.kafka.ssl.truststore.location: /nowhere/ca.pem: no such file (cluster sec)"),
     ])
     def test_bad_credentials_are_one_line_naming_the_cluster_and_cause_within_seconds(

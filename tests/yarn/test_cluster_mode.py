@@ -231,7 +231,7 @@ def test_a_relative_state_path_in_cluster_mode_is_one_clear_line(tmp_path):
     }))
     done = subprocess.run([str(project_root() / "spark-submit.sh"), str(flow), "--master", "yarn",
                            "--deploy-mode", "cluster"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2
+    assert done.returncode == 78  # ExitCode.CONFIG
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"{flow}: streaming.offset_index: 'state/offset-index' is a relative path" in lines[0]
