@@ -16,6 +16,7 @@ from dr_stream.exit_codes import ExitCode
 from dr_stream.kafka.reachability import ClusterAccessError
 from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
+from dr_stream.positions import SyncOutcome
 
 
 def _dev(args: argparse.Namespace) -> int:
@@ -91,7 +92,7 @@ def _positions(args: argparse.Namespace, commit: bool) -> int:
                           "positions": [p.as_dict() for p in positions.rows]}, indent=2))
     else:
         print(format_positions(positions))
-    failed = [p for p in positions.rows if p.action.startswith("failed")]
+    failed = [p for p in positions.rows if SyncOutcome.of(p.action) is SyncOutcome.FAILED]
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
@@ -121,7 +122,8 @@ def _failback(args: argparse.Namespace) -> int:
         print(f"dr-stream: failback: {exc}", file=sys.stderr)
         return ExitCode.FAILED
     print(json.dumps(report.as_dict(), indent=2) if args.json else format_failback(report))
-    return ExitCode.FAILED if any(p.action.startswith("failed") for p in report.positions.rows) else ExitCode.OK
+    failed = any(SyncOutcome.of(p.action) is SyncOutcome.FAILED for p in report.positions.rows)
+    return ExitCode.FAILED if failed else ExitCode.OK
 
 
 def _reset_flow(args: argparse.Namespace) -> int:

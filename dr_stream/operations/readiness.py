@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.core.policy import TopicRenamer
+from dr_stream.positions import SyncOutcome
 from dr_stream.replication.holds import Hold
 from dr_stream.replication.losses import Loss
 
@@ -25,7 +26,7 @@ OK, FAIL, SKIPPED = "ok", "FAIL", "skipped"
 # the group's position, which the lag check judges against the RPO.
 EXACT_METHODS = frozenset({"exact", "next", "returned", "waiting"})
 # What a dry run of failover may say of a partition for the group to move when it is real.
-MOVABLE_ACTIONS = frozenset({"would commit", "unchanged"})
+MOVABLE = frozenset({SyncOutcome.WOULD_COMMIT, SyncOutcome.UNCHANGED})
 
 # Every area a drill checks, in the order it reports them.
 AREAS = ("clusters", "flow", "topics", "acls", "lag", "losses", "holds", "translation", "failover")
@@ -222,7 +223,7 @@ def failover_checks(rows: Iterable, refused: Mapping[str, str]) -> list[Check]:
         t = p.translation
         mine = problems.setdefault(t.group, {})
         counts[t.group] = counts.get(t.group, 0) + 1
-        if p.action not in MOVABLE_ACTIONS:
+        if SyncOutcome.of(p.action) not in MOVABLE:
             problem = p.action
         elif t.method not in EXACT_METHODS or t.clamped:
             problem = f"would land by {t.method}{' (clamped)' if t.clamped else ''}, not exactly"

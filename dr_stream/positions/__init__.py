@@ -13,8 +13,8 @@ The one face other wings use; what is behind it may change without them knowing.
   (`live_translation`), which the poller's hand-overs feed too; each outcome recorded in the
   `TranslationLog` (`translation_log`).
 - `GroupSync`, `SyncAction`, `sync_translations`: when and how a destination group is written
-  (`group_sync`); `ShareGroupSync`: the same for share groups' start offsets, in a flow
-  (`share_group_sync`).
+  (`group_sync`), each partition's outcome a `SyncOutcome` (`sync_outcome`); `ShareGroupSync`:
+  the same for share groups' start offsets, in a flow (`share_group_sync`).
 
 Names resolve at first use, so a command that only translates does not import Spark.
 """
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from dr_stream.positions.poller import CommittedOffsetPoller, current_commits, stamped
     from dr_stream.positions.returned_records import ReturnedRecords, maps_back
     from dr_stream.positions.share_group_sync import ShareGroupSync
+    from dr_stream.positions.sync_outcome import SyncOutcome
     from dr_stream.positions.translate_query import TranslateQuery
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.positions.translation_rule import Translation
@@ -57,6 +58,7 @@ _FACE = {
     "SyncAction": ("group_sync", "SyncAction"),
     "sync_translations": ("group_sync", "sync_translations"),
     "ShareGroupSync": ("share_group_sync", "ShareGroupSync"),
+    "SyncOutcome": ("sync_outcome", "SyncOutcome"),
 }
 __all__ = [
     "CommittedOffsetPoller",
@@ -68,6 +70,7 @@ __all__ = [
     "ReturnedRecords",
     "ShareGroupSync",
     "SyncAction",
+    "SyncOutcome",
     "TranslateQuery",
     "Translation",
     "TranslationLog",

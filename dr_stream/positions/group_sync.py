@@ -27,15 +27,12 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsClient
 from dr_stream.kafka.groups import INACTIVE_STATES, ConsumerGroupOffsets
 from dr_stream.kafka.kafka4_groups import StreamsGroupStates
+from dr_stream.positions.sync_outcome import SyncOutcome, ahead_text, failed_text, held_text, not_translated_text
 from dr_stream.positions.translation_rule import Translation
-
-WRITES = frozenset({"committed", "rewound (--force)"})
-# How `decide` begins the action of a group left alone because it has members on the destination.
-HELD = "skipped: group is "
 
 
 def held_by_members(action: str) -> bool:
-    return action.startswith(HELD)
+    return SyncOutcome.of(action) is SyncOutcome.HELD
 
 
 Partition = tuple[str, int]
@@ -67,28 +64,33 @@ class SyncAction:
     action: str
 
     @property
+    def outcome(self) -> SyncOutcome | None:
+        return SyncOutcome.of(self.action)
+
+    @property
     def wrote(self) -> bool:
-        return self.action in WRITES
+        return self.outcome in (SyncOutcome.COMMITTED, SyncOutcome.REWOUND)
 
 
 def decide(group: str, state: str, members: int, current: dict[Partition, int], wanted: dict[Partition, int],
            force: bool = False, dry_run: bool = False) -> list[SyncAction]:
     """What to do with each wanted offset of one group; the actions that `wrote` are the writes."""
     if state not in INACTIVE_STATES:
-        reason = f"{HELD}{state} on the destination ({members} members)"
+        reason = held_text(state, members)
         return [SyncAction(group, t, p, o, current.get((t, p)), reason) for (t, p), o in sorted(wanted.items())]
     actions = []
     for (topic, partition), offset in sorted(wanted.items()):
         have = current.get((topic, partition))
-        rewind = have is not None and have > offset
+        ahead = have if have is not None and have > offset else None
+        rewind = ahead is not None
         if have == offset:
-            action = "unchanged"
-        elif rewind and not force:
-            action = f"skipped: destination is ahead at {have}; not rewound (--force rewinds)"
+            action = SyncOutcome.UNCHANGED.value
+        elif ahead is not None and not force:
+            action = ahead_text(ahead)
         elif dry_run:
-            action = "would rewind (--force)" if rewind else "would commit"
+            action = (SyncOutcome.WOULD_REWIND if rewind else SyncOutcome.WOULD_COMMIT).value
         else:
-            action = "rewound (--force)" if rewind else "committed"
+            action = (SyncOutcome.REWOUND if rewind else SyncOutcome.COMMITTED).value
         actions.append(SyncAction(group, topic, partition, offset, have, action))
     return actions
 
@@ -230,7 +232,7 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
     actions: dict[tuple[str, str, int], str] = {}
     for t in translations:
         if t.offset is None:
-            actions[t.key] = f"skipped: not translated ({t.note})"
+            actions[t.key] = not_translated_text(t.note)
         else:
             by_group.setdefault(t.group, []).append(t)
     wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items if t.offset is not None}
@@ -242,7 +244,7 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
     for group, items in by_group.items():
         result = results[group]
         if isinstance(result, Exception):
-            done = dict.fromkeys(wanted[group], f"failed: {first_line(result)}")
+            done = dict.fromkeys(wanted[group], failed_text(first_line(result)))
         else:
             done = {(a.topic, a.partition): a.action for a in result}
         for t in items:

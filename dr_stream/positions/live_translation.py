@@ -42,8 +42,9 @@ from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAM
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line, summarised
 from dr_stream.positions.consumer_timestamps import GroupCommit
-from dr_stream.positions.group_sync import WRITES, GroupsRead, GroupSync, held_by_members, sync_translations
+from dr_stream.positions.group_sync import GroupsRead, GroupSync, held_by_members, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
+from dr_stream.positions.sync_outcome import SyncOutcome, failure_reason
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 
@@ -141,11 +142,11 @@ class LiveTranslation:
                 self._recorded[key] = _outcome(row["source_offset"], row["offset"], row["method"], row["note"], action)
                 if row["method"] not in SETTLED:
                     self.pending.add(key)
-                if action.startswith("failed"):
+                if SyncOutcome.of(action) is SyncOutcome.FAILED:
                     self._unsynced.add(key)
                 if held_by_members(action):
                     self._held.add(key)
-                if row["method"] not in SETTLED or action.startswith("failed"):
+                if row["method"] not in SETTLED or SyncOutcome.of(action) is SyncOutcome.FAILED:
                     self._due.add(key)
                     due += 1
         if due:
@@ -235,7 +236,7 @@ class LiveTranslation:
         for t in translations:
             (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
         actions = self._sync(self.sync, translations, seen) if self.sync else {}
-        failed = {t.key for t in translations if actions.get(t.key, "").startswith("failed")}
+        failed = {t.key for t in translations if SyncOutcome.of(actions.get(t.key, "")) is SyncOutcome.FAILED}
         self._unsynced = (self._unsynced - keys) | failed
         held = {t.key for t in translations if held_by_members(actions.get(t.key, ""))}
         if held - self._held:  # newly held: tried again a whole period from now
@@ -266,9 +267,9 @@ class LiveTranslation:
               ) -> dict[Key, str]:
         actions = sync_translations(sync, translations, seen=seen)
         self.on_synced(list(actions.values()))
-        self.totals["synced"] += sum(1 for a in actions.values() if a in WRITES)
-        failed = {t.group: actions[t.key].removeprefix("failed: ") for t in translations
-                  if actions[t.key].startswith("failed")}
+        self.totals["synced"] += sum(1 for a in actions.values() if (found := SyncOutcome.of(a)) and found.wrote)
+        failed = {t.group: failure_reason(actions[t.key]) for t in translations
+                  if SyncOutcome.of(actions[t.key]) is SyncOutcome.FAILED}
         self.totals["sync_failures"] += len(failed)
         self._failures.round(failed, {t.group for t in translations if t.offset is not None})
         return actions

@@ -42,23 +42,24 @@ from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, sync_translations
 from dr_stream.positions.offset_translator import Locate, OffsetTranslator
 from dr_stream.positions.share_group_settings import ShareGroupSettings
+from dr_stream.positions.sync_outcome import SyncOutcome, failure_reason, skipped_because
 from dr_stream.positions.translation_rule import Translation
 
 Key = tuple[str, str, int]
 # What leaves a start offset handled until the source's moves: set now, already there, or the
 # destination ahead (never moved backwards).
-_HANDLED = ("committed", "unchanged", "skipped: destination is ahead")
+_HANDLED = frozenset({SyncOutcome.COMMITTED, SyncOutcome.UNCHANGED, SyncOutcome.AHEAD})
 _SHOWN = 6
 
 
 def handled(action: str) -> bool:
-    return action.startswith(_HANDLED)
+    return SyncOutcome.of(action) in _HANDLED
 
 
 def set_line(group: str, destination: str, done: list[tuple[Translation, str]]) -> str:
     """The one line that says which start offsets of a share group a round set."""
     items = [f"{t.dest_topic}[{t.dest_partition}] {t.offset} ({t.method}, source {t.source_offset})"
-             for t, action in done if action == "committed"]
+             for t, action in done if SyncOutcome.of(action) is SyncOutcome.COMMITTED]
     more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
     return f"share group {group}: start offsets set on {destination}: {', '.join(items[:_SHOWN])}{more}"
 
@@ -71,8 +72,8 @@ def skip_reason(translations: list[tuple[Translation, str]]) -> str | None:
             continue
         if t.offset is None:
             return f"{t.topic}[{t.partition}] not translated ({t.note})"
-        if action.startswith("skipped") and not handled(action):
-            return action.removeprefix("skipped: ")
+        if SyncOutcome.of(action) in (SyncOutcome.HELD, SyncOutcome.NOT_TRANSLATED):
+            return skipped_because(action)
     return None
 
 
@@ -154,11 +155,11 @@ class ShareGroupSync:
             by_group.setdefault(t.group, []).append((t, action))
             if handled(action):
                 self._handled[t.key] = t.source_offset
-            elif action.startswith("failed"):
-                failed[t.group] = action.removeprefix("failed: ")
+            elif SyncOutcome.of(action) is SyncOutcome.FAILED:
+                failed[t.group] = failure_reason(action)
         unsynced = set(failed)
         for group, items in sorted(by_group.items()):
-            written = sum(1 for _, action in items if action == "committed")
+            written = sum(1 for _, action in items if SyncOutcome.of(action) is SyncOutcome.COMMITTED)
             self.totals["set"] += written
             if written and group not in self._said_set:  # a busy group moves every round: said once
                 self._said_set.add(group)

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.index import Run
+from dr_stream.positions import SyncOutcome
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 from dr_stream.replication.health import Health, QueryState, judge
 
@@ -31,12 +32,8 @@ SKIP_REASONS = ("came_from_destination", "malformed_provenance", "left_out", "al
 
 def action_label(action: str) -> str:
     """A group sync's action as a metric label: a few fixed words, never the free text."""
-    for prefix, label in (("committed", "committed"), ("rewound", "rewound"), ("unchanged", "unchanged"),
-                          ("skipped: group is", "skipped_active"), ("skipped: destination is ahead", "skipped_ahead"),
-                          ("skipped: not translated", "not_translated"), ("failed", "failed")):
-        if action.startswith(prefix):
-            return label
-    return "other"
+    found = SyncOutcome.of(action)
+    return found.label if found else "other"
 
 
 class FlowMetrics(Collector):
