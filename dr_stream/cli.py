@@ -18,6 +18,8 @@ from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
 from dr_stream.positions import SyncOutcome
 
+JSON_HELP = "the result as JSON on stdout (progress lines on stderr)"
+
 
 def _dev(args: argparse.Namespace) -> int:
     words = args.words
@@ -186,7 +188,9 @@ def _check(args: argparse.Namespace) -> int:
 def _flow_commands(sub) -> None:
     dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092); "
                                      "`dev yarn ...`: a local HDFS and YARN (NameNode on 19800)")
-    dev.add_argument("words", nargs="+", metavar="[yarn] {up,down,status}")
+    dev.add_argument("words", nargs="+", metavar="[yarn] {up,down,status}",
+                     help="up, down or status of the local clusters; yarn up | down | status: of the local HDFS "
+                          "and YARN")
     dev.add_argument("--brokers", type=int, default=None, metavar="N",
                      help="KRaft nodes per cluster for `up` (default 1; 3: replication factor 3, "
                           "min.insync.replicas 2, node 1 on the usual bootstrap port); down and status "
@@ -203,7 +207,7 @@ def _flow_commands(sub) -> None:
     run.set_defaults(func=_run)
 
     check = sub.add_parser("check-config", help="validate a flow YAML and exit")
-    check.add_argument("--config", required=True)
+    check.add_argument("--config", required=True, help="the flow's YAML file")
     check.add_argument("--connect", action="store_true",
                        help="also connect to both clusters with dr-stream's clients and Spark's Java clients")
     check.add_argument("--deploy-mode", choices=["client", "cluster"], default="client",
@@ -214,17 +218,17 @@ def _flow_commands(sub) -> None:
 
 def _group_commands(sub) -> None:
     translate = sub.add_parser("translate", help="translated offsets of one group on the destination (no commit)")
-    translate.add_argument("--config", required=True)
+    translate.add_argument("--config", required=True, help="the flow's YAML file")
     translate.add_argument("--group", required=True, help="group id (exact)")
-    translate.add_argument("--json", action="store_true")
+    translate.add_argument("--json", action="store_true", help=JSON_HELP)
     translate.set_defaults(func=_translate)
 
     fail = sub.add_parser("failover", help="commit translated offsets to the destination for matching groups")
-    fail.add_argument("--config", required=True)
+    fail.add_argument("--config", required=True, help="the flow's YAML file")
     fail.add_argument("--group", default=".*", help="regex over group ids (whole name); default all")
     fail.add_argument("--dry-run", action="store_true", help="show what would be committed, commit nothing")
     fail.add_argument("--force", action="store_true", help="also rewind destination groups that are ahead")
-    fail.add_argument("--json", action="store_true")
+    fail.add_argument("--json", action="store_true", help=JSON_HELP)
     fail.set_defaults(func=_failover)
 
     back = sub.add_parser("failback", help="after a failover, bring data and groups back to the returning cluster; "
@@ -237,7 +241,7 @@ def _group_commands(sub) -> None:
                       help="the returning cluster lost its data: restore it completely (its topics must be empty)")
     back.add_argument("--force", action="store_true", help="also rewind groups that are ahead on the returning cluster")
     back.add_argument("--timeout", type=float, default=None, help="give up when lag is not 0 after this many seconds")
-    back.add_argument("--json", action="store_true")
+    back.add_argument("--json", action="store_true", help=JSON_HELP)
     back.set_defaults(func=_failback)
 
 
@@ -245,20 +249,20 @@ def _group_commands(sub) -> None:
 def _state_commands(sub) -> None:
     reset_state = sub.add_parser("reset-flow", help="move a flow's checkpoints, offset index and translations aside "
                                                     "(after its source was restored from scratch)")
-    reset_state.add_argument("--config", required=True)
+    reset_state.add_argument("--config", required=True, help="the flow's YAML file")
     reset_state.set_defaults(func=_reset_flow)
 
     add_report_commands(sub)
     add_held_record_commands(sub)
 
     reset = sub.add_parser("reset-offsets", help="set a group to the first record at or after a datetime")
-    reset.add_argument("--config", required=True)
+    reset.add_argument("--config", required=True, help="the flow's YAML file")
     reset.add_argument("--cluster", required=True, help="alias of the flow's source or destination")
-    reset.add_argument("--group", required=True)
+    reset.add_argument("--group", required=True, help="group id (exact)")
     reset.add_argument("--to-datetime", required=True, help="ISO 8601; without a zone it is UTC")
     reset.add_argument("--topic", default=".*", help="regex over topic names (whole name); default all")
-    reset.add_argument("--dry-run", action="store_true")
-    reset.add_argument("--json", action="store_true")
+    reset.add_argument("--dry-run", action="store_true", help="show the offsets it would set, set nothing")
+    reset.add_argument("--json", action="store_true", help=JSON_HELP)
     reset.set_defaults(func=_reset)
 
     setup = sub.add_parser("setup-jars", help="fetch the pinned JVM dependencies into .cache/jars")

@@ -37,3 +37,9 @@ def test_a_verdict_a_wrong_command_line_and_a_wrong_flow_file_exit_differently(t
     assert exit_of("check-config", "--config", missing) == ExitCode.CONFIG
     assert len({int(code) for code in ExitCode}) == len(ExitCode)
     assert ExitCode.ATTENTION not in (ExitCode.USAGE, ExitCode.CONFIG)
+
+
+def test_the_cli_reference_is_the_one_the_parser_writes():
+    from tools.cli_reference import OUT, render
+
+    assert OUT.read_text() == render(), "run `python -m tools.cli_reference` after changing the CLI"

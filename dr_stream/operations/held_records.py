@@ -90,8 +90,8 @@ def add_held_record_commands(sub) -> None:
             ("retry", True, "copy the record a partition is held at again, once the destination was changed to "
                             "take it")):
         command = sub.add_parser(name, help=what)
-        command.add_argument("--config", required=True)
+        command.add_argument("--config", required=True, help="the flow's YAML file")
         command.add_argument("--topic", required=True, help="the source topic")
-        command.add_argument("--partition", required=True, type=int)
+        command.add_argument("--partition", required=True, type=int, help="the source partition")
         command.add_argument("--offset", required=True, type=int, help="the offset the partition is held at")
         command.set_defaults(func=_released, retry=retry, command=name)

@@ -132,8 +132,8 @@ def _plot(config, path: str, minutes: float) -> int:
 
 def add_report_commands(sub) -> None:
     status = sub.add_parser("status", help="replication lag per partition and translation age")
-    status.add_argument("--config", required=True)
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--config", required=True, help="the flow's YAML file")
+    status.add_argument("--json", action="store_true", help="the result as JSON on stdout (progress lines on stderr)")
     status.add_argument("--max-lag-records", type=int, help="exit 2 when a partition lags by more records")
     status.add_argument("--max-lag-seconds", type=float,
                         help="exit 2 when a partition's oldest record not copied yet is older")
@@ -148,7 +148,7 @@ def add_report_commands(sub) -> None:
 
     drill = sub.add_parser("drill", help="check, changing nothing, that failover would work now: topics, lag within "
                                          "the RPO, exact and current translations, a dry run for every group")
-    drill.add_argument("--config", required=True)
+    drill.add_argument("--config", required=True, help="the flow's YAML file")
     drill.add_argument("--rpo-seconds", type=float, help="the most a failover may lose, in seconds of records not "
                                                          "copied yet (default: drill.rpo of the flow file, 60 s)")
     drill.add_argument("--max-translation-age", type=float, metavar="SECONDS",
@@ -156,11 +156,11 @@ def add_report_commands(sub) -> None:
                             "drill.max_translation_age, 60 s)")
     drill.add_argument("--losses-since", metavar="DURATION",
                        help="fail on each loss recorded this recently, e.g. 7d, 12h (default: drill.losses_since, 7d)")
-    drill.add_argument("--json", action="store_true")
+    drill.add_argument("--json", action="store_true", help="the result as JSON on stdout (progress lines on stderr)")
     drill.set_defaults(func=_drill)
 
     losses = sub.add_parser("losses", help="source records the flow could no longer copy (retention, a recreated "
                                            "topic, rewound offsets, a skipped refused record); exit 2 if any")
-    losses.add_argument("--config", required=True)
-    losses.add_argument("--json", action="store_true")
+    losses.add_argument("--config", required=True, help="the flow's YAML file")
+    losses.add_argument("--json", action="store_true", help="the result as JSON on stdout (progress lines on stderr)")
     losses.set_defaults(func=_losses)
