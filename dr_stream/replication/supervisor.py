@@ -203,10 +203,15 @@ class _Supervisor:
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Stops each query between batches when it can: an interrupted batch would have to be
         replayed, and an interrupted translation-log write would lose the newest positions. A
-        query whose start has not returned is found by its name among those Spark runs."""
+        query whose start has not returned is found by its name among those Spark runs.
+
+        A query no longer active is stopped too: a SIGTERM to the process group reaches the JVM,
+        whose hook may have marked the query terminated while its last batch still runs
+        (`StopBetweenBatches`); the stop here then waits for that one to end, where skipping it
+        let the flow stop Spark under the batch (its write aborted, the hook's wait failed)."""
         for part in self.parts:
             query = active_query(self.flow.spark, part.name) if part.starting is not None else part.query
-            if query is not None and query.isActive:
+            if query is not None:
                 self._stop_between_batches(query, grace_s)
 
     def _stop_between_batches(self, query: StreamingQuery, grace_s: float = STOP_GRACE_S) -> None:
