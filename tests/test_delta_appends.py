@@ -45,12 +45,14 @@ def test_an_index_table_written_before_runs_topic_offset_gains_the_column_from_a
 def test_a_table_the_driver_cannot_write_is_appended_through_spark_and_said_once(tmp_path):
     lines: list[str] = []
     through_spark: list[int] = []
-    appends = DeltaAppends(log=lines.append)
+    counted: list[str] = []
+    appends = DeltaAppends(log=lines.append, counted=counted.append)
     path = "hdfs://127.0.0.1:1/flows/x/translations"
 
     for n in (1, 2):
         appends.append(path, SCHEMA, [(n, None, None)], lambda n=n: through_spark.append(n))
 
     assert through_spark == [1, 2]
+    assert counted == [path, path]
     assert len(lines) == 1 and lines[0].startswith(f"appending to {path} through Spark from now on")
     assert set(appends.fell_back) == {path}

@@ -53,8 +53,9 @@ def render() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(render())
-    print(f"{OUT}: {len(render().splitlines())} lines")
+    text = render()
+    OUT.write_text(text)
+    print(f"{OUT}: {len(text.splitlines())} lines")
     return 0
 
 

@@ -61,8 +61,8 @@ class TranslateQuery:
 
     @classmethod
     def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
-           log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None
-           ) -> TranslateQuery:
+           log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None,
+           appends: DeltaAppends | None = None) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
         destination's Streams groups are described through `kafka4`."""
@@ -72,7 +72,7 @@ class TranslateQuery:
                                       returned=returned)
         translation = LiveTranslation(
             translator=translator, record=TranslationLog(config.streaming.translations, spark=spark,
-                                                         appends=DeltaAppends(log)),
+                                                         appends=appends or DeltaAppends(log)),
             sync=GroupSync(config.destination, config.name, batched=True, origin=origin,
                            streams=StreamsGroupStates(kafka4, config.destination)
                            if kafka4 and config.offsets.streams_groups else None)

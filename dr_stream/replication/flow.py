@@ -96,7 +96,9 @@ class ReplicationFlow:
         self.translate_progress = QueryProgress(config.translate_query, self.metrics)
         self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
                                     config.streaming.max_records_per_batch)
-        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, DeltaAppends(self.log))
+        # The flow's Delta appends from its driver, one writer for both tables (`runtime.delta_appends`).
+        self.appends = DeltaAppends(self.log, self.metrics.appended_through_spark)
+        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, self.appends)
         self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True)
         self.holds = PartitionHolds(lambda: self.spark, config, self.ledger, self.log, self.metrics.partitions_held)
         self.runs_topic = runs_topic(self.config.name)
@@ -244,7 +246,7 @@ class ReplicationFlow:
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
         query = TranslateQuery.of(self.spark, config, feed.locate, self.destination_cluster_id, self.log,
-                                  origin=self.source_cluster_id, kafka4=self.kafka4)
+                                  origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends)
         query.resume()
         return query
 

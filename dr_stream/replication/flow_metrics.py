@@ -54,6 +54,7 @@ class FlowMetrics(Collector):
         self._synced: dict[str, int] = {}
         self._share_unsynced: dict[str, int] = {}
         self._reread = 0
+        self._spark_appends: dict[str, int] = {}
         self._active: dict[str, bool] = {}
         self._restarts: dict[str, int] = {}
         self._progressed: dict[str, float] = {}
@@ -147,6 +148,12 @@ class FlowMetrics(Collector):
             with self._lock:
                 self._reread += partitions
 
+    def appended_through_spark(self, table: str) -> None:
+        """An append to the Delta table at `table` that went through Spark: the driver could not
+        write it (`runtime.delta_appends`)."""
+        with self._lock:
+            self._spark_appends[table] = self._spark_appends.get(table, 0) + 1
+
     def share_groups_not_synced(self, what: str, groups: int) -> None:
         """Share groups whose `what` (`offsets`, `settings`) a round did not make as on the source:
         failed, or skipped while the group runs on the destination."""
@@ -235,6 +242,9 @@ class FlowMetrics(Collector):
             self._family(CounterMetricFamily, "dr_stream_share_groups_not_synced", "Share groups a round left unlike "
                          "the source on the destination (failed, or skipped while the group runs there), by what: "
                          "offsets, settings", "what", self._share_unsynced),
+            self._family(CounterMetricFamily, "dr_stream_delta_appends_through_spark", "Appends to a Delta table "
+                         "of the flow that went through a Spark job: the driver could not write the table",
+                         "table", self._spark_appends),
             self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure, a "
                          "topology change or a wider trigger", "query", self._restarts),
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "

@@ -10,7 +10,8 @@ so both can write one table (the index's upkeep still rewrites it through Spark)
 
 Where delta-rs cannot write a table (a scheme it has no client for, such as hdfs://, or a table
 feature it does not know), that append and the table's later ones go through Spark: said once
-per table and counted (`fell_back`).
+per table, and each such append counted (`counted`: the flow's
+`dr_stream_delta_appends_through_spark_total`).
 
 Rows are tuples in the schema's field order; a timestamp column takes epoch milliseconds.
 """
@@ -32,6 +33,8 @@ class DeltaAppends:
     """Appends rows to Delta tables, through delta-rs where it can write them, else through Spark."""
 
     log: Callable[[str], None] = print
+    # told the table of each append that went through Spark
+    counted: Callable[[str], None] = lambda path: None
     # tables delta-rs could not write, with why: they are appended to through Spark from then on
     fell_back: dict[str, str] = field(default_factory=dict)
 
@@ -52,6 +55,7 @@ class DeltaAppends:
                 self.log(f"appending to {path} through Spark from now on: the deltalake package cannot write it "
                          f"({why})")
         through_spark()
+        self.counted(path)
 
 
 def _write(path: str, schema: StructType, rows: Sequence[Row], merge_schema: bool) -> None:

@@ -49,6 +49,8 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     metrics.lag_sampled([PartitionLag("orders", 0, 50, 39, 10, 2.5), PartitionLag("orders", 1, 9, 8, 0, 0.0)], ["dc2"])
     metrics.groups_synced(["committed", "skipped: group is Stable on the destination (1 members)", "committed"])
     metrics.share_groups_not_synced("offsets", 2)
+    metrics.appended_through_spark("hdfs://nn/flows/f/translations")
+    metrics.appended_through_spark("hdfs://nn/flows/f/translations")
     metrics.share_groups_not_synced("offsets", 1)
     metrics.share_groups_not_synced("settings", 0)
     metrics.partitions_reread(2)
@@ -68,6 +70,8 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     assert s[("dr_stream_translation_age_seconds", (("flow", "f"), ("group", "g2")))] == 4.5
     assert s[("dr_stream_share_groups_not_synced_total", (("flow", "f"), ("what", "offsets")))] == 3
     assert ("dr_stream_share_groups_not_synced_total", (("flow", "f"), ("what", "settings"))) not in s
+    assert s[("dr_stream_delta_appends_through_spark_total",
+              (("flow", "f"), ("table", "hdfs://nn/flows/f/translations")))] == 2
     assert s[("dr_stream_partitions_reread_total", (("flow", "f"),))] == 2
     assert s[("dr_stream_cluster_up", (("cluster", "dc2"), ("flow", "f")))] == 0
     assert s[("dr_stream_cluster_up", (("cluster", "dc1"), ("flow", "f")))] == 1
