@@ -1,4 +1,4 @@
-"""`python -m tools.cli_reference`: docs/reference/cli.md, written from the CLI's own parser.
+"""`docs/reference/cli.md`, written from the CLI's own parser (`python -m tools.references`).
 
 Every command, its one-line purpose, its arguments with their help and defaults, and the exit
 codes, as `dr-stream --help` knows them; a test keeps the committed file equal to this output,
@@ -8,7 +8,6 @@ so the reference cannot drift from the code.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from dr_stream.cli import parser
@@ -39,7 +38,7 @@ def _argument(action: argparse.Action) -> str:
 def render() -> str:
     top = parser()
     lines = ["# dr-stream command reference", "",
-             "Generated from the CLI's parser by `python -m tools.cli_reference`; a test keeps it equal to the "
+             "Generated from the CLI's parser by `python -m tools.references`; a test keeps it equal to the "
              "code. `dr-stream COMMAND --help` prints the same.", ""]
     for name, purpose, command in _commands(top):
         arguments = [a for a in command._actions if not isinstance(a, argparse._HelpAction)]
@@ -49,15 +48,3 @@ def render() -> str:
     lines += ["## Exit codes", "", "Every command's exit status means one thing (`dr_stream/exit_codes.py`):", "",
               markdown_table(), ""]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    text = render()
-    OUT.write_text(text)
-    print(f"{OUT}: {len(text.splitlines())} lines")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

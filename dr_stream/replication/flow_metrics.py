@@ -233,12 +233,16 @@ class FlowMetrics(Collector):
         return [
             lost,
             reread,
-            self._family(CounterMetricFamily, "dr_stream_records_copied", "Records written to the destination",
-                         "topic", self._copied),
-            self._family(CounterMetricFamily, "dr_stream_records_skipped", "Records read and not copied "
-                         "(malformed_provenance: copied, but their provenance did not parse)", "reason", self._skipped),
+            self._family(CounterMetricFamily, "dr_stream_records_copied", "Records the destination acknowledged, per "
+                         "source topic, since the process started (from the runs the sink publishes)", "topic",
+                         self._copied),
+            self._family(CounterMetricFamily, "dr_stream_records_skipped", "Records read and not copied, by "
+                         "reason: came_from_destination (loop prevention), left_out (at failback), already_copied "
+                         "(replayed after a crash, dropped by the resume filter); malformed_provenance counts records "
+                         "copied whose provenance header did not parse", "reason", self._skipped),
             self._family(CounterMetricFamily, "dr_stream_groups_synced", "Group positions written to (or judged for) "
-                         "the destination, by outcome", "action", self._synced),
+                         "the destination, by outcome: committed, unchanged, skipped_active, skipped_ahead, "
+                         "not_translated, failed, rewound", "action", self._synced),
             self._family(CounterMetricFamily, "dr_stream_share_groups_not_synced", "Share groups a round left unlike "
                          "the source on the destination (failed, or skipped while the group runs there), by what: "
                          "offsets, settings", "what", self._share_unsynced),
@@ -248,7 +252,8 @@ class FlowMetrics(Collector):
             self._family(CounterMetricFamily, "dr_stream_query_restarts", "Restarts of a query after a failure, a "
                          "topology change or a wider trigger", "query", self._restarts),
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "
-                         "error and was started again", "thread", self._thread_failures),
+                         "error and was started again 5 s later (topics, lag, index-feed, translate, poller, acls, "
+                         "share-groups)", "thread", self._thread_failures),
             self._family(CounterMetricFamily, "dr_stream_query_starts_unreturned", "Starts of a query not returned "
                          "when the supervisor stopped waiting (it then supervises the query Spark runs under that "
                          "name)", "query", self._unreturned_starts),
@@ -258,7 +263,8 @@ class FlowMetrics(Collector):
         records = GaugeMetricFamily("dr_stream_lag_records", "Records of a source partition not copied yet",
                                     labels=["flow", "topic", "partition"])
         seconds = GaugeMetricFamily("dr_stream_lag_seconds", "Age of the oldest record of a source partition "
-                                    "not copied yet (0: none waits)", labels=["flow", "topic", "partition"])
+                                    "not copied yet (0: none waits): what a disaster now would lose",
+                                    labels=["flow", "topic", "partition"])
         for g in self._lags:
             where = [self.flow, g.topic, str(g.partition)]
             if g.lag_records is not None:
@@ -307,7 +313,8 @@ class FlowMetrics(Collector):
 
     def _histogram(self) -> Metric:
         family = HistogramMetricFamily("dr_stream_replication_latency_seconds",
-                                       "When the destination acknowledged a record minus its timestamp",
+                                       "When the destination acknowledged a record minus its timestamp "
+                                       "(buckets 5 ms .. 1 h)",
                                        labels=["flow"])
         family.add_metric([self.flow], self._latency.buckets(), self._latency.sum)
         return family
