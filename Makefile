@@ -55,7 +55,7 @@ demo-yarn: setup dist
 	$(PY) -m dr_stream.dev.demo_yarn
 
 # dr-stream, a plain Spark copy and MirrorMaker 2 on their own two clusters, 3 alternating runs
-# each (about 20 min); results in bench/results/.
+# each, then the long catch-up (about 25 min); results in bench/results/.
 bench: setup
 	$(PY) -m bench.run
 
@@ -80,12 +80,12 @@ bench-batch: setup
 bench-trickle: setup
 	$(PY) -m bench.trickle $(TRICKLE_ARGS)
 
-# One partition held at a refused record among 1,000: the others' latency with and without it (~9 min).
+# One partition held at a refused record among 1,000: the others' latency with and without it (about 9 min).
 bench-held: setup
 	$(PY) -m bench.held_partition $(HELD_ARGS)
 
 # What each replicator costs while nothing arrives, dr-stream with and without translation against
-# MirrorMaker 2, 3 alternating runs (about 12 min); bench/results/idle/.
+# MirrorMaker 2, 3 alternating runs (about 15 min); bench/results/idle/.
 bench-idle: setup
 	$(PY) -m bench.idle_cost $(IDLE_ARGS)
 

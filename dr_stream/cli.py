@@ -198,7 +198,7 @@ def _flow_commands(sub) -> None:
     dev.set_defaults(func=_dev)
 
     run = sub.add_parser("run", help="run one flow in local Spark until SIGINT/SIGTERM")
-    run.add_argument("--config", required=True, help="flow YAML (see README: Flow config)")
+    run.add_argument("--config", required=True, help="flow YAML (docs/configuration.md)")
     run.add_argument("--metrics-port", type=int, default=None,
                      help="serve /metrics (Prometheus) and /healthz on this port (overrides metrics.port)")
     run.add_argument("--log-format", choices=["text", "json"], default=os.environ.get("DR_STREAM_LOG_FORMAT", "text"),

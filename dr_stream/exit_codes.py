@@ -48,6 +48,6 @@ _MEANINGS = {
 
 
 def markdown_table() -> str:
-    """The exit codes as the README's table (a test keeps the two equal)."""
+    """The exit codes as the README's table and the command reference's (a test keeps them equal)."""
     rows = [f"| {code.value} | `{code.name}` | {code.meaning} |" for code in ExitCode]
     return "\n".join(["| exit | name | when |", "|---:|---|---|", *rows])

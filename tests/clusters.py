@@ -31,7 +31,7 @@ def _stop(cluster: LocalCluster, stops: list[Path] | None) -> None:
 # environment, the way a flow file names it: ${env:DR_TEST_SEC_PASSWORD}.
 SEC_PASSWORD_VARIABLE = "DR_TEST_SEC_PASSWORD"
 FLOW_PRINCIPALS = ("User:drs", "User:drs-client")
-# What a flow's principal needs, by the cluster's role (least privilege; see README "Secured clusters").
+# What a flow's principal needs, by the cluster's role (least privilege; docs/security.md).
 SOURCE_ACLS = [("TOPIC", "*", "LITERAL", op) for op in ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")] + [
     ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
     ("TOPIC", "__consumer_timestamps", "LITERAL", op) for op in ("WRITE", "CREATE")] + [

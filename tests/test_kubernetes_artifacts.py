@@ -1,5 +1,5 @@
 """The Kubernetes artifacts agree with the pins and the package. No Kubernetes runs here: these
-checks are what can be known without one (README: what was exercised and what was not)."""
+checks are what can be known without one (docs/deploying.md: what was exercised and what was not)."""
 
 from __future__ import annotations
 

@@ -231,7 +231,7 @@ def _out_of_sec_as_drs_lp(tmp_path, name: str, sec, dc2, pki, topic: str):
 
 
 class TestLeastPrivilege:
-    """User drs-lp holds exactly the ACLs the README lists for its side, and nothing else."""
+    """User drs-lp holds exactly the ACLs docs/security.md lists for its side, and nothing else."""
 
     def test_into_a_cluster_with_the_destination_acls_and_a_revoked_one_named_while_copying_goes_on(
             self, spark, sec, dc1, pki, tmp_path, capsys):

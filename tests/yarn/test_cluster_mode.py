@@ -2,7 +2,7 @@
 
 One HDFS + YARN (Hadoop's mini-cluster, `dr-stream dev yarn`) serves the module; each test
 submits its own application and kills it through the ResourceManager when done. The figures
-the README and the closing note quote (submit to first record, kill to records flowing again)
+docs/deploying.md and the closing note quote (submit to first record, kill to records flowing again)
 are printed by these tests (`pytest -s -m yarn`).
 """
 
