@@ -28,9 +28,9 @@ def test_defaults_follow_the_design():
     assert config.topics.rename == "${topic}" and config.topics.preserve_partitions
     assert config.provenance.header == "__replicator_id"
     assert config.streaming.checkpoint_dir == ".cache/flows/dc1-to-dc2/checkpoints"
-    assert config.streaming.trigger_interval == "1 seconds"
+    assert config.streaming.trigger_interval == "1000 milliseconds"
     assert config.streaming.resume_scan_timeout_s == 60.0
-    assert config.streaming.max_trigger_ms == 30_000
+    assert config.streaming.max_trigger_s == 30.0
     assert config.offsets.positions_from == "__consumer_offsets"
     assert (config.drill.rpo_s, config.drill.max_translation_age_s, config.drill.interval_s) == (60.0, 60.0, None)
     assert config.drill.losses_since_s == 7 * 24 * 3600.0
@@ -178,12 +178,12 @@ def test_unreadable_and_invalid_yaml_name_the_file(tmp_path):
         load_flow(broken)
 
 
-@pytest.mark.parametrize(("trigger", "ms"), [("200ms", 200), ("1s", 1000), ("500 milliseconds", 500),
-                                             ("2 seconds", 2000), ("1m", 60_000), ("0s", 0)])
-def test_trigger_reads_as_milliseconds_whatever_its_unit(trigger, ms):
+@pytest.mark.parametrize(("trigger", "seconds"), [("200ms", 0.2), ("1s", 1.0), ("500 milliseconds", 0.5),
+                                                  ("2 seconds", 2.0), ("1m", 60.0), ("0s", 0.0)])
+def test_every_duration_reads_as_seconds_whatever_its_unit(trigger, seconds):
     raw = {"source": {"alias": "a", "bootstrap_servers": "x"}, "destination": {"alias": "b", "bootstrap_servers": "y"},
            "streaming": {"checkpoint_dir": "c", "offset_index": "i", "trigger": trigger}}
-    assert parse_flow(raw, "f.yaml").streaming.trigger_ms == ms
+    assert parse_flow(raw, "f.yaml").streaming.trigger_s == seconds
 
 
 @pytest.mark.parametrize(("index", "translations"), [
@@ -214,17 +214,33 @@ def test_filters_and_query_names_are_built_once_per_config():
 def test_the_trigger_widens_up_to_30s_unless_set_and_never_below_a_longer_trigger():
     base = {"source": {"alias": "a", "bootstrap_servers": "a:9092"},
             "destination": {"alias": "b", "bootstrap_servers": "b:9092"}}
-    assert parse_flow({**base, "streaming": {"trigger": "1m"}}).streaming.max_trigger_ms == 60_000
-    assert parse_flow({**base, "streaming": {"max_trigger": "1s"}}).streaming.max_trigger_ms == 1000  # never widens
+    assert parse_flow({**base, "streaming": {"trigger": "1m"}}).streaming.max_trigger_s == 60.0
+    assert parse_flow({**base, "streaming": {"max_trigger": "1s"}}).streaming.max_trigger_s == 1.0  # never widens
 
 
 def test_realtime_mode_defaults_its_batch_to_5_minutes_and_refuses_one_below_spark_s_minimum():
     base = {"source": {"alias": "a", "bootstrap_servers": "a:9092"},
             "destination": {"alias": "b", "bootstrap_servers": "b:9092"}}
     realtime = parse_flow({**base, "streaming": {"mode": "realtime"}}, "f.yaml").streaming
-    assert (realtime.realtime, realtime.trigger_ms) == (True, 300_000)
+    assert (realtime.realtime, realtime.trigger_s) == (True, 300.0)
     assert parse_flow(base, "f.yaml").streaming.mode == "microbatch"
     with pytest.raises(ConfigError, match=r"^f.yaml: streaming.trigger: '1s': in realtime mode .* at least 5s"):
         parse_flow({**base, "streaming": {"mode": "realtime", "trigger": "1s"}}, "f.yaml")
     with pytest.raises(ConfigError, match=r"^f.yaml: streaming.mode: expected microbatch or realtime, got 'rt'"):
         parse_flow({**base, "streaming": {"mode": "rt"}}, "f.yaml")
+
+
+def test_every_key_is_declared_once_with_a_doc_and_a_section_read_empty_is_its_dataclass_defaults():
+    from dr_stream.core.config import ACLS, DRILL, GROUPS, METRICS, OFFSETS, PROVENANCE, SECTIONS, SHARE_GROUPS, TOPICS
+    from dr_stream.core.config_def import YamlReader
+
+    for _, section in SECTIONS:
+        names = [key.name for key in section.keys]
+        assert len(names) == len(set(names)) and all(key.doc.strip() for key in section.keys), section.path
+    for section in (TOPICS, PROVENANCE, OFFSETS, GROUPS, SHARE_GROUPS, METRICS, DRILL, ACLS):
+        assert section.read(YamlReader("f.yaml"), None, section.path) == section.build(), section.path
+
+
+def test_a_duration_below_its_floor_names_the_floor_and_why():
+    with pytest.raises(ConfigError, match=r"^f.yaml: acls.interval: 0.5s is shorter than 1s$"):
+        parse_flow(with_(acls={"interval": "500ms"}), "f.yaml")

@@ -1,36 +1,92 @@
-"""Flow configuration: typed, validated, loaded from YAML.
+"""Flow configuration: every section's keys declared once, typed, validated, loaded from YAML.
 
-Invariants: every problem is reported as one `ConfigError` line that names the file and
-the key path; unknown keys are errors; `${env:NAME}` is substituted in every string, and
-error messages quote the text as written in the file, so a secret from the environment is
-never printed.
+Each section is a table of keys (`config_def.Key`: name, type, default, rule, one-line doc) and
+the dataclass it builds. The reader and `docs/reference/config.md` both come from the tables;
+a dataclass takes its field defaults from its table, so a default is written once. Durations
+are float seconds in fields ending in `_s`.
+
+Invariants: every problem is reported as one `ConfigError` line that names the file and the key
+path; unknown keys are errors; `${env:NAME}` is substituted in every string, and error messages
+quote the text as written in the file, so a secret from the environment is never printed.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from dr_stream.core.config_reader import DURATION, ENV, ConfigError, YamlReader, duration_parts, milliseconds
+from dr_stream.core.config_def import (
+    DURATION,
+    ENV,
+    ConfigError,
+    Count,
+    Derived,
+    Each,
+    Flag,
+    Key,
+    Nested,
+    OneOf,
+    Patterns,
+    Period,
+    Properties,
+    Read,
+    Regex,
+    Section,
+    Text,
+    YamlReader,
+    default_of,
+    milliseconds,
+)
 from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
-from dr_stream.core.monitoring_config import DrillConfig, MetricsConfig, read_drill, read_metrics
 from dr_stream.core.policy import GroupFilter, TopicFilter, TopicRenamer
-from dr_stream.core.share_groups_config import ShareGroupsConfig, read_share_groups
 
-MODES = ("microbatch", "realtime")
-REALTIME_MIN_BATCH_MS = 5000  # spark.sql.streaming.realTimeMode.minBatchDuration's default
+__all__ = ["DURATION", "ClusterConfig", "ConfigError", "FlowConfig", "load_flow", "milliseconds", "parse_flow"]
+
+REALTIME_MIN_BATCH_S = 5.0  # spark.sql.streaming.realTimeMode.minBatchDuration's default
 _SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|key\b|\.key$", re.IGNORECASE)
+_NAME = r"[A-Za-z0-9_.-]+"
+_NAME_DOC = "may hold only letters, digits, '.', '_' and '-'"
 
 
 def env_names(text: str) -> list[str]:
     """The environment variables a flow file's text refers to as `${env:NAME}`, in order of first use."""
     return list(dict.fromkeys(ENV.findall(text)))
+
+
+def sibling(location: str, name: str) -> str:
+    """`name` in the same directory as `location`, for local paths and URIs alike."""
+    parent, slash, _ = location.rstrip("/").rpartition("/")
+    return f"{parent}{slash}{name}" if slash else name
+
+
+# -- source, destination -------------------------------------------------------------------------
+
+CLUSTER_KEYS = (
+    Key("alias", Text(_NAME, _NAME_DOC), "the cluster's name in the flow (provenance, lines, metrics); the two "
+        "clusters' aliases differ"),
+    Key("bootstrap_servers", Text(), "`host:port,...`"),
+    Key("kafka", Properties({"bootstrap.servers": "set bootstrap_servers instead"}),
+        "Apache Kafka's Java client properties (`security.protocol`, `sasl.*`, `ssl.*`, ...): passed unchanged to "
+        "Spark's source and sink; dr-stream's own clients get settings derived from them "
+        "([security](../security.md))", {}),
+    Key("librdkafka", Properties({"bootstrap.servers": "set bootstrap_servers instead"}),
+        "librdkafka settings for dr-stream's own (Python) clients only, applied after the derived ones", {}),
+)
+
+
+def _derivable(got: Read) -> tuple[str, str] | None:
+    """Whether dr-stream's own clients' settings can be derived (files are read when they are built)."""
+    try:
+        derive(got.values["kafka"], got.values["librdkafka"], read_truststore=lambda *_: "")
+    except ClientSettingsError as exc:
+        return f"kafka.{exc.key}", exc.message
+    return None
 
 
 @dataclass(frozen=True)
@@ -59,13 +115,60 @@ class ClusterConfig:
         return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
 
 
+CLUSTER = Section("source", "A cluster of the flow: `source` and `destination` take the same keys.", CLUSTER_KEYS,
+                  (_derivable,), ClusterConfig, located=True)
+
+
+# -- topics ----------------------------------------------------------------------------------------
+
+TOPICS_KEYS = (
+    Key("include", Patterns(), "the source topics copied: whole-name regexes (internal topics only when named "
+        "exactly)", [".*"]),
+    Key("exclude", Patterns(), "source topics left out, whole-name regexes", []),
+    Key("rename", Text(), "the destination topic's name, `${topic}` exactly once (`dc1.${topic}`)", "${topic}"),
+    Key("preserve_partitions", Flag(), "the same partition number on the destination (exactly once and exact "
+        "translation need it)", True),
+    Key("sync_configs", Flag(), "copy topic configs at creation and follow their changes", True),
+)
+
+
+def _valid_rename(got: Read) -> tuple[str, str] | None:
+    rename = got.values["rename"]
+    if rename.count("${topic}") != 1:
+        return "rename", f"{rename!r} must contain ${{topic}} exactly once"
+    if not re.fullmatch(r"[A-Za-z0-9._-]*", rename.replace("${topic}", "")):
+        return "rename", f"{rename!r} would make an invalid topic name"
+    return None
+
+
 @dataclass(frozen=True)
 class TopicsConfig:
-    include: tuple[str, ...] = (".*",)
-    exclude: tuple[str, ...] = ()
-    rename: str = "${topic}"
-    preserve_partitions: bool = True
-    sync_configs: bool = True
+    include: tuple[str, ...] = default_of(TOPICS_KEYS, "include")
+    exclude: tuple[str, ...] = default_of(TOPICS_KEYS, "exclude")
+    rename: str = default_of(TOPICS_KEYS, "rename")
+    preserve_partitions: bool = default_of(TOPICS_KEYS, "preserve_partitions")
+    sync_configs: bool = default_of(TOPICS_KEYS, "sync_configs")
+
+
+TOPICS = Section("topics", "Which source topics a flow copies, and their names on the destination.", TOPICS_KEYS,
+                 (_valid_rename,), TopicsConfig)
+
+
+# -- provenance ------------------------------------------------------------------------------------
+
+OVERRIDE_KEYS = (
+    Key("cluster", Regex(), "regex of the cluster id in the provenance header"),
+    Key("topic", Regex(), "regex of the topic in the provenance header"),
+    Key("from_ms", Count(0), "the record's timestamp at least this (epoch ms)", None),
+    Key("to_ms", Count(0), "the record's timestamp at most this (epoch ms)", None),
+)
+
+
+def _ordered_range(got: Read) -> tuple[str, str] | None:
+    low, high = got.values["from_ms"], got.values["to_ms"]
+    if low is not None and high is not None and low > high:
+        return "from_ms", f"{low} is after to_ms {high}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -78,94 +181,310 @@ class FilterOverride:
     to_ms: int | None = None
 
 
+OVERRIDE = Section("provenance.filter_overrides[]", "An entry of `provenance.filter_overrides`: records whose "
+                   "provenance matches go through the cycle rule (a full restore uses one).", OVERRIDE_KEYS,
+                   (_ordered_range,), FilterOverride)
+
+PROVENANCE_KEYS = (
+    Key("enabled", Flag(), "add and honour the provenance header (loop prevention, exactly once, translation)", True),
+    Key("header", Text(), "the header's key", PROVENANCE_HEADER),
+    Key("filter_overrides", Each(OVERRIDE), "records the cycle rule lets through (below)", []),
+    Key("forward", Flag(), "copy what the source received from other clusters (records, and group positions "
+        "dr-stream synced there): a hop of a chain. `false` in a full mesh: only the source's own records and "
+        "consumers' positions ([topologies](../topologies.md))", True),
+)
+
+
 @dataclass(frozen=True)
 class ProvenanceConfig:
-    enabled: bool = True
-    header: str = PROVENANCE_HEADER
+    enabled: bool = default_of(PROVENANCE_KEYS, "enabled")
+    header: str = default_of(PROVENANCE_KEYS, "header")
     filter_overrides: tuple[FilterOverride, ...] = ()
-    # Copy what the source received from other clusters (their records, and the group positions
-    # dr-stream synced there): a hop of a chain. False in a full mesh, where every cluster gets
-    # each other cluster's own records and groups straight from it.
-    forward: bool = True
+    forward: bool = default_of(PROVENANCE_KEYS, "forward")
+
+
+PROVENANCE = Section("provenance", "The `__replicator_id` header: where a record has been, so it never loops.",
+                     PROVENANCE_KEYS, (), ProvenanceConfig)
+
+
+# -- offsets ---------------------------------------------------------------------------------------
+
+GROUPS_KEYS = (
+    Key("include", Patterns(), "groups translated (Spark's, Connect's and dr-stream's own never are)", [".*"]),
+    Key("exclude", Patterns(), "groups left out", []),
+)
 
 
 @dataclass(frozen=True)
 class GroupsConfig:
-    include: tuple[str, ...] = (".*",)
-    exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = default_of(GROUPS_KEYS, "include")
+    exclude: tuple[str, ...] = default_of(GROUPS_KEYS, "exclude")
 
 
-POSITIONS_FROM = ("__consumer_offsets", "admin")
+GROUPS = Section("offsets.groups", "The consumer groups whose positions a flow translates.", GROUPS_KEYS, (),
+                 GroupsConfig)
+
+SHARE_GROUPS_KEYS = (
+    Key("include", Patterns(), "share groups (KIP-932) whose start offsets and `share.*` settings are set on the "
+        "destination; none: off", []),
+    Key("exclude", Patterns(), "share groups left out", []),
+    Key("interval", Period(1.0, "each round lists the source's share groups and reads their offsets"),
+        "how often the source's share groups are read and the destination's set", "5s"),
+)
 
 
 @dataclass(frozen=True)
-class AclsConfig:
-    """ACL sync (`acl_mapping`): off unless `enabled`; `write` for an active-active destination."""
+class ShareGroupsConfig:
+    """Share groups synced: off unless `include` names some (a Kafka 4 feature, served by a helper
+    JVM of its own, `kafka/kafka4_groups`)."""
 
-    enabled: bool = False
-    write: bool = False
-    interval_s: float = 30.0
+    include: tuple[str, ...] = default_of(SHARE_GROUPS_KEYS, "include")
+    exclude: tuple[str, ...] = default_of(SHARE_GROUPS_KEYS, "exclude")
+    interval_s: float = default_of(SHARE_GROUPS_KEYS, "interval")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.include)
+
+    @property
+    def filter(self) -> GroupFilter:
+        return GroupFilter(self.include, self.exclude)
+
+
+SHARE_GROUPS = Section("offsets.share_groups", "Share groups (KIP-932) whose start offsets are translated and set "
+                       "on the destination ([consumer offsets](../consumer-offsets.md)).", SHARE_GROUPS_KEYS, (),
+                       ShareGroupsConfig)
+
+OFFSETS_KEYS = (
+    Key("translate", Flag(), "run the translate query and the committed-offset poller", True),
+    Key("groups", Nested(GROUPS), "the groups translated", {}),
+    Key("sync_to_destination", Flag(), "write translations to inactive destination groups, within seconds", True),
+    Key("positions_from", OneOf(("__consumer_offsets", "admin")),
+        "where the poller reads committed offsets: `__consumer_offsets` (follows the internal topic; needs `READ` on "
+        "it) or `admin` (asks the group coordinators each round; needs `DESCRIBE` on the groups). A refused `READ` "
+        "falls back to `admin` and says so", "__consumer_offsets"),
+    Key("share_groups", Nested(SHARE_GROUPS), "share groups synced", {}),
+    Key("streams_groups", Flag(), "describe destination groups the consumer-group describe calls absent as Kafka "
+        "Streams groups (Kafka 4's admin API, a helper JVM), so a Streams application running there is skipped "
+        "rather than refused by the broker", False),
+)
 
 
 @dataclass(frozen=True)
 class OffsetsConfig:
-    translate: bool = True
-    groups: GroupsConfig = GroupsConfig()
-    sync_to_destination: bool = True
-    # Where the poller reads the source groups' committed offsets: `__consumer_offsets` (follows
-    # the internal topic, so a round costs what was committed since the last one; needs READ on
-    # it) or `admin` (asks the coordinators for every selected group each round; needs DESCRIBE
-    # on the groups). A refused READ falls back to `admin`, and the flow says so.
-    positions_from: str = "__consumer_offsets"
+    translate: bool = default_of(OFFSETS_KEYS, "translate")
+    groups: GroupsConfig = field(default_factory=GroupsConfig)
+    sync_to_destination: bool = default_of(OFFSETS_KEYS, "sync_to_destination")
+    positions_from: str = default_of(OFFSETS_KEYS, "positions_from")
     share_groups: ShareGroupsConfig = field(default_factory=ShareGroupsConfig)
-    # Kafka Streams groups' states read through Kafka 4's admin API (a helper JVM): the consumer-group
-    # describe calls a Streams group with members absent, so only the broker would keep it from a sync.
-    streams_groups: bool = False
+    streams_groups: bool = default_of(OFFSETS_KEYS, "streams_groups")
+
+
+OFFSETS = Section("offsets", "Consumer-group positions: translated through the offset index and written to the "
+                  "destination.", OFFSETS_KEYS, (), OffsetsConfig)
+
+
+# -- streaming -------------------------------------------------------------------------------------
+
+def _state(name: str) -> Derived:
+    return Derived(lambda _values, context: f".cache/flows/{context['name']}/{name}", f"`.cache/flows/<name>/{name}`")
+
+
+def _beside_index(name: str) -> Derived:
+    return Derived(lambda values, _context: sibling(values["offset_index"], name), f"beside `offset_index`, `{name}`")
+
+
+STREAMING_KEYS = (
+    Key("checkpoint_dir", Text(), "Spark checkpoint root (`replicate/`, `translate/` under it); a path or a URI "
+        "(`hdfs://`, `s3a://`, `abfss://`, `file:`); a relative path is refused in cluster deploy mode, as for the "
+        "tables below", _state("checkpoints")),
+    Key("offset_index", Text(), "the offset index's Delta table", _state("offset-index")),
+    Key("translations", Text(), "the Delta table of recorded translations (`status`, `failover` with the source "
+        "gone, notebooks)", _beside_index("translations")),
+    Key("losses", Text(), "the Delta table of source records the flow could no longer copy (`dr-stream losses`, "
+        "`drill`)", _beside_index("losses")),
+    Key("mode", OneOf(("microbatch", "realtime")), "`microbatch`, or `realtime`: Spark's real-time mode, one "
+        "long-running task per source partition copying each record as it arrives", "microbatch"),
+    Key("trigger", Period(), "micro-batch: the replicate query's interval; realtime: the length of a batch (how "
+        "often progress is checkpointed), at least `5s`",
+        Derived(lambda values, _context: "5m" if values["mode"] == "realtime" else "1s", "`1s` (`5m` in realtime)")),
+    Key("max_trigger", Period(), "micro-batch: how wide the trigger may grow when batches take longer than it for a "
+        "few records per partition; `trigger`'s value keeps the trigger fixed. Not used in realtime mode",
+        Derived(lambda values, _context: f"{max(30.0, values['trigger_s']):g}s", "`30s`, or `trigger` if longer")),
+    Key("max_records_per_batch", Count(1), "Spark's `maxOffsetsPerTrigger` (micro-batch only)", 200_000),
+    Key("starting_offsets", OneOf(("earliest", "latest")), "where a flow without a checkpoint starts", "earliest"),
+    Key("resume_scan_timeout", Period(), "the longest a (re)start reads the destination past the offset index; past "
+        "it those partitions resume at-least-once, and the flow says so", "60s"),
+)
+
+
+def _realtime_batch(got: Read) -> tuple[str, str] | None:
+    if got.values["mode"] == "realtime" and got.values["trigger_s"] < REALTIME_MIN_BATCH_S:
+        return "trigger", (f"{got.written['trigger']!r}: in realtime mode the trigger is the length of a batch, at "
+                           f"least {REALTIME_MIN_BATCH_S:g}s (Spark's minimum)")
+    return None
+
+
+def _widens_only(got: Read) -> tuple[str, str] | None:
+    # Real-time mode's trigger is a batch length, which never widens: there the key is not used.
+    if got.values["mode"] != "realtime" and got.values["max_trigger_s"] < got.values["trigger_s"]:
+        return "max_trigger", (f"{got.written['max_trigger']!r} is not a duration at least as long as the trigger "
+                               f"({got.written['trigger']}): the trigger widens up to it, never narrows")
+    return None
 
 
 @dataclass(frozen=True)
 class StreamingConfig:
     checkpoint_dir: str
     offset_index: str
-    translations: str = ".cache/flows/translations"
-    # the ledger of source records the flow could no longer copy (`replication.losses`)
-    losses: str = ".cache/flows/losses"
-    trigger: str = "1s"
-    max_records_per_batch: int = 200_000
-    starting_offsets: str = "earliest"
-    # microbatch: a batch every `trigger`. realtime: Spark's real-time mode, one long-running task
-    # per source partition, records copied as they arrive; `trigger` is how long each of its
-    # batches runs, i.e. how often progress is checkpointed.
-    mode: str = "microbatch"
-    # micro-batch: how wide the trigger may grow when batches take longer than it for a few
-    # records per partition (`replication.trigger_width`); at `trigger`, it never widens.
-    max_trigger: str = "30s"
-    # The longest a (re)start reads the destination past the offset index for copies no run
-    # reported; past it those partitions resume at-least-once, and the flow says so.
-    resume_scan_timeout: str = "60s"
-
-    @property
-    def resume_scan_timeout_s(self) -> float:
-        return milliseconds(self.resume_scan_timeout) / 1000
+    translations: str
+    losses: str
+    trigger_s: float
+    max_trigger_s: float
+    mode: str = default_of(STREAMING_KEYS, "mode")
+    max_records_per_batch: int = default_of(STREAMING_KEYS, "max_records_per_batch")
+    starting_offsets: str = default_of(STREAMING_KEYS, "starting_offsets")
+    resume_scan_timeout_s: float = default_of(STREAMING_KEYS, "resume_scan_timeout")
 
     @property
     def realtime(self) -> bool:
         return self.mode == "realtime"
 
     @property
-    def trigger_ms(self) -> int:
-        return milliseconds(self.trigger)
-
-    @property
-    def max_trigger_ms(self) -> int:
-        return milliseconds(self.max_trigger)
-
-    @property
     def trigger_interval(self) -> str:
-        """The trigger as Spark's processingTime string ("1 second", "500 milliseconds")."""
-        number, unit = duration_parts(self.trigger)  # validated on load
-        unit = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}.get(unit, unit.rstrip("s") + "s")
-        return f"{number} {unit}"
+        """The trigger as Spark's processingTime string ("1000 milliseconds")."""
+        return f"{round(self.trigger_s * 1000)} milliseconds"
+
+
+STREAMING = Section("streaming", "How the replicate query runs, and where the flow keeps its state: in the "
+                    "destination datacenter, on storage every node reaches.", STREAMING_KEYS,
+                    (_realtime_batch, _widens_only), StreamingConfig)
+
+
+# -- metrics, drill, acls --------------------------------------------------------------------------
+
+METRICS_KEYS = (
+    Key("port", Count(1), "serve `/metrics` and `/healthz` on this port (`dr-stream run --metrics-port` overrides "
+        "it); not set: no endpoint", None),
+    Key("host", Text(), "the address it listens on", "0.0.0.0"),
+    Key("health_window", Period(), "`/healthz` answers 503 when a query made no progress for this long; at least "
+        "twice `sample_interval`", "60s"),
+    Key("sample_interval", Period(), "how often lag is measured, both clusters probed and a lag sample recorded "
+        "(also soon after each batch, at most once a second)", "5s"),
+    Key("spark_ui_port", Count(1), "`dr-stream run` only: Spark's UI on this port, with Spark's own metrics at "
+        "`/metrics/prometheus/`; not set: no UI", None),
+)
+
+
+def _probed_in_window(got: Read) -> tuple[str, str] | None:
+    window, sample = got.values["health_window_s"], got.values["sample_interval_s"]
+    if sample <= 0 or window < 2 * sample:
+        return "health_window", (f"{window:g}s must be at least twice sample_interval ({sample:g}s): the clusters "
+                                 "are probed once per sample")
+    return None
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """What `dr-stream run` serves for monitoring. `port` None: no endpoint."""
+
+    port: int | None = None
+    host: str = default_of(METRICS_KEYS, "host")
+    health_window_s: float = default_of(METRICS_KEYS, "health_window")
+    sample_interval_s: float = default_of(METRICS_KEYS, "sample_interval")
+    spark_ui_port: int | None = None
+
+
+METRICS = Section("metrics", "What a running flow serves for monitoring ([operating](../operating.md)).",
+                  METRICS_KEYS, (_probed_in_window,), MetricsConfig)
+
+# A drill reads both clusters' topics, every selected group and the flow's tables: more often
+# than this it would cost the clusters more than the copy does at rest.
+MIN_DRILL_INTERVAL_S = 60.0
+
+DRILL_KEYS = (
+    Key("rpo", Period(), "the readiness drill's RPO: the oldest record not copied yet may be this old (`drill "
+        "--rpo-seconds` overrides it)", "60s"),
+    Key("max_translation_age", Period(), "the longest a group that moved on the source may wait for its translation "
+        "(`drill --max-translation-age`)", "60s"),
+    Key("interval", Period(MIN_DRILL_INTERVAL_S, "each drill reads every selected topic and group on both clusters"),
+        "the running flow drills itself this often (`1h` is typical) and exports the verdict as metrics; the first "
+        "drill runs one `metrics.health_window` after the start. Not set: only `dr-stream drill`", None),
+    Key("losses_since", Period(), "a loss recorded this recently fails the drill (`drill --losses-since`)", "7d"),
+)
+
+
+def _longer_than_zero(got: Read) -> tuple[str, str] | None:
+    for key in ("rpo", "max_translation_age"):
+        if got.values[f"{key}_s"] <= 0:
+            return key, "must be longer than 0s"
+    return None
+
+
+@dataclass(frozen=True)
+class DrillConfig:
+    """The readiness drill's limits, for `dr-stream drill` and for the flow that runs it itself.
+
+    A flow is ready for failover when no partition's copy is older than `rpo_s` and no group
+    that moved on the source waits longer than `max_translation_age_s` for its translation.
+    `interval_s`: how often the running flow drills itself and exports the verdict as metrics;
+    None leaves the drill to the command. A loss recorded in the last `losses_since_s` fails
+    the drill: the destination misses those records.
+    """
+
+    rpo_s: float = default_of(DRILL_KEYS, "rpo")
+    max_translation_age_s: float = default_of(DRILL_KEYS, "max_translation_age")
+    interval_s: float | None = None
+    losses_since_s: float = default_of(DRILL_KEYS, "losses_since")
+
+
+DRILL = Section("drill", "The readiness drill's limits ([runbook](../runbook.md)).", DRILL_KEYS,
+                (_longer_than_zero,), DrillConfig)
+
+ACLS_KEYS = (
+    Key("enabled", Flag(), "copy the replicated topics' and the translated groups' ACLs to the destination", False),
+    Key("write", Flag(), "also copy ALLOW of the operations that change a topic (`WRITE`, `CREATE`, `DELETE`, "
+        "`ALTER`, `ALTER_CONFIGS`, `ALL`): for active-active", False),
+    Key("interval", Period(1.0), "how often the ACLs are compared and copied", "30s"),
+)
+
+
+@dataclass(frozen=True)
+class AclsConfig:
+    """ACL sync (`acl_mapping`): off unless `enabled`; `write` for an active-active destination."""
+
+    enabled: bool = default_of(ACLS_KEYS, "enabled")
+    write: bool = default_of(ACLS_KEYS, "write")
+    interval_s: float = default_of(ACLS_KEYS, "interval")
+
+
+ACLS = Section("acls", "ACL sync ([security](../security.md)).", ACLS_KEYS, (), AclsConfig)
+
+
+# -- the flow --------------------------------------------------------------------------------------
+
+FLOW_KEYS = (
+    Key("source", Nested(CLUSTER), "the cluster copied from"),
+    Key("destination", Nested(CLUSTER), "the cluster copied to"),
+    Key("name", Text(_NAME, _NAME_DOC), "the flow's name: its queries' names, its default state paths, its "
+        "metrics' `flow` label",
+        Derived(lambda values, _context: f"{values['source'].alias}-to-{values['destination'].alias}",
+                "`<source.alias>-to-<destination.alias>`")),
+    Key("topics", Nested(TOPICS), "the topics copied", {}),
+    Key("provenance", Nested(PROVENANCE), "the provenance header", {}),
+    Key("offsets", Nested(OFFSETS), "consumer-group positions", {}),
+    Key("streaming", Nested(STREAMING), "the queries and the flow's state", {}),
+    Key("metrics", Nested(METRICS), "`/metrics` and `/healthz`", {}),
+    Key("drill", Nested(DRILL), "the readiness drill", {}),
+    Key("acls", Nested(ACLS), "ACL sync", {}),
+)
+
+
+def _two_clusters(got: Read) -> tuple[str, str] | None:
+    source, destination = got.values["source"].alias, got.values["destination"].alias
+    if source == destination:
+        return "destination.alias", f"is the same as source.alias ({source!r})"
+    return None
 
 
 @dataclass(frozen=True)
@@ -222,165 +541,20 @@ class FlowConfig:
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/translate"
 
 
-def sibling(location: str, name: str) -> str:
-    """`name` in the same directory as `location`, for local paths and URIs alike."""
-    parent, slash, _ = location.rstrip("/").rpartition("/")
-    return f"{parent}{slash}{name}" if slash else name
+FLOW = Section("", "A flow file: one direction of replication between two clusters. `${env:NAME}` in any string "
+               "is replaced from the environment.", FLOW_KEYS, (_two_clusters,), FlowConfig)
 
-
-def _properties(r: YamlReader, raw: dict, key: str) -> dict[str, str]:
-    """A map of client properties (`kafka:` or `librdkafka:`): scalar values, `${env:...}` expanded."""
-    value = raw.get(key.rsplit(".", 1)[1]) or {}
-    if not isinstance(value, dict):
-        raise r.fail(key, "expected a mapping of client properties")
-    out: dict[str, str] = {}
-    for k, v in value.items():
-        if k == "bootstrap.servers":
-            raise r.fail(f"{key}.{k}", "set bootstrap_servers instead")
-        if isinstance(v, (dict, list)) or v is None:
-            raise r.fail(f"{key}.{k}", "expected a scalar value")
-        out[str(k)] = r.expand(str(v).lower() if isinstance(v, bool) else str(v), f"{key}.{k}")
-    return out
-
-
-def _cluster(r: YamlReader, raw: Any, key: str) -> ClusterConfig:
-    raw = r.mapping(raw, key, {"alias", "bootstrap_servers", "kafka", "librdkafka"},
-                    required={"alias", "bootstrap_servers"})
-    alias = r.string(raw, "alias", key)
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", alias):
-        raise r.fail(f"{key}.alias", f"{alias!r} may hold only letters, digits, '.', '_' and '-'")
-    kafka, librdkafka = _properties(r, raw, f"{key}.kafka"), _properties(r, raw, f"{key}.librdkafka")
-    try:
-        # Only whether the settings can be derived; files are read when the clients are built.
-        derive(kafka, librdkafka, read_truststore=lambda *_: "")
-    except ClientSettingsError as exc:
-        raise r.fail(f"{key}.kafka.{exc.key}", exc.message) from None
-    return ClusterConfig(alias, r.string(raw, "bootstrap_servers", key), kafka, librdkafka, f"{r.path}: {key}")
-
-
-def _override(r: YamlReader, raw: Any, key: str) -> FilterOverride:
-    raw = r.mapping(raw, key, {"cluster", "topic", "from_ms", "to_ms"}, required={"cluster", "topic"})
-    cluster = r.regex(r.string(raw, "cluster", key), f"{key}.cluster")
-    topic = r.regex(r.string(raw, "topic", key), f"{key}.topic")
-    from_ms = r.integer(raw, "from_ms", key, None, 0)
-    to_ms = r.integer(raw, "to_ms", key, None, 0)
-    if from_ms is not None and to_ms is not None and from_ms > to_ms:
-        raise r.fail(f"{key}.from_ms", f"{from_ms} is after to_ms {to_ms}")
-    return FilterOverride(cluster, topic, from_ms, to_ms)
-
-
-def _topics(r: YamlReader, raw: Any) -> TopicsConfig:
-    t = r.mapping(raw, "topics", {"include", "exclude", "rename", "preserve_partitions", "sync_configs"})
-    rename = r.string(t, "rename", "topics", default="${topic}")
-    if rename.count("${topic}") != 1:
-        raise r.fail("topics.rename", f"{rename!r} must contain ${{topic}} exactly once")
-    if not re.fullmatch(r"[A-Za-z0-9._-]*", rename.replace("${topic}", "")):
-        raise r.fail("topics.rename", f"{rename!r} would make an invalid topic name")
-    return TopicsConfig(
-        include=r.regexes(t, "include", "topics", (".*",)),
-        exclude=r.regexes(t, "exclude", "topics", ()),
-        rename=rename,
-        preserve_partitions=r.boolean(t, "preserve_partitions", "topics", True),
-        sync_configs=r.boolean(t, "sync_configs", "topics", True),
-    )
-
-
-def _provenance(r: YamlReader, raw: Any) -> ProvenanceConfig:
-    p = r.mapping(raw, "provenance", {"enabled", "header", "filter_overrides", "forward"})
-    return ProvenanceConfig(
-        enabled=r.boolean(p, "enabled", "provenance", True),
-        header=r.string(p, "header", "provenance", default=PROVENANCE_HEADER),
-        filter_overrides=r.each(p, "filter_overrides", "provenance", lambda v, k: _override(r, v, k)),
-        forward=r.boolean(p, "forward", "provenance", True),
-    )
-
-
-def _acls(r: YamlReader, raw: Any) -> AclsConfig:
-    a = r.mapping(raw, "acls", {"enabled", "write", "interval"})
-    interval = r.duration_s(a, "interval", "acls", "30s")
-    if interval < 1:
-        raise r.fail("acls.interval", f"{interval:g}s is shorter than 1s")
-    return AclsConfig(r.boolean(a, "enabled", "acls", False), r.boolean(a, "write", "acls", False), interval)
-
-
-def _offsets(r: YamlReader, raw: Any) -> OffsetsConfig:
-    o = r.mapping(raw, "offsets", {"translate", "groups", "sync_to_destination", "positions_from", "share_groups",
-                                   "streams_groups"})
-    g = r.mapping(o.get("groups"), "offsets.groups", {"include", "exclude"})
-    positions_from = r.string(o, "positions_from", "offsets", default=POSITIONS_FROM[0])
-    if positions_from not in POSITIONS_FROM:
-        raise r.fail("offsets.positions_from", f"expected {' or '.join(POSITIONS_FROM)}, got {positions_from!r}")
-    return OffsetsConfig(
-        translate=r.boolean(o, "translate", "offsets", True),
-        groups=GroupsConfig(r.regexes(g, "include", "offsets.groups", (".*",)),
-                            r.regexes(g, "exclude", "offsets.groups", ())),
-        sync_to_destination=r.boolean(o, "sync_to_destination", "offsets", True),
-        positions_from=positions_from,
-        share_groups=read_share_groups(r, o.get("share_groups")),
-        streams_groups=r.boolean(o, "streams_groups", "offsets", False),
-    )
-
-
-def _streaming(r: YamlReader, raw: Any, name: str) -> StreamingConfig:
-    s = r.mapping(raw, "streaming", {"checkpoint_dir", "offset_index", "translations", "losses", "trigger",
-                                     "max_records_per_batch", "starting_offsets", "mode", "resume_scan_timeout",
-                                     "max_trigger"})
-    mode = r.string(s, "mode", "streaming", default="microbatch")
-    if mode not in MODES:
-        raise r.fail("streaming.mode", f"expected {' or '.join(MODES)}, got {mode!r}")
-    # A real-time batch is a checkpoint interval, not a wait. Its end stalls the copy for about a
-    # second (offsets, planning, new tasks), so batches are long; a restart re-reads at most one.
-    trigger = r.string(s, "trigger", "streaming", default="5m" if mode == "realtime" else "1s")
-    if not DURATION.match(trigger):
-        raise r.fail("streaming.trigger", f"{trigger!r} is not a duration like 500ms, 1s or 1m")
-    if mode == "realtime" and milliseconds(trigger) < REALTIME_MIN_BATCH_MS:
-        raise r.fail("streaming.trigger", f"{trigger!r}: in realtime mode the trigger is the length of a "
-                                          f"batch, at least {REALTIME_MIN_BATCH_MS // 1000}s (Spark's minimum)")
-    max_trigger = r.string(s, "max_trigger", "streaming", default=max(("30s", trigger), key=milliseconds))
-    # Real-time mode's trigger is a batch length, which never widens: there the key is not used.
-    if not DURATION.match(max_trigger) or (mode != "realtime" and milliseconds(max_trigger) < milliseconds(trigger)):
-        raise r.fail("streaming.max_trigger", f"{max_trigger!r} is not a duration at least as long as the trigger "
-                                              f"({trigger}): the trigger widens up to it, never narrows")
-    starting = r.string(s, "starting_offsets", "streaming", default="earliest")
-    if starting not in ("earliest", "latest"):
-        raise r.fail("streaming.starting_offsets", f"expected earliest or latest, got {starting!r}")
-    offset_index = r.string(s, "offset_index", "streaming", default=f".cache/flows/{name}/offset-index")
-    scan_timeout = r.string(s, "resume_scan_timeout", "streaming", default="60s")
-    if not DURATION.match(scan_timeout):
-        raise r.fail("streaming.resume_scan_timeout", f"{scan_timeout!r} is not a duration like 500ms, 1s or 1m")
-    return StreamingConfig(
-        checkpoint_dir=r.string(s, "checkpoint_dir", "streaming", default=f".cache/flows/{name}/checkpoints"),
-        offset_index=offset_index,
-        # Where the flow records each translation: a Delta table beside the offset
-        # index unless set. Derived as a string, since the index may be a URI (hdfs://, s3a://).
-        translations=r.string(s, "translations", "streaming", default=sibling(offset_index, "translations")),
-        losses=r.string(s, "losses", "streaming", default=sibling(offset_index, "losses")),
-        trigger=trigger,
-        max_records_per_batch=r.integer(s, "max_records_per_batch", "streaming", 200_000, 1),
-        starting_offsets=starting,
-        mode=mode,
-        resume_scan_timeout=scan_timeout,
-        max_trigger=max_trigger,
-    )
+# The reference page's sections, in the file's order; a cluster's keys once for both clusters.
+SECTIONS: tuple[tuple[str, Section], ...] = (
+    ("", FLOW), ("source, destination", CLUSTER), ("topics", TOPICS), ("provenance", PROVENANCE),
+    ("provenance.filter_overrides[]", OVERRIDE), ("offsets", OFFSETS), ("offsets.groups", GROUPS),
+    ("offsets.share_groups", SHARE_GROUPS), ("streaming", STREAMING), ("metrics", METRICS), ("drill", DRILL),
+    ("acls", ACLS),
+)
 
 
 def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
-    r = YamlReader(path)
-    top = r.mapping(
-        raw, "", {"name", "source", "destination", "topics", "provenance", "offsets", "streaming", "metrics",
-              "drill", "acls"},
-        required={"source", "destination"},
-    )
-    source = _cluster(r, top["source"], "source")
-    destination = _cluster(r, top["destination"], "destination")
-    if source.alias == destination.alias:
-        raise r.fail("destination.alias", f"is the same as source.alias ({source.alias!r})")
-    name = r.string(top, "name", "", default=f"{source.alias}-to-{destination.alias}")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise r.fail("name", f"{name!r} may hold only letters, digits, '.', '_' and '-'")
-    return FlowConfig(name, source, destination, _topics(r, top.get("topics")), _provenance(r, top.get("provenance")),
-                      _offsets(r, top.get("offsets")), _streaming(r, top.get("streaming"), name), path,
-                      read_metrics(r, top.get("metrics")), read_drill(r, top.get("drill")), _acls(r, top.get("acls")))
+    return replace(FLOW.read(YamlReader(path), raw, ""), path=path)
 
 
 def load_flow(path: str | Path) -> FlowConfig:
@@ -396,3 +570,4 @@ def load_flow(path: str | Path) -> FlowConfig:
         where = f"line {mark.line + 1}" if mark else "<yaml>"
         raise ConfigError(f"{path}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
     return parse_flow(raw, path)
+

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 
 from dr_stream.core.config import load_flow
-from dr_stream.core.config_reader import DURATION, milliseconds
+from dr_stream.core.config_def import DURATION, milliseconds
 from dr_stream.exit_codes import ExitCode
 
 

@@ -94,8 +94,9 @@ class ReplicationFlow:
                                         on_batch=self._on_replicated, runs_published=config.provenance.enabled,
                                         on_cost=self._on_cost)
         self.translate_progress = QueryProgress(config.translate_query, self.metrics)
-        self.trigger = TriggerWidth(config.streaming.trigger_ms, config.streaming.max_trigger_ms,
-                                    config.streaming.max_records_per_batch)
+        streaming = config.streaming
+        self.trigger = TriggerWidth(round(streaming.trigger_s * 1000), round(streaming.max_trigger_s * 1000),
+                                    streaming.max_records_per_batch)
         # The flow's Delta appends from its driver, one writer for both tables (`runtime.delta_appends`).
         self.appends = DeltaAppends(self.log, self.metrics.appended_through_spark)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, self.appends)

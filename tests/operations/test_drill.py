@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from dr_stream.background import Background
-from dr_stream.core.monitoring_config import DrillConfig
+from dr_stream.core.config import DrillConfig
 from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     committed,
