@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.kafka.group_offsets import GroupOffsets
+from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 from dr_stream.runtime.jvm import connection_check_classpath
 
 

@@ -36,7 +36,7 @@ from bench.workloads import bench_cluster
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import clients
-from dr_stream.kafka.group_offsets import GroupOffsets
+from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.positions.consumer_timestamps import ensure_topic
 from dr_stream.positions.poller import CommittedOffsetPoller

@@ -20,7 +20,7 @@ from dr_stream.background import Background
 from dr_stream.core.config import ClusterConfig
 from dr_stream.dev import workload
 from dr_stream.kafka import clients
-from dr_stream.kafka.groups import committed_offsets
+from dr_stream.kafka.group_offsets.consumer_groups import committed_offsets
 
 Log = Callable[[str], None]
 

@@ -285,7 +285,7 @@ def forget_prefixed(bootstrap: str, topic_prefix: str, group_prefix: str, attemp
     clusters do not carry them into the modules after it. A broker busy with the rest of the
     suite may let one round's request outlive its timeout (a bare `TimeoutError` from a future
     once failed a whole run here), so the round is tried again with a new client."""
-    from dr_stream.kafka.groups import list_groups
+    from dr_stream.kafka.group_offsets.consumer_groups import list_groups
 
     for attempt in range(1, attempts + 1):
         client = admin(bootstrap)  # held while its futures run
@@ -312,7 +312,7 @@ def stay_subscribed(bootstrap: str, topic: str, group: str, stop: threading.Even
 
 
 def group_state(bootstrap: str, group: str) -> str:
-    from dr_stream.kafka.groups import group_states
+    from dr_stream.kafka.group_offsets.consumer_groups import group_states
 
     found = group_states(admin(bootstrap), [group])[group]
     if isinstance(found, Exception):

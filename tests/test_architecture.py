@@ -169,3 +169,24 @@ def test_every_package_directory_has_an_init_so_the_wheel_carries_it():
     packages = [d for d in PACKAGE.rglob("*") if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
     missing = sorted(str(d.relative_to(PACKAGE.parent)) for d in packages if not (d / "__init__.py").exists())
     assert missing == []
+
+
+def test_every_java_source_lives_under_jvm_and_is_built_there():
+    """Java in the package would be run from its source on each start, built by no one, and
+    tested by no build; jvm/ builds every Java source with `make setup`."""
+    root = Path(__file__).resolve().parents[1]
+    assert sorted(p.relative_to(root).as_posix() for p in (root / "dr_stream").rglob("*.java")) == []
+    helper = root / "jvm" / "kafka4" / "src" / "main" / "java" / "io" / "drstream" / "kafka4" / "Kafka4Groups.java"
+    assert helper.exists() and "package io.drstream.kafka4;" in helper.read_text()
+
+
+def test_one_protocol_faces_every_group_offsets_stack_and_each_implements_it():
+    from dr_stream.kafka.group_offsets import GroupOffsetsClient
+    from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
+    from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
+    from dr_stream.kafka.group_offsets.kafka4 import ShareGroupOffsets
+
+    wanted = {name for name in dir(GroupOffsetsClient) if not name.startswith("_")}
+    assert wanted == {"states", "committed", "commit", "close"}
+    for stack in (GroupOffsets, ConsumerGroupOffsets, ShareGroupOffsets):
+        assert wanted <= set(dir(stack)), stack.__name__

@@ -236,7 +236,7 @@ SHARE_GROUPS_KEYS = (
 @dataclass(frozen=True)
 class ShareGroupsConfig:
     """Share groups synced: off unless `include` names some (a Kafka 4 feature, served by a helper
-    JVM of its own, `kafka/kafka4_groups`)."""
+    JVM of its own, `kafka/group_offsets/kafka4`)."""
 
     include: tuple[str, ...] = default_of(SHARE_GROUPS_KEYS, "include")
     exclude: tuple[str, ...] = default_of(SHARE_GROUPS_KEYS, "exclude")

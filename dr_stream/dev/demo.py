@@ -33,7 +33,7 @@ from dr_stream.core.provenance import newest_entry
 from dr_stream.dev.clusters import DEV_PORTS, LocalCluster, dev_clusters
 from dr_stream.kafka import clients, consumed
 from dr_stream.kafka.admin import delete_topics
-from dr_stream.kafka.groups import committed_offsets, delete_group
+from dr_stream.kafka.group_offsets.consumer_groups import committed_offsets, delete_group
 from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables

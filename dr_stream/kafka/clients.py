@@ -28,7 +28,7 @@ from dr_stream.kafka.client_log import client_log
 from dr_stream.kafka.truststores import read_truststore
 
 if TYPE_CHECKING:
-    from dr_stream.kafka.group_offsets import GroupOffsets
+    from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 
 Settings = Mapping[str, object]
 
@@ -78,7 +78,7 @@ def _refusals_reported(cluster: ClusterConfig) -> Iterator[None]:
 def group_offsets(cluster: ClusterConfig, timeout_s: float = 15.0) -> GroupOffsets:
     """A Java admin client in this process's Spark driver, built from the cluster's Java client
     properties exactly as the flow wrote them; the caller closes it."""
-    from dr_stream.kafka.group_offsets import GroupOffsets  # it imports `groups`, which imports this module
+    from dr_stream.kafka.group_offsets.java_admin import GroupOffsets  # it imports `groups`, which imports this module
     from dr_stream.runtime.jvm_classes import jvm_view
 
     java = jvm_view().io.drstream.kafka.GroupOffsets(cluster.java_properties(), int(timeout_s * 1000))

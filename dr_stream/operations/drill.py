@@ -31,7 +31,7 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.acls import describe_acls
 from dr_stream.kafka.admin import copyable_configs_of, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized, not_authorized
-from dr_stream.kafka.groups import authorized_operations
+from dr_stream.kafka.group_offsets.consumer_groups import authorized_operations
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.readiness import (

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from dr_stream.core.config import FlowConfig
 from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates
 from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import (

@@ -20,7 +20,7 @@ from dr_stream.core.lag import PartitionLag, first_waiting, partition_lags
 from dr_stream.index import index_snapshot
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
-from dr_stream.kafka.kafka4_groups import streams_groups_on
+from dr_stream.kafka.group_offsets.kafka4 import streams_groups_on
 from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import RecordTimestamps, current_commits

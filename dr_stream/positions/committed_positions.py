@@ -24,7 +24,8 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import GroupFilter
 from dr_stream.kafka import clients
 from dr_stream.kafka.consumer_offsets_topic import ConsumerOffsetsTopic
-from dr_stream.kafka.group_offsets import Fetched, GroupOffsets
+from dr_stream.kafka.group_offsets import Fetched
+from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 
 
 class CommittedPositions(Protocol):

@@ -11,7 +11,7 @@ so operators who know one know the other.
 `sync_translations` does that for every group of a set of translations. In a flow (`batched`),
 a round of many groups costs one describe, one offset fetch and one commit per coordinator
 (`kafka/group_offsets`, the Java admin client in the driver's JVM); the commands, without a
-JVM, take the same path through librdkafka (`kafka/groups.ConsumerGroupOffsets`).
+JVM, take the same path through librdkafka (`kafka/group_offsets/consumer_groups.ConsumerGroupOffsets`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import sync_metadata
 from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
-from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsClient
-from dr_stream.kafka.groups import INACTIVE_STATES, ConsumerGroupOffsets
-from dr_stream.kafka.kafka4_groups import StreamsGroupStates
+from dr_stream.kafka.group_offsets import INACTIVE_STATES, Fetched, GroupOffsetsClient
+from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
+from dr_stream.kafka.group_offsets.kafka4 import StreamsGroupStates
 from dr_stream.positions.sync_outcome import SyncOutcome, ahead_text, failed_text, held_text, not_translated_text
 from dr_stream.positions.translation_rule import Translation
 
@@ -102,7 +102,7 @@ class GroupSync:
     One path for every caller: states, then the offsets of the inactive groups, then `decide`,
     then the commits, each a round over all groups. A flow's round goes through the Java client
     in its JVM (`batched`: one request per coordinator, `kafka/group_offsets`); a command's
-    through librdkafka (`kafka/groups.ConsumerGroupOffsets`: a consumer per group)."""
+    through librdkafka (`kafka/group_offsets/consumer_groups.ConsumerGroupOffsets`: a consumer per group)."""
 
     def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
                  batched: bool = False, origin: str | None = None, offsets: GroupOffsetsClient | None = None,
@@ -114,7 +114,7 @@ class GroupSync:
         self.timeout_s = timeout_s
         self.batched = batched
         # the groups' client; None: built at first use (`batched`: the Java client, else librdkafka).
-        # Given for groups of another kind (`kafka4_groups.ShareGroupOffsets`).
+        # Given for groups of another kind (`kafka4.ShareGroupOffsets`).
         self._offsets: GroupOffsetsClient | None = offsets
         # the destination's Kafka Streams groups, which the consumer-group describe takes for absent
         self.streams = streams

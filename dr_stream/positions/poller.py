@@ -44,7 +44,7 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
 from dr_stream.kafka.authorization import NotAuthorized
 from dr_stream.kafka.group_offsets import Fetched
-from dr_stream.kafka.groups import ConsumerGroupOffsets, list_groups
+from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets, list_groups
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report
@@ -57,7 +57,7 @@ def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilte
     (`Committed.taken_by`: the consumers' own, and with `forward_except` those dr-stream synced
     from elsewhere; timestamps not looked up), or the error that kept them from being read: one
     group whose coordinator is moving does not hide the others. `more_groups`: groups the
-    consumer-group listing leaves out (Kafka Streams groups, `kafka4_groups.streams_groups_on`)."""
+    consumer-group listing leaves out (Kafka Streams groups, `kafka4.streams_groups_on`)."""
     selected = [g for g in sorted(set(list_groups(admin)) | set(more_groups))
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     if not selected:

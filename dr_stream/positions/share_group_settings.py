@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from dr_stream.failure_notes import FailureNotes, first_line
-from dr_stream.kafka.groups import INACTIVE_STATES
-from dr_stream.kafka.kafka4_groups import ShareGroupOffsets
+from dr_stream.kafka.group_offsets import INACTIVE_STATES
+from dr_stream.kafka.group_offsets.kafka4 import ShareGroupOffsets
 
 SHARE_SETTINGS = "share."
 

@@ -13,7 +13,7 @@ commit (`OffsetTranslator` over the flow's live offset index) and sets it on the
 the consumer groups' rule (`group_sync.decide`): only on a share group with no members there
 (absent, EMPTY or DEAD; the broker refuses the others itself) and never backwards. A `waiting`
 translation is not set, as for consumer groups. The calls go through Kafka 4's admin API in a
-helper JVM (`kafka/kafka4_groups`).
+helper JVM (`kafka/group_offsets/kafka4`).
 
 Before the start offsets, each round makes the groups' own settings (`share.auto.offset.reset`,
 ...) on the destination as they are on the source (`share_group_settings`): a share-partition the
@@ -37,7 +37,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line, summarised
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, ShareGroupOffsets
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, ShareGroupOffsets
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, sync_translations
 from dr_stream.positions.offset_translator import Locate, OffsetTranslator
@@ -111,7 +111,7 @@ class ShareGroupSync:
     def of(cls, config: FlowConfig, locate: Locate, helper: Kafka4Groups | None,
            log: Callable[[str], None],
            not_synced: Callable[[str, int], None] = lambda what, groups: None) -> ShareGroupSync | None:
-        """The flow's share-group sync through its Kafka 4 helper (`kafka4_groups.flow_helper`, the
+        """The flow's share-group sync through its Kafka 4 helper (`kafka4.flow_helper`, the
         flow's to close), None when `offsets.share_groups` selects none."""
         selected = config.offsets.share_groups
         if not selected.enabled:

@@ -30,7 +30,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.kafka import spark_options
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync
 from dr_stream.positions.live_translation import LiveTranslation

@@ -29,7 +29,7 @@ from dr_stream.kafka.acls import create_acls, delete_acls, describe_acls
 from dr_stream.kafka.admin import create_topic, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized
 from dr_stream.kafka.consumed import offset
-from dr_stream.kafka.groups import list_groups
+from dr_stream.kafka.group_offsets.consumer_groups import list_groups
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from dr_stream.failure_notes import summarised
 from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, flow_helper
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, flow_helper
 from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.log_format import flow_logger
 from dr_stream.loop_pace import LoopPace

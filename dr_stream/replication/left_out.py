@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import SYNC_METADATA_PREFIX, left_out_group
-from dr_stream.kafka.groups import commit_offsets, committed_offsets, delete_group
+from dr_stream.kafka.group_offsets.consumer_groups import commit_offsets, committed_offsets, delete_group
 
 
 def read_left_out(source: ClusterConfig, destination_cluster_id: str,

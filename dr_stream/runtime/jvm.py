@@ -196,6 +196,28 @@ def build_own_jar(pins: JvmPins) -> bool:
     return True
 
 
+def build_kafka4_helper(pins: JvmPins) -> bool:
+    """Build jvm/kafka4/ (the share- and Streams-group helper, against Kafka 4's client) into
+    `.cache/jars/dr-stream-kafka4`, apart from the jars Spark loads; False when up to date."""
+    source = project_root() / "jvm" / "kafka4"
+    digest = hashlib.sha256(pins.kafka_broker.encode())
+    for path in sorted([source / "pom.xml", *(source / "src").rglob("*.java")]):
+        digest.update(path.read_bytes())
+    dest = jar_dir("dr-stream-kafka4")
+    stamp = dest / _STAMP
+    if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
+        return False
+    print("building jvm/kafka4/ (the share- and Streams-group helper) ...", file=sys.stderr, flush=True)
+    subprocess.run(["mvn", "-q", "-B", "-f", str(source / "pom.xml"), f"-Dkafka.version={pins.kafka_broker}",
+                    "package"], check=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for jar in (source / "target").glob("*.jar"):
+        shutil.copy2(jar, dest / jar.name)
+    stamp.write_text(digest.hexdigest() + "\n")
+    return True
+
+
 def _maven(pins: JvmPins, spark_jars_used: dict[str, Path]) -> list[str]:
     source = project_root() / "jvm"
     return ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), f"-Dkafka.version={pins.kafka}",
@@ -243,6 +265,7 @@ def setup_jars() -> None:
     fetched |= fetch("kafka-streams", [f"org.apache.kafka:kafka-streams:{pins.kafka_broker}"], transitive=False)
     fetched |= fetch("hadoop", pins.hadoop_artifacts(), transitive=True)
     fetched |= build_own_jar(pins)
+    fetched |= build_kafka4_helper(pins)
     if not fetched:
         print("JVM dependencies already in place: nothing downloaded", file=sys.stderr)
 
@@ -289,19 +312,24 @@ def kafka_classpath(compat: bool = False) -> str:
 
 
 # Kafka 4's client and what it needs to run and log (log4j 2, as Spark's JVMs do): the helper JVM
-# of `kafka/kafka4_groups` loads nothing else, so Spark's 3.9 client never meets it.
+# of `kafka/group_offsets/kafka4` loads nothing else, so Spark's 3.9 client never meets it.
 _KAFKA4_CLIENT_JARS = ("kafka-clients-", "slf4j-api-", "log4j-slf4j-impl-", "log4j-api-", "log4j-core-", "lz4-java-",
                        "snappy-java-", "zstd-jni-")
 KAFKA4_CLASSPATH_VARIABLE = "DR_STREAM_KAFKA4_CLASSPATH"
 
 
+KAFKA4_HELPER_MAIN = "io.drstream.kafka4.Kafka4Groups"
+
+
 def kafka4_client_classpath() -> str:
-    """Kafka 4's client jars for the share- and Streams-group helper: `DR_STREAM_KAFKA4_CLASSPATH`
-    when set (a host without the jar cache: a YARN or Kubernetes driver), else the brokers' set."""
+    """The share- and Streams-group helper's classpath: its jar (jvm/kafka4/) and Kafka 4's client
+    jars, or `DR_STREAM_KAFKA4_CLASSPATH` when set (a host without the jar cache: a YARN or
+    Kubernetes driver; it names the helper's jar too)."""
     given = os.environ.get(KAFKA4_CLASSPATH_VARIABLE)
     if given:
         return given
-    return ":".join(str(j) for j in _jars("kafka") if j.name.startswith(_KAFKA4_CLIENT_JARS))
+    clients = [j for j in _jars("kafka") if j.name.startswith(_KAFKA4_CLIENT_JARS)]
+    return ":".join(str(j) for j in [*_jars("dr-stream-kafka4"), *clients])
 
 
 def kafka_streams_classpath() -> str:

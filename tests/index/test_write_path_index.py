@@ -26,7 +26,7 @@ from dr_stream.background import Background
 from dr_stream.core.config import ClusterConfig
 from dr_stream.index.run_store import RunStore
 from dr_stream.index.runs_topic import RunsReader
-from dr_stream.kafka.groups import read_committed
+from dr_stream.kafka.group_offsets.consumer_groups import read_committed
 from dr_stream.operations.failover import translate_positions
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.runtime.paths import project_root

@@ -4,7 +4,7 @@ taken for dr-stream's own commit (a pure rule: the reads are given as lists)."""
 from __future__ import annotations
 
 from dr_stream.kafka.group_offsets import Committed
-from dr_stream.kafka.groups import METADATA_READS, UNREADABLE_METADATA, committed_readably
+from dr_stream.kafka.group_offsets.consumer_groups import METADATA_READS, UNREADABLE_METADATA, committed_readably
 
 
 class Read:

@@ -79,7 +79,7 @@ def test_a_metadata_string_that_is_not_utf8_is_kept_readable():
 
 @pytest.mark.integration
 def test_the_reader_follows_a_real_brokers_commits_from_the_start_then_only_new_ones(dc1):
-    from dr_stream.kafka.groups import commit_offsets, delete_group
+    from dr_stream.kafka.group_offsets.consumer_groups import commit_offsets, delete_group
     from tests.kafka_tools import admin, create_topic, delete_topics, unique, wait_until
 
     topic, first, second = unique("cot."), unique("cot-a-"), unique("cot-b-")

@@ -7,7 +7,7 @@ import pytest
 
 from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import Committed, GroupOffsetsError, commit_lines, parse_committed, parse_states
-from dr_stream.kafka.groups import delete_group
+from dr_stream.kafka.group_offsets.consumer_groups import delete_group
 from tests.kafka_tools import admin, create_topic, delete_topics, unique, wait_until
 
 
@@ -116,7 +116,7 @@ def test_a_position_committed_by_either_client_reads_back_as_the_same_text_throu
     and the other way round: each side reads exactly the metadata the other wrote, many groups
     at once from several threads, and nothing is taken for a consumer's own commit."""
     from dr_stream.core.contracts import sync_metadata
-    from dr_stream.kafka.groups import ConsumerGroupOffsets, commit_offsets
+    from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets, commit_offsets
 
     groups, topic = [unique(f"meta-{i}-") for i in range(40)], unique("meta.")
     create_topic(dc1.bootstrap, topic, partitions=4)

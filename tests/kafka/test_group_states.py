@@ -6,7 +6,7 @@ from concurrent.futures import Future
 
 from confluent_kafka import KafkaError, KafkaException
 
-from dr_stream.kafka.groups import _described
+from dr_stream.kafka.group_offsets.consumer_groups import _described
 
 
 def failed(code: int) -> Future:

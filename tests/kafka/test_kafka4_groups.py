@@ -10,7 +10,7 @@ import pytest
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka.group_offsets import Committed, GroupOffsetsError
-from dr_stream.kafka.kafka4_groups import (
+from dr_stream.kafka.group_offsets.kafka4 import (
     Kafka4Groups,
     ShareGroupOffsets,
     connect_line,

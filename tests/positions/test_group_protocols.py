@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dr_stream.kafka.groups import group_states
+from dr_stream.kafka.group_offsets.consumer_groups import group_states
 from dr_stream.runtime.jvm import kafka_classpath
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import (

@@ -9,7 +9,7 @@ from confluent_kafka import Consumer
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka.group_offsets import Committed
-from dr_stream.kafka.groups import delete_group
+from dr_stream.kafka.group_offsets.consumer_groups import delete_group
 from dr_stream.positions.group_sync import GroupsRead, GroupSync, decide, sync_translations
 from dr_stream.positions.translation_rule import Translation
 from tests.kafka_tools import admin, commit_groups, create_topic, delete_topics, group_positions, unique, wait_until

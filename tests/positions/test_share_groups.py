@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, ShareGroupOffsets
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, ShareGroupOffsets
 from dr_stream.runtime.jvm import kafka_classpath
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import create_topic, delete_groups, delete_topics, produce, unique, wait_until

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from dr_stream.kafka.kafka4_groups import Kafka4Groups, StreamsGroupStates
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions.translation_log import TranslationLog

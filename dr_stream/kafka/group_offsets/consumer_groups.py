@@ -1,6 +1,6 @@
 """Consumer groups on one cluster: who they are, where they stand, whether they are running.
 
-`ConsumerGroupOffsets` is the JVM-free twin of `group_offsets.GroupOffsets` (the flow's Java
+`ConsumerGroupOffsets` is the JVM-free twin of `java_admin.GroupOffsets` (the flow's Java
 client, batched per coordinator): the same calls with the same answers, for the commands, which
 must answer in about a second and start no JVM. Callers hold either one and take the same path.
 
@@ -28,16 +28,13 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
-from dr_stream.kafka.group_offsets import Committed, Fetched, Partition, group_state
+from dr_stream.kafka.group_offsets.answers import Committed, Fetched, Partition, group_state
 
 T = TypeVar("T")
 _COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                        KafkaError.COORDINATOR_NOT_AVAILABLE}
 
 _ANSWER_GRACE_S = 2.0
-
-# A group in one of these states has no members: offsets can be written without clobbering anyone.
-INACTIVE_STATES = frozenset({"EMPTY", "DEAD", "ABSENT"})
 
 
 def list_groups(admin: AdminClient, timeout: float = 15.0) -> list[str]:

@@ -1,3 +1,5 @@
+package io.drstream.kafka4;
+
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;

@@ -2,7 +2,7 @@
 
 Spark's Kafka connector carries Kafka's 3.9 client, which has neither API, and a second client
 version on Spark's classpath would clash with it. These calls therefore go to a helper JVM of
-their own (`Kafka4Groups.java`, run from its source on Kafka 4's client jars alone), one request
+their own (`io.drstream.kafka4.Kafka4Groups`, jvm/kafka4/, on Kafka 4's client jars alone), one request
 per line over its stdin and stdout. `Kafka4Groups` owns that process: it starts it at the first
 request and connects the clusters it was given, and stops it by its PID at `close`. A request the
 helper does not answer in time stops it; the next request starts a new one.
@@ -28,13 +28,12 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
-from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsError, Partition, committed_of, states_of
-from dr_stream.runtime.jvm import kafka4_client_classpath
+from dr_stream.kafka.group_offsets.answers import Fetched, GroupOffsetsError, Partition, committed_of, states_of
+from dr_stream.runtime.jvm import KAFKA4_HELPER_MAIN, kafka4_client_classpath
 
-SOURCE = Path(__file__).with_name("Kafka4Groups.java")
 LOG4J2 = Path(__file__).resolve().parent.parent / "runtime" / "log4j2.properties"
-# Compiling the helper from its source and starting the admin clients: a second or two, more on
-# a loaded machine, once per helper.
+# Starting the helper's JVM and its admin clients: a second or two, more on a loaded machine,
+# once per helper.
 START_GRACE_S = 60.0
 _END = "."
 _logger = logging.getLogger("dr_stream.kafka4")
@@ -146,7 +145,7 @@ class Kafka4Groups:
 
     def _start(self) -> None:
         command = [_java(), f"-Dlog4j2.configurationFile={LOG4J2}", "-XX:+UseSerialGC", "-Xmx192m",
-                   "-cp", kafka4_client_classpath(), str(SOURCE), str(int(self.timeout_s * 1000))]
+                   "-cp", kafka4_client_classpath(), KAFKA4_HELPER_MAIN, str(int(self.timeout_s * 1000))]
         self._answers = queue.Queue()
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1)
