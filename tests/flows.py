@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
-from dr_stream.background import Background
 from dr_stream.core.config import FlowConfig, parse_flow
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.dev.replicated_cluster import ReplicatedCluster
@@ -78,14 +76,8 @@ def running_flow(spark, config: FlowConfig, log: Callable[[str], None] | None = 
     """Runs a flow's replication query in this process until the block ends (its lines to `log`
     when given)."""
     from dr_stream.replication.flow import ReplicationFlow
-    from dr_stream.replication.supervisor import run_until_stopped
+    from dr_stream.replication.supervisor import running_in_background
 
     flow = ReplicationFlow(config, spark, log=log)
-    flow.connect()
-    stop = threading.Event()
-    runner = Background(f"flow {config.name}", lambda: run_until_stopped(flow, stop)).start()
-    try:
+    with running_in_background(flow):
         yield flow
-    finally:
-        stop.set()
-        runner.join(timeout=60)

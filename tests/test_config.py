@@ -244,3 +244,17 @@ def test_every_key_is_declared_once_with_a_doc_and_a_section_read_empty_is_its_d
 def test_a_duration_below_its_floor_names_the_floor_and_why():
     with pytest.raises(ConfigError, match=r"^f.yaml: acls.interval: 0.5s is shorter than 1s$"):
         parse_flow(with_(acls={"interval": "500ms"}), "f.yaml")
+
+
+@pytest.mark.parametrize(("sections", "promised", "why_not"), [
+    ({}, (True, True, True), None),
+    ({"topics": {"preserve_partitions": False}}, (True, False, False),
+     "offset translation needs topics.preserve_partitions: true"),
+    ({"provenance": {"enabled": False}}, (False, False, False), "provenance is off: there is no offset index"),
+    ({"offsets": {"translate": False}}, (True, True, False), "offsets.translate is false"),
+])
+def test_what_a_flow_can_promise_is_decided_once_from_its_config(sections, promised, why_not):
+    able = parse_flow(with_(**sections), "f.yaml").capabilities
+    assert (able.indexed, able.exactly_once, able.translating) == promised
+    assert able.not_translated_because == why_not
+    assert any("at-least-once" in w for w in able.warnings()) == (not able.exactly_once)

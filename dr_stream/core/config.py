@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from dr_stream.core.capabilities import Capabilities
 from dr_stream.core.config_def import (
     DURATION,
     ENV,
@@ -519,6 +520,11 @@ class FlowConfig:
     @cached_property
     def group_filter(self) -> GroupFilter:
         return GroupFilter(self.offsets.groups.include, self.offsets.groups.exclude)
+
+    @cached_property
+    def capabilities(self) -> Capabilities:
+        """What this flow can promise (indexed, exactly once, translating), decided once."""
+        return Capabilities.of(self.provenance.enabled, self.topics.preserve_partitions, self.offsets.translate)
 
     @property
     def replicate_query(self) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from confluent_kafka.admin import AdminClient
+
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import runs_topic
 from dr_stream.index.destination_tail import read_tail
@@ -28,12 +30,13 @@ TAIL_LIMIT = 200_000
 
 
 def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | None,
-                   partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print) -> RunStore:
+                   partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print,
+                   admin: AdminClient | None = None) -> RunStore:
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
     store = index.store(origin_cluster)
-    admin = clients.admin(config.destination)
+    admin = admin or clients.admin(config.destination)  # the command's (`kafka.cluster_context`), else one
     topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):
         position = index.runs_topic_position()

@@ -27,10 +27,10 @@ from collections.abc import Callable
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import DrillConfig, FlowConfig
-from dr_stream.kafka import clients
 from dr_stream.kafka.acls import describe_acls
 from dr_stream.kafka.admin import copyable_configs_of, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized, not_authorized
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.consumer_groups import authorized_operations
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
@@ -50,7 +50,7 @@ from dr_stream.operations.readiness import (
     topic_checks,
     translation_checks,
 )
-from dr_stream.operations.status import replication_lag, source_commits, unreachable
+from dr_stream.operations.status import replication_lag, source_commits
 from dr_stream.positions import TranslationLog
 from dr_stream.replication.acl_sync import wanted_acls
 from dr_stream.replication.lag_history import read_samples
@@ -63,27 +63,33 @@ SETTLE_S = 2.0
 
 def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = None,
           flow_health: Check | None = None, log: Callable[[str], None] = print) -> Verdict:
-    limits = limits or config.drill
-    down = unreachable(config)
+    """Every check, changing nothing; one context per cluster serves them all (`cluster_context`)."""
+    with FlowClusters.of(config) as clusters:
+        return _drill(config, tables, clusters, limits or config.drill, flow_health, log)
+
+
+def _drill(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, limits: DrillConfig,
+           flow_health: Check | None, log: Callable[[str], None]) -> Verdict:
+    down = clusters.unreachable()
     checks = cluster_checks((config.source.alias, config.destination.alias), down)
     if down:
         why = f"{' and '.join(down)} does not answer"
         return Verdict(config.name, tuple(checks + [Check(area, config.name, SKIPPED, why) for area in AREAS[1:]]))
     checks.append(flow_health or _flow_running(config))
-    source, destination = clients.admin(config.source), clients.admin(config.destination)
+    source, destination = clusters.source.admin, clusters.destination.admin
     checks += _topics(config, source, destination)
     checks.append(_acls(config, source, destination))
-    lags = [g for g in replication_lag(config, tables) if config.topic_filter.matches(g.topic)]
+    lags = [g for g in replication_lag(config, tables, clusters) if config.topic_filter.matches(g.topic)]
     checks += lag_checks(lags, limits.rpo_s)
     since = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=limits.losses_since_s)
     checks += loss_checks(config.name, tables.losses.read(since), limits.losses_since_s)
     checks += hold_checks(config.name, tables.holding().held.values())
-    if not config.offsets.translate:
-        checks += [Check(area, config.name, SKIPPED, "offsets.translate is false")
-                   for area in ("translation", "failover")]
+    why_not = config.capabilities.not_translated_because
+    if why_not:
+        checks += [Check(area, config.name, SKIPPED, why_not) for area in ("translation", "failover")]
     else:
-        checks += _translations(config, tables, limits.max_translation_age_s)
-        checks += _failover(config, tables, destination, log)
+        checks += _translations(config, tables, clusters, limits.max_translation_age_s)
+        checks += _failover(config, tables, clusters, log)
     return Verdict(config.name, tuple(checks))
 
 
@@ -118,8 +124,8 @@ def _acls(config: FlowConfig, source: AdminClient, destination: AdminClient) -> 
     return acl_check(config.name, mapping.wanted, there, mapping.unmappable, config.destination.alias)
 
 
-def _translations(config: FlowConfig, tables: FlowTables, max_age_s: float) -> list[Check]:
-    commits = source_commits(config)
+def _translations(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, max_age_s: float) -> list[Check]:
+    commits = source_commits(config, clusters)
     if not commits:
         return [Check("translation", config.name, SKIPPED,
                       f"no selected group has committed offsets on {config.source.alias}")]
@@ -133,14 +139,14 @@ def _translations(config: FlowConfig, tables: FlowTables, max_age_s: float) -> l
     return checks
 
 
-def _failover(config: FlowConfig, tables: FlowTables, destination: AdminClient,
+def _failover(config: FlowConfig, tables: FlowTables, clusters: FlowClusters,
               log: Callable[[str], None]) -> list[Check]:
-    positions = failover(config, tables, dry_run=True, log=log)
+    positions = failover(config, tables, dry_run=True, log=log, clusters=clusters)
     if not positions.rows:
         return [Check("failover", config.name, SKIPPED, f"no selected group to move from {config.source.alias}")]
     groups = sorted({p.translation.group for p in positions.rows})
     refused = {}
-    for group, found in authorized_operations(destination, groups).items():
+    for group, found in authorized_operations(clusters.destination.admin, groups).items():
         # An empty set is a broker that did not say (the group unknown to it): not judged.
         if isinstance(found, set) and found and "READ" not in found:
             refused[group] = str(not_authorized(config.destination.alias, config.destination.kafka, "READ",

@@ -21,7 +21,6 @@ came from dc1 is never copied back (unless restoring); every step is reported wi
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -29,19 +28,17 @@ from dataclasses import asdict, dataclass, replace
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
 
-from dr_stream.background import Background
 from dr_stream.core.config import FilterOverride, FlowConfig
 from dr_stream.core.lag import spark_offsets, total_behind
 from dr_stream.core.policy import TopicFilter
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
-from dr_stream.kafka.reachability import require_cluster_id
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.failover import Positions, failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.left_out import forget_left_out
-from dr_stream.replication.supervisor import run_until_stopped
+from dr_stream.replication.supervisor import running_in_background
 
 
 class FailbackError(RuntimeError):
@@ -83,19 +80,18 @@ def restore_config(config: FlowConfig, stamp: str) -> FlowConfig:
     )
 
 
-def check_preconditions(config: FlowConfig) -> tuple[str, str]:
+def check_preconditions(config: FlowConfig, clusters: FlowClusters) -> tuple[str, str]:
     """Failback's demands on the flow and both clusters; returns (source, destination) cluster.ids."""
     if not config.renamer.is_identity():
         raise FailbackError(f"{config.path}: topics.rename: failback needs the same topic names on both "
                             f"clusters; this flow renames to {config.topics.rename!r}")
-    if not config.provenance.enabled or not config.topics.preserve_partitions:
+    if not config.capabilities.exactly_once:
         raise FailbackError(f"{config.path}: failback needs provenance.enabled and topics.preserve_partitions, "
                             "which tell copies from originals")
-    return require_cluster_id(config.source), require_cluster_id(config.destination)
+    return clusters.source.cluster_id(), clusters.destination.cluster_id()
 
 
-def _remaining_records(config: FlowConfig) -> dict[str, int]:
-    admin = clients.admin(config.destination)
+def _remaining_records(config: FlowConfig, admin: AdminClient) -> dict[str, int]:
     held: dict[str, int] = {}
     for (topic, _), (start, end) in log_bounds(admin, matching_partitions(admin, config.topic_filter)).items():
         if end > start:
@@ -121,7 +117,7 @@ def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callabl
     level with it (every run published by then, in the table); prints progress; returns the
     seconds it took. `running` raises when the flow's runner has failed."""
     config = flow.config
-    source_admin = clients.admin(config.source)
+    source_admin = flow.clusters.source.admin
     started = time.monotonic()
     while True:
         time.sleep(every_s)
@@ -144,26 +140,27 @@ def _wait_caught_up(flow: ReplicationFlow, timeout_s: float | None, log: Callabl
                                 f"checkpoints under {config.streaming.checkpoint_dir} keep what was copied")
 
 
-def _prepare_restore(config: FlowConfig, source_id: str, log: Callable[[str], None]) -> tuple[FlowConfig, str]:
+def _prepare_restore(config: FlowConfig, clusters: FlowClusters, source_id: str,
+                     log: Callable[[str], None]) -> tuple[FlowConfig, str]:
     src, dst = config.source.alias, config.destination.alias
-    held = _remaining_records(config)
+    held = _remaining_records(config, clusters.destination.admin)
     if held:
         shown = ", ".join(f"{t} ({n} records)" for t, n in sorted(held.items()))
         raise FailbackError(f"--restore copies everything {src} holds into empty topics, but {dst} still holds "
                             f"{shown}; delete those topics on {dst} first (mixing old and restored records "
                             "would reorder them), or fail back without --restore if that data is intact")
-    forget_left_out(clients.admin(config.destination), source_id)
+    forget_left_out(clusters.destination.admin, source_id)
     config = restore_config(config, time.strftime("%Y%m%dT%H%M%S", time.gmtime()))
     log(f"failback {src} -> {dst}: full restore; temporary flow {config.name} with filter override "
         f"{{cluster: '.*', topic: '.*'}}, state under {config.streaming.checkpoint_dir}")
     return config, f"not looked for: {dst} is being restored from {src}"
 
 
-def _handle_unreplicated(config: FlowConfig, spark: SparkSession, ids: tuple[str, str], include: bool,
-                         log: Callable[[str], None]) -> tuple[list[UnreplicatedPartition], str]:
+def _handle_unreplicated(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, ids: tuple[str, str],
+                         include: bool, log: Callable[[str], None]) -> tuple[list[UnreplicatedPartition], str]:
     src, dst = config.source.alias, config.destination.alias
     log(f"failback {src} -> {dst}: looking for records on {dst} that never reached {src} ...")
-    finder = UnreplicatedRecords(spark, config, *ids)
+    finder = UnreplicatedRecords(spark, config, *ids, destination_admin=clusters.destination.admin)
     found = finder.find()
     if not found:
         action = "none"
@@ -177,32 +174,35 @@ def _handle_unreplicated(config: FlowConfig, spark: SparkSession, ids: tuple[str
     return found, action
 
 
-def _copy_back(config: FlowConfig, spark: SparkSession, timeout_s: float | None,
+def _copy_back(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, timeout_s: float | None,
                log: Callable[[str], None]) -> tuple[ReplicationFlow, float]:
     """Runs the flow until it has caught up; returns it (for its totals) and the seconds it took."""
-    flow = ReplicationFlow(config, spark, log=lambda line: log(f"[{config.name}] {line}"))
-    flow.connect()
-    stop = threading.Event()
-    runner = Background(f"failback-{config.name}", lambda: run_until_stopped(flow, stop)).start()
-    try:
+    flow = ReplicationFlow(config, spark, log=lambda line: log(f"[{config.name}] {line}"), clusters=clusters)
+    with running_in_background(flow, join_s=90) as runner:
         return flow, _wait_caught_up(flow, timeout_s, log, runner.check)
-    finally:
-        stop.set()
-        runner.join(timeout=90)
 
 
 def failback(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*", include_unreplicated: bool = False,
              restore: bool = False, force: bool = False, timeout_s: float | None = None,
              log: Callable[[str], None] = print) -> FailbackReport:
-    ids = check_preconditions(config)
+    with FlowClusters.of(config) as clusters:  # each cluster's id and clients, once for every step
+        return _failback(config, spark, clusters, group_pattern, include_unreplicated, restore, force, timeout_s,
+                         log)
+
+
+def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, group_pattern: str,
+              include_unreplicated: bool, restore: bool, force: bool, timeout_s: float | None,
+              log: Callable[[str], None]) -> FailbackReport:
+    ids = check_preconditions(config, clusters)
     src, dst = config.source.alias, config.destination.alias
     found: list[UnreplicatedPartition] = []
     if restore:
-        config, action = _prepare_restore(config, ids[0], log)
+        config, action = _prepare_restore(config, clusters, ids[0], log)
     else:
-        found, action = _handle_unreplicated(config, spark, ids, include_unreplicated, log)
-    flow, seconds = _copy_back(config, spark, timeout_s, log)
-    positions = failover(config, FlowTables.of(config, lambda: spark, log), group_pattern, force=force, log=log)
+        found, action = _handle_unreplicated(config, spark, clusters, ids, include_unreplicated, log)
+    flow, seconds = _copy_back(config, spark, clusters, timeout_s, log)
+    positions = failover(config, FlowTables.of(config, lambda: spark, log), group_pattern, force=force, log=log,
+                         clusters=clusters)
     return FailbackReport(
         flow=config.name, source=src, destination=dst, mode="restore" if restore else "resume",
         unreplicated=found, unreplicated_action=action, copied=flow.progress.totals["copied"],

@@ -19,9 +19,8 @@ from dataclasses import asdict, dataclass
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.index import index_snapshot
-from dr_stream.kafka import clients
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates
-from dr_stream.kafka.reachability import reachable_cluster_id, require_cluster_id
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import (
     GroupCommit,
@@ -67,9 +66,9 @@ class SourcePositions:
     known_ends: dict[tuple[str, int], int]
 
 
-def _live_positions(config: FlowConfig, source_id: str, group_pattern: str,
+def _live_positions(config: FlowConfig, clusters: FlowClusters, source_id: str, group_pattern: str,
                     forward_except: str | None, streams: StreamsGroupStates | None) -> SourcePositions:
-    commits = current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
+    commits = current_commits(config.source, clusters.source.admin, config.group_filter, config.topic_filter,
                               group_pattern, forward_except, sorted(streams.listed()) if streams else ())
     timestamps = RecordTimestamps(config.source)
     try:
@@ -88,58 +87,80 @@ def _recorded_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
                            tables.translations.last_source_ends())
 
 
-def source_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
-                     destination_id: str | None = None, streams: StreamsGroupStates | None = None) -> SourcePositions:
+def source_positions(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, group_pattern: str = ".*",
+                     streams: StreamsGroupStates | None = None) -> SourcePositions:
     """Live from the source when it answers, else the positions the flow last recorded. Live,
     a flow that forwards (a chain's hop) also takes the positions dr-stream synced to the source
-    from elsewhere than `destination_id`, as its poller does, and the groups `streams` lists
+    from elsewhere than the destination, as its poller does, and the groups `streams` lists
     (the source's Streams groups, which librdkafka's listing leaves out)."""
-    source_id = reachable_cluster_id(config.source)
+    source_id = clusters.source.reachable_id()
     if source_id is None:
         return _recorded_positions(config, tables, group_pattern)
-    return _live_positions(config, source_id, group_pattern, destination_id if config.provenance.forward else None,
-                           streams)
+    forward_except = clusters.destination.cluster_id() if config.provenance.forward else None
+    return _live_positions(config, clusters, source_id, group_pattern, forward_except, streams)
 
 
 def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
-                        log: Callable[[str], None] = print, helper: Kafka4Groups | None = None) -> Positions:
+                        log: Callable[[str], None] = print, helper: Kafka4Groups | None = None,
+                        clusters: FlowClusters | None = None) -> Positions:
     """Each selected group's position on the source, translated. With `offsets.streams_groups`,
-    the source's Streams groups are listed through `helper` (one of its own when None)."""
-    destination_id = require_cluster_id(config.destination)
+    the source's Streams groups are listed through `helper` (one of its own when None). The
+    clusters' contexts are the command's (each cluster's id asked once, one admin client each),
+    or the call's own."""
+    own_clusters = clusters is None
+    clusters = clusters or FlowClusters.of(config)
     own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
     try:
+        destination_id = clusters.destination.cluster_id()
         groups = helper or own
         streams = StreamsGroupStates(groups, config.source) if groups else None
-        found = source_positions(config, tables, group_pattern, destination_id, streams)
+        found = source_positions(config, tables, clusters, group_pattern, streams)
+        returned = None
+        if found.live and maps_back(config):
+            returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
+        dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
+        store = index_snapshot(config, tables.index, found.origin_cluster, dests, log,
+                               admin=clusters.destination.admin)
+        admins = {config.destination.alias: clusters.destination.admin}
+        if found.live:
+            admins[config.source.alias] = clusters.source.admin
+        translator = OffsetTranslator(store.locate, config.renamer, config.destination,
+                                      source=config.source if found.live else None,
+                                      known_source_ends=found.known_ends, returned=returned, admins=admins)
+        try:
+            translations = translator.translate(found.commits)
+        finally:
+            translator.close()
     finally:
         if own is not None:
             own.close()
-    returned = None
-    if found.live and maps_back(config):
-        returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
-    dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
-    store = index_snapshot(config, tables.index, found.origin_cluster, dests, log)
-    translator = OffsetTranslator(store.locate, config.renamer, config.destination,
-                                  source=config.source if found.live else None, known_source_ends=found.known_ends,
-                                  returned=returned)
-    try:
-        translations = translator.translate(found.commits)
-    finally:
-        translator.close()
+        if own_clusters:
+            clusters.close()
     return Positions([GroupPosition(t, "") for t in translations], found.live, found.origin, found.origin_cluster)
 
 
 def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", dry_run: bool = False,
-             force: bool = False, log: Callable[[str], None] = print) -> Positions:
+             force: bool = False, log: Callable[[str], None] = print, clusters: FlowClusters | None = None
+             ) -> Positions:
+    """Translates and commits; `clusters`: the command's contexts (a drill's), else the call's own."""
+    if clusters is not None:
+        return _failover(config, tables, clusters, group_pattern, dry_run, force, log)
+    with FlowClusters.of(config) as own:
+        return _failover(config, tables, own, group_pattern, dry_run, force, log)
+
+
+def _failover(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, group_pattern: str, dry_run: bool,
+              force: bool, log: Callable[[str], None]) -> Positions:
     # A Streams group running on the destination is absent to librdkafka's describe, and the
     # source's are absent to its listing: with `offsets.streams_groups` Kafka 4's admin API (one
     # helper JVM for both clusters, started only when first asked) tells them, so a Streams group
     # is moved, and skipped while it runs on the destination, like a consumer group.
     helper = Kafka4Groups([config.source, config.destination]) if config.offsets.streams_groups else None
     try:
-        positions = translate_positions(config, tables, group_pattern, log, helper)
+        positions = translate_positions(config, tables, group_pattern, log, helper, clusters)
         translations = [p.translation for p in positions.rows]
         sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster,
+                         offsets=clusters.destination.group_offsets,
                          streams=StreamsGroupStates(helper, config.destination) if helper else None)
         try:
             actions = sync_translations(sync, translations, force, dry_run)

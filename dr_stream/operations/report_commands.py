@@ -15,6 +15,7 @@ from dataclasses import asdict
 from dr_stream.core.config import load_flow
 from dr_stream.core.config_def import DURATION, milliseconds
 from dr_stream.exit_codes import ExitCode
+from dr_stream.kafka.cluster_context import FlowClusters
 
 
 def spark_for(config):
@@ -44,20 +45,20 @@ def _status(args: argparse.Namespace) -> int:
         replication_lag,
         source_commits,
         translation_ages,
-        unreachable,
     )
 
     config = load_flow(args.config)
     if args.plot:
         return _plot(config, args.plot, args.since)
-    down = unreachable(config)
-    tables = tables_of(config)
-    lags = replication_lag(config, tables, source_up=config.source.alias not in down,
-                           destination_up=config.destination.alias not in down)
-    ages = translation_ages(tables)
-    limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
-    judged = limits.max_translation_age is not None and config.source.alias not in down
-    over = over_thresholds(lags, ages, limits, source_commits(config) if judged else None)
+    with FlowClusters.of(config) as clusters:
+        down = clusters.unreachable()
+        tables = tables_of(config)
+        lags = replication_lag(config, tables, clusters, source_up=config.source.alias not in down,
+                               destination_up=config.destination.alias not in down)
+        ages = translation_ages(tables)
+        limits = Thresholds(args.max_lag_records, args.max_lag_seconds, args.max_translation_age)
+        judged = limits.max_translation_age is not None and config.source.alias not in down
+        over = over_thresholds(lags, ages, limits, source_commits(config, clusters) if judged else None)
     held = sorted(tables.holding().held.values(), key=lambda h: h.key)
     if args.json:
         print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],

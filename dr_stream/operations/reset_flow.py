@@ -14,8 +14,7 @@ from pyspark.sql import SparkSession
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import left_out_group
-from dr_stream.kafka import clients
-from dr_stream.kafka.reachability import require_cluster_id
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.replication.left_out import forget_left_out
 from dr_stream.runtime.state_paths import move_aside
 
@@ -28,7 +27,8 @@ def reset_flow(config: FlowConfig, spark: SparkSession) -> list[str]:
         target = move_aside(spark, path, f"before-{stamp}")
         if target:
             done.append(f"moved {path} -> {target}")
-    destination_id = require_cluster_id(config.destination)
-    if forget_left_out(clients.admin(config.source), destination_id):
-        done.append(f"deleted group {left_out_group(destination_id)} on {config.source.alias}")
+    with FlowClusters.of(config) as clusters:
+        destination_id = clusters.destination.cluster_id()
+        if forget_left_out(clusters.source.admin, destination_id):
+            done.append(f"deleted group {left_out_group(destination_id)} on {config.source.alias}")
     return done or ["nothing to reset"]

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.lag import PartitionLag, first_waiting, partition_lags
 from dr_stream.index import index_snapshot
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.kafka4 import streams_groups_on
-from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import RecordTimestamps, current_commits
 
@@ -45,33 +44,28 @@ class TranslationAge:
     age_seconds: float
 
 
-def source_commits(config: FlowConfig) -> dict[tuple[str, str, int], int]:
+def source_commits(config: FlowConfig, clusters: FlowClusters) -> dict[tuple[str, str, int], int]:
     """The translated groups' committed offsets on the source now: the positions the flow takes
     (with `provenance.forward`, also those dr-stream synced there from elsewhere)."""
-    forward_except = reachable_cluster_id(config.destination) if config.provenance.forward else None
+    forward_except = clusters.destination.reachable_id() if config.provenance.forward else None
     return {(c.group, c.topic, c.partition): c.offset for c in
-            current_commits(config.source, clients.admin(config.source), config.group_filter, config.topic_filter,
+            current_commits(config.source, clusters.source.admin, config.group_filter, config.topic_filter,
                             forward_except=forward_except, more_groups=streams_groups_on(config))}
 
 
-def unreachable(config: FlowConfig) -> list[str]:
-    """The aliases of the flow's clusters that do not answer (one that refuses dr-stream raises)."""
-    clusters = [config.source, config.destination]
-    return [c.alias for c, found in zip(clusters, reachable_cluster_ids(clusters), strict=True) if found is None]
-
-
-def replication_lag(config: FlowConfig, tables: FlowTables, source_up: bool = True,
+def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, source_up: bool = True,
                     destination_up: bool = True) -> list[PartitionLag]:
     """Lag per source partition (`lag.partition_lags`, the rule the running flow's metrics use);
     with the source down (`source_up` False), what the index knows."""
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
-        copied = index_snapshot(config, tables.index, None, (), log=lambda _: None).last_copied()
+        copied = index_snapshot(config, tables.index, None, (), log=lambda _: None,
+                                admin=clusters.destination.admin).last_copied()
     else:
         copied = tables.index.store().last_copied()
     next_offsets = {key: last + 1 for key, last in copied.items()}
     bounds: dict[tuple[str, int], tuple[int, int]] = {}
     if source_up:
-        admin = clients.admin(config.source)
+        admin = clusters.source.admin
         bounds = log_bounds(admin, matching_partitions(admin, config.topic_filter, timeout=5), timeout=5)
     stamps = RecordTimestamps(config.source)
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from confluent_kafka.admin import AdminClient
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -49,8 +50,10 @@ class UnreplicatedRecords:
     """Finds, copies or leaves out the returning cluster's records the other cluster never got."""
 
     def __init__(self, spark: SparkSession, config: FlowConfig, source_cluster_id: str,
-                 destination_cluster_id: str) -> None:
+                 destination_cluster_id: str, destination_admin: AdminClient | None = None) -> None:
         self.spark = spark
+        # the command's admin client of the destination (`kafka.cluster_context`), else one of its own
+        self._admin = destination_admin
         self.config = config
         self.source_cluster_id = source_cluster_id
         self.destination_cluster_id = destination_cluster_id
@@ -72,7 +75,7 @@ class UnreplicatedRecords:
 
     def _candidates(self) -> DataFrame | None:
         """Records of the returning cluster after the newest original the source has a copy of."""
-        admin = clients.admin(self.config.destination)
+        admin = self._admin or clients.admin(self.config.destination)
         bounds = log_bounds(admin, matching_partitions(admin, self.config.remote_topic_filter))
         newest = self._newest_originals()
         starts: dict[str, dict[str, int]] = {}

@@ -113,9 +113,11 @@ class GroupSync:
         # how long one group's state, read and write may wait out a moving coordinator
         self.timeout_s = timeout_s
         self.batched = batched
-        # the groups' client; None: built at first use (`batched`: the Java client, else librdkafka).
-        # Given for groups of another kind (`kafka4.ShareGroupOffsets`).
+        # the groups' client; None: built at first use (`batched`: the Java client, else librdkafka)
+        # and closed by `close`. Given (a command's cluster context, `kafka.cluster_context`; groups
+        # of another kind, `kafka4.ShareGroupOffsets`): its giver's to close.
         self._offsets: GroupOffsetsClient | None = offsets
+        self._given = offsets is not None
         # the destination's Kafka Streams groups, which the consumer-group describe takes for absent
         self.streams = streams
         self._reader: ThreadPoolExecutor | None = None
@@ -125,7 +127,7 @@ class GroupSync:
         if self._reader is not None:
             self._reader.shutdown(wait=True)
             self._reader = None
-        if self._offsets is not None:
+        if self._offsets is not None and not self._given:
             self._offsets.close()
             self._offsets = None
 

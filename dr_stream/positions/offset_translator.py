@@ -13,7 +13,7 @@ and released by `close`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
 from confluent_kafka import TopicPartition
@@ -44,7 +44,7 @@ class OffsetTranslator:
     def __init__(self, locate: Locate, renamer: TopicRenamer,
                  destination: ClusterConfig, source: ClusterConfig | None = None,
                  known_source_ends: dict[tuple[str, int], int] | None = None,
-                 returned: ReturnedRecords | None = None) -> None:
+                 returned: ReturnedRecords | None = None, admins: Mapping[str, AdminClient] | None = None) -> None:
         self.locate = locate
         self.renamer = renamer
         self.destination = destination
@@ -52,7 +52,8 @@ class OffsetTranslator:
         self.source = source
         self.known_source_ends = known_source_ends or {}
         self.returned = returned
-        self._admins: dict[str, AdminClient] = {}
+        # admin clients by alias: a command's (its cluster contexts'), else built here at first use
+        self._admins: dict[str, AdminClient] = dict(admins or {})
         self._dest_consumer = clients.OnDemandConsumer(destination, "dr-stream-translate")
 
     def _admin(self, cluster: ClusterConfig) -> AdminClient:

@@ -110,7 +110,9 @@ class ShareGroupSync:
     @classmethod
     def of(cls, config: FlowConfig, locate: Locate, helper: Kafka4Groups | None,
            log: Callable[[str], None],
-           not_synced: Callable[[str, int], None] = lambda what, groups: None) -> ShareGroupSync | None:
+           not_synced: Callable[[str, int], None] = lambda what, groups: None,
+           on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
+           ) -> ShareGroupSync | None:
         """The flow's share-group sync through its Kafka 4 helper (`kafka4.flow_helper`, the
         flow's to close), None when `offsets.share_groups` selects none."""
         selected = config.offsets.share_groups
@@ -126,7 +128,8 @@ class ShareGroupSync:
         sync = GroupSync(config.destination, config.name, batched=True, offsets=on_destination)
         settings = ShareGroupSettings(on_source, on_destination, config.destination.alias, selected.interval_s, log)
         return cls(on_source, translator, sync, selected.filter, config.topic_filter,
-                   config.destination.alias, selected.interval_s, log, settings=settings, not_synced=not_synced)
+                   config.destination.alias, selected.interval_s, log, settings=settings, not_synced=not_synced,
+                   on_round=on_round)
 
     def round(self) -> list[tuple[Translation, str]]:
         """Reads the selected source share groups, translates what moved or is not set yet, and

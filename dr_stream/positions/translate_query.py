@@ -62,10 +62,13 @@ class TranslateQuery:
     @classmethod
     def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
            log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None,
-           appends: DeltaAppends | None = None) -> TranslateQuery:
+           appends: DeltaAppends | None = None, on_synced: Callable[[list[str]], None] = lambda actions: None,
+           on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
+           ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
-        destination's Streams groups are described through `kafka4`."""
+        destination's Streams groups are described through `kafka4`. `on_synced` hears each
+        round's sync outcomes, `on_round` its duration, positions and period (the metrics)."""
         returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
@@ -78,7 +81,7 @@ class TranslateQuery:
                            if kafka4 and config.offsets.streams_groups else None)
             if config.offsets.sync_to_destination
             else None,
-            groups=config.group_filter, topics=config.topic_filter, log=log,
+            groups=config.group_filter, topics=config.topic_filter, log=log, on_synced=on_synced, on_round=on_round,
         )
         return cls(spark, config, translation, log)
 

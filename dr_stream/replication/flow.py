@@ -8,7 +8,7 @@
    real-time mode (`streaming.mode`). In micro-batch mode its trigger widens once batches run
    back to back on a few records per partition (`trigger_width`).
 2. topics (thread): creates and grows destination topics and follows their configs
-   (`topic_sync`); restarts the query when it must subscribe to a new topic. Beside it, the
+   (`topic_sync`); restarts the query when it must subscribe to a new topic (`topic_watch`). Beside it, the
    lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics, and
    with `acls.enabled` the ACL sync (thread, `acl_sync`) copies topic and group ACLs.
 3. index feed (thread): runs topic -> the live offset index and its Delta table
@@ -30,7 +30,6 @@ their cluster.ids and builds the queries, and `close` releases every client it o
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
@@ -40,14 +39,12 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
-from dr_stream.failure_notes import summarised
 from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
-from dr_stream.kafka import clients, spark_options
+from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, flow_helper
-from dr_stream.kafka.reachability import require_cluster_id
 from dr_stream.log_format import flow_logger
-from dr_stream.loop_pace import LoopPace
 from dr_stream.phase_clock import PhaseClock
 from dr_stream.positions import (
     CommittedOffsetPoller,
@@ -67,6 +64,7 @@ from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_
 from dr_stream.replication.resume import Resume, marks_at_start, unwritten_at_start
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
+from dr_stream.replication.topic_watch import TopicWatch
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -78,18 +76,23 @@ Worker = tuple[str, Callable[[threading.Event], None]]
 
 class ReplicationFlow:
     def __init__(self, config: FlowConfig, spark: SparkSession, log: Callable[[str], None] | None = None,
-                 clock: PhaseClock | None = None, index_prefetch: Future | None = None) -> None:
+                 clock: PhaseClock | None = None, index_prefetch: Future | None = None,
+                 clusters: FlowClusters | None = None) -> None:
         """`clock`: started by the caller before the Spark session, so the session counts as a
         start-up phase; `index_prefetch`: the offset index read without Spark while the session
-        started (`IndexReads.runs_and_positions`)."""
+        started (`IndexReads.runs_and_positions`); `clusters`: the caller's cluster contexts (a
+        command that runs a flow among its steps), else the flow's own, closed with it."""
         self.config, self.spark, self.index_prefetch = config, spark, index_prefetch
+        self._own_clusters = clusters is None
+        self.clusters = clusters or FlowClusters.of(config)
         self.clock = clock or PhaseClock()
         self._launches = 0
         # Every line is said, a restart's as often as it happens; the loops hold back their own
         # repeated failure lines (`failure_notes.summarised`).
         self.log: Callable[[str], None] = log or flow_logger(config.name).info
         self.metrics = FlowMetrics(config.name, config.replicate_query,
-                                   (config.source.alias, config.destination.alias))
+                                   (config.source.alias, config.destination.alias),
+                                   translation_ages=self._translation_ages)
         self.progress = ProgressPrinter(config.name, config.replicate_query, self.metrics, log=self.log,
                                         on_batch=self._on_replicated, runs_published=config.provenance.enabled,
                                         on_cost=self._on_cost)
@@ -110,30 +113,20 @@ class ReplicationFlow:
         self.kafka4: Kafka4Groups | None = None
         self.feed: IndexFeed | None = None
         self.poller: CommittedOffsetPoller | None = None
-        self.topic_interval_s = 1.0
-        self._subscribed: set[str] | None = None
-        self._partitions = 0
         self._marks: dict[tuple[str, int], int] = {}
         self._held: dict[tuple[str, int], int] = {}  # held partitions: the offset of the refused record
-        # the largest max.message.bytes the running query's sink was sized for (`spark_options.sink`)
-        self._message_bytes = 0
         self._left_out: dict[tuple[str, int], int] = {}
         self._read_through: dict[tuple[str, int], int] = {}
         self._restart_reason: str | None = None
-        self._topic_lock = threading.Lock()
 
     def connect(self) -> None:
         """Meets both clusters and builds what runs the flow; a second call does nothing."""
         if self.connected:
             return
         config = self.config
-        self._source_admin = clients.admin(config.source)
-        self._dest_admin = clients.admin(config.destination)
-        self.source_cluster_id = require_cluster_id(config.source)
-        self.destination_cluster_id = require_cluster_id(config.destination)
-        if self.source_cluster_id == self.destination_cluster_id:
-            raise ValueError(f"{config.path}: source and destination are the same cluster "
-                             f"({self.source_cluster_id})")
+        self._source_admin = self.clusters.source.admin
+        self._dest_admin = self.clusters.destination.admin
+        self.source_cluster_id, self.destination_cluster_id = self.clusters.distinct_ids()
         self.clock.mark("clusters")
         topics = config.topics
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
@@ -146,22 +139,19 @@ class ReplicationFlow:
             filter_overrides=config.provenance.filter_overrides, preserve_partitions=topics.preserve_partitions,
             forward=config.provenance.forward,
         )
-        if not topics.preserve_partitions or not config.provenance.enabled:
-            self.log("warning: exactly-once after a crash needs preserve_partitions and provenance; "
-                     "this flow is at-least-once (a replayed batch may be written twice)")
-        feed = self._feed() if config.provenance.enabled else None
+        able = config.capabilities
+        for warning in able.warnings():
+            self.log(warning)
+        feed = self._feed() if able.indexed else None
         self.feed = feed
-        if feed is None:
-            self.log("warning: provenance is off, so there is no offset index and no offset translation")
         self.clock.mark("offset index")
         self.kafka4 = flow_helper(config) if feed else None  # share and Streams groups: Kafka 4's admin API
         self.translate_query = self._translation(feed) if feed else None
         self.translate_loop = self.translate_query.translation if self.translate_query else None
         self.clock.mark("translation")
-        if self.translate_loop and feed:
-            feed.on_advanced = self.translate_loop.on_index_advanced
         self.share_sync = ShareGroupSync.of(config, feed.locate, self.kafka4, self.log,
-                                            self.metrics.share_groups_not_synced) \
+                                            self.metrics.share_groups_not_synced,
+                                            on_round=partial(self.metrics.loop_round, "share-groups")) \
             if self.translate_loop and feed else None
         self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
                                             positions_from=config.offsets.positions_from,
@@ -170,28 +160,25 @@ class ReplicationFlow:
                                             forward_except=self.destination_cluster_id if config.provenance.forward
                                             else None) \
             if self.translate_loop else None
-        if self.feed is not None:
-            self.feed.on_runs = self.metrics.runs_published
-        if self.share_sync is not None:
-            self.share_sync.on_round = partial(self.metrics.loop_round, "share-groups")
-        if self.translate_loop is not None:
-            self.translate_loop.on_synced = self.metrics.groups_synced
-            self.translate_loop.on_round = partial(self.metrics.loop_round, "translate")
-            self.metrics.translation_ages = self.translate_loop.untranslated_ages
         self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
                                       self.metrics, log=self.log)
         self.lag_sampler.prepare()
         self.losses = LossWatch(self.spark, config, self.ledger, self._source_admin, self._dest_admin, self.metrics,
                                 self.log, self.feed)
+        self.topic_watch = TopicWatch(self.topic_sync, self.metrics, self.losses, self.holds, self.feed,
+                                      config.streaming.realtime, self.request_restart, self.log)
         self.connected = True
 
     def close(self) -> None:
-        """Releases the clients the translate loop and the feed opened (the poller closes its own)."""
+        """Releases the clients the translate loop and the feed opened (the poller closes its own),
+        and the cluster contexts when they are the flow's own."""
         for part in (self.translate_loop, self.share_sync, self.kafka4):
             if part is not None:
                 part.close()
         if self.feed is not None:
             self.feed.close()
+        if self._own_clusters:
+            self.clusters.close()
 
     def _feed(self) -> IndexFeed:
         if ensure_runs_topic(self._dest_admin, self.runs_topic):
@@ -207,9 +194,18 @@ class ReplicationFlow:
             scan_timeout_s=self.config.streaming.resume_scan_timeout_s,
             store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic),
                            rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
+            on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
         )
         feed.load()
         return feed
+
+    def _index_advanced(self) -> None:
+        """The live index moved: positions waiting for it may translate now."""
+        if self.translate_loop is not None:
+            self.translate_loop.on_index_advanced()
+
+    def _translation_ages(self) -> dict[str, float]:
+        return self.translate_loop.untranslated_ages() if self.translate_loop is not None else {}
 
     def _next_offsets(self) -> dict[tuple[str, int], int]:
         """The next origin offset to handle per source partition: the index's (with the batches
@@ -239,15 +235,14 @@ class ReplicationFlow:
 
     def _translation(self, feed: IndexFeed) -> TranslateQuery | None:
         config = self.config
-        if not config.offsets.translate or not config.provenance.enabled:
-            return None
-        if not self.plan.preserve_partitions:
-            self.log("warning: offset translation needs preserve_partitions: true; offsets are not translated")
+        if not config.capabilities.translating:
             return None
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
         query = TranslateQuery.of(self.spark, config, feed.locate, self.destination_cluster_id, self.log,
-                                  origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends)
+                                  origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends,
+                                  on_synced=self.metrics.groups_synced,
+                                  on_round=partial(self.metrics.loop_round, "translate"))
         query.resume()
         return query
 
@@ -259,7 +254,7 @@ class ReplicationFlow:
 
     def workers(self) -> list[Worker]:
         """The flow's driver threads by name: each runs until the event it is given is set."""
-        out: list[Worker] = [("topics", self.follow_topics), ("lag", self.lag_sampler.run)]
+        out: list[Worker] = [("topics", self.topic_watch.run), ("lag", self.lag_sampler.run)]
         for name, part in (("index-feed", self.feed), ("translate", self.translate_loop), ("poller", self.poller),
                            ("acls", self.acl_sync), ("share-groups", self.share_sync)):
             if part is not None:
@@ -284,15 +279,15 @@ class ReplicationFlow:
         return query
 
     def _start_query(self) -> StreamingQuery:
-        replicated = self._sync_topics()
-        self._message_bytes = self.topic_sync.largest_message_bytes
+        replicated = self.topic_watch.sync()
+        # the largest max.message.bytes a replicated topic allows: the sink is sized for it
+        message_bytes = self.topic_sync.largest_message_bytes
         self.clock.mark("topics")
-        self._subscribed, self._partitions = set(replicated), sum(replicated.values())
         config = self.config
         if config.streaming.realtime:
             self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
                                    config.path))
-        if self.plan.preserve_partitions and self.feed:
+        if config.capabilities.exactly_once and self.feed:
             self._marks, self._left_out, rewound = marks_at_start(self.feed, config, self._source_admin,
                                                                   self.destination_cluster_id, replicated, self.log,
                                                                   self.clock.mark)
@@ -309,6 +304,7 @@ class ReplicationFlow:
         resume_at = {k: o for k, o in starts.items() if k in holding.released() and k[0] in replicated}
         self._marks = self.losses.at_start(replicated, self._marks, {k: starts[k] for k in self._held}, resume_at,
                                            rewound)
+        self.topic_watch.started(replicated, message_bytes, self._marks)
         self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
             **self.losses.source_options(spark_options.replicate_source(config, sorted(replicated)))).load()
@@ -328,7 +324,7 @@ class ReplicationFlow:
         writer = (
             stream.writeStream.queryName(config.replicate_query).format("kafka")
             .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
-                                          self.plan.header, self._message_bytes, self.plan.provenance_cluster()))
+                                          self.plan.header, message_bytes, self.plan.provenance_cluster()))
             .option("checkpointLocation", checkpoint)
         )
         if config.streaming.realtime:
@@ -345,51 +341,6 @@ class ReplicationFlow:
             .option("asyncProgressTrackingEnabled", "true")
             .start()
         )
-
-    # -- the driver-side loop -------------------------------------------------------------------
-
-    def follow_topics(self, stop: threading.Event) -> None:
-        """Keeps destination topics in step with the source, between and during batches.
-
-        A new source topic is created on the destination here, then the query restarts to
-        subscribe to it: its records cannot reach the sink before the topic exists. So does a
-        topic whose `max.message.bytes` grows past what the sink's producer was sized for. New
-        partitions of a subscribed topic are read by the micro-batch source on its own; the sink's
-        producer waits for them on the destination (up to max.block.ms) until this loop has added
-        them. In real-time mode they restart the query. A topic created again (a new id) or a log
-        ending below a resume mark restarts it too (`loss_watch`): the old copies hide nothing."""
-        last_recreation_check = time.monotonic()
-        pace = LoopPace(self.topic_interval_s)
-        failed = summarised(self.log)
-        while not stop.wait(pace.wait_s()):
-            try:
-                began = time.monotonic()
-                replicated = self._sync_topics()
-                pace.done(time.monotonic() - began)
-                self.metrics.loop_round("topics", pace.last_round_s, len(replicated), pace.period_s)
-                if self._subscribed is not None and set(replicated) - self._subscribed:
-                    self.request_restart(f"new source topics {sorted(set(replicated) - self._subscribed)}")
-                elif self.config.streaming.realtime and sum(replicated.values()) > self._partitions:
-                    # A real-time batch keeps the partitions it started with; a restart reads the
-                    # new ones at once (and checks the task slots again).
-                    self.request_restart(f"source partitions {self._partitions} -> {sum(replicated.values())}")
-                elif self._subscribed is not None and spark_options.outgrown(
-                        self._message_bytes, self.topic_sync.largest_message_bytes):
-                    self.request_restart(f"a source topic's max.message.bytes is now "
-                                         f"{self.topic_sync.largest_message_bytes}: the sink grows to match")
-                if self.feed is not None:
-                    self.losses.read_past(self.feed.take_uncopied())
-                if time.monotonic() - last_recreation_check >= 10:
-                    last_recreation_check = time.monotonic()
-                    changed = self.losses.source_changed(self._marks) or self.holds.changed()
-                    if changed:
-                        self.request_restart(changed)
-            except Exception as exc:  # a cluster that is briefly away: the next pass tries again
-                failed(f"topic sync: {exc}")
-
-    def _sync_topics(self) -> dict[str, int]:
-        with self._topic_lock:
-            return self.topic_sync.sync()
 
     def request_restart(self, reason: str) -> None:
         if not self._restart_reason:

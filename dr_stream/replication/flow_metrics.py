@@ -38,10 +38,12 @@ def action_label(action: str) -> str:
 
 class FlowMetrics(Collector):
     def __init__(self, flow: str, replicate_query: str, clusters: tuple[str, ...] = (),
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 translation_ages: Callable[[], dict[str, float]] = dict) -> None:
+        """`translation_ages`: each group's wait for its translation, asked at each scrape."""
         self.flow, self.replicate_query, self.clusters = flow, replicate_query, clusters
         self.clock, self.started_ms = clock, wall() * 1000
-        self.translation_ages: Callable[[], dict[str, float]] = dict
+        self.translation_ages = translation_ages
         self._lock = threading.Lock()
         self._copied: dict[str, int] = {}
         self._skipped = dict.fromkeys(SKIP_REASONS, 0)

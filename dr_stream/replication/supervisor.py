@@ -17,11 +17,13 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pyspark.sql.streaming import StreamingQuery
 
+from dr_stream.background import Background
 from dr_stream.core.config import ConfigError
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.log_format import writes_json
@@ -330,3 +332,18 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
         release_jvm(flow.spark)
         flow.log("stopped")
         sys.stdout.flush()
+
+
+@contextmanager
+def running_in_background(flow: ReplicationFlow, join_s: float = 60.0) -> Iterator[Background]:
+    """Runs `flow` as `run_until_stopped` does, on a thread of its own, until the block ends: how
+    a command runs a flow among its steps (failback's copy back) and how the tests run one.
+    `Background.check` raises there when the run has failed."""
+    flow.connect()
+    stop = threading.Event()
+    runner = Background(f"flow {flow.config.name}", lambda: run_until_stopped(flow, stop)).start()
+    try:
+        yield runner
+    finally:
+        stop.set()
+        runner.join(timeout=join_s)

@@ -174,42 +174,35 @@ def pyspark_jar(prefix: str) -> Path:
 
 def build_own_jar(pins: JvmPins) -> bool:
     """Build jvm/ (interceptors, record path functions) into `.cache/jars/dr-stream`; False when up to date."""
-    source = project_root() / "jvm"
-    inputs = sorted([source / "pom.xml", *(source / "src").rglob("*.java")])
     spark_jars_used = _spark_jars_used()
-    digest = hashlib.sha256(f"{pins.kafka} {pins.hadoop} {sorted(p.name for p in spark_jars_used.values())}".encode())
-    for path in inputs:
-        digest.update(path.read_bytes())
-    dest = jar_dir("dr-stream")
-    stamp = dest / _STAMP
-    if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
-        return False
-    print("building jvm/ (interceptors, record path functions, connection check, dev Hadoop) ...", file=sys.stderr,
-          flush=True)
     # The tests run in `make test` (`run_own_tests`), not at every build.
-    subprocess.run([*_maven(pins, spark_jars_used), "package", "-DskipTests"], check=True)
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    for jar in (source / "target").glob("*.jar"):
-        shutil.copy2(jar, dest / jar.name)
-    stamp.write_text(digest.hexdigest() + "\n")
-    return True
+    return _built(project_root() / "jvm", "dr-stream",
+                  f"{pins.kafka} {pins.hadoop} {sorted(p.name for p in spark_jars_used.values())}",
+                  "jvm/ (interceptors, record path functions, connection check, dev Hadoop)",
+                  [*_maven(pins, spark_jars_used), "package", "-DskipTests"])
 
 
 def build_kafka4_helper(pins: JvmPins) -> bool:
     """Build jvm/kafka4/ (the share- and Streams-group helper, against Kafka 4's client) into
     `.cache/jars/dr-stream-kafka4`, apart from the jars Spark loads; False when up to date."""
     source = project_root() / "jvm" / "kafka4"
-    digest = hashlib.sha256(pins.kafka_broker.encode())
+    return _built(source, "dr-stream-kafka4", pins.kafka_broker, "jvm/kafka4/ (the share- and Streams-group helper)",
+                  ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), f"-Dkafka.version={pins.kafka_broker}",
+                   "package"])
+
+
+def _built(source: Path, name: str, pinned: str, what: str, command: list[str]) -> bool:
+    """Builds the Maven project at `source` into the jar set `name` unless its sources and pins
+    are those of the last build (a stamp of their digest); False when up to date."""
+    digest = hashlib.sha256(pinned.encode())
     for path in sorted([source / "pom.xml", *(source / "src").rglob("*.java")]):
         digest.update(path.read_bytes())
-    dest = jar_dir("dr-stream-kafka4")
+    dest = jar_dir(name)
     stamp = dest / _STAMP
     if stamp.exists() and stamp.read_text().strip() == digest.hexdigest() and any(dest.glob("*.jar")):
         return False
-    print("building jvm/kafka4/ (the share- and Streams-group helper) ...", file=sys.stderr, flush=True)
-    subprocess.run(["mvn", "-q", "-B", "-f", str(source / "pom.xml"), f"-Dkafka.version={pins.kafka_broker}",
-                    "package"], check=True)
+    print(f"building {what} ...", file=sys.stderr, flush=True)
+    subprocess.run(command, check=True)
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for jar in (source / "target").glob("*.jar"):

@@ -6,6 +6,7 @@ import pytest
 
 from dr_stream.core.config import FilterOverride, parse_flow
 from dr_stream.core.contracts import left_out_group
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.failback import FailbackError, FailbackReport, check_preconditions, restore_config
 from dr_stream.operations.failover import Positions
 from dr_stream.operations.report import format_failback
@@ -37,14 +38,18 @@ def test_copies_map_back_to_originals_unless_the_flow_copies_destination_records
     assert not maps_back(restore_config(config(), "t"))
 
 
+# a context connects to nothing until asked: the refusals come before any cluster is touched
+NO_CLUSTERS = FlowClusters.of(config())
+
+
 def test_failback_refuses_renamed_topics_before_touching_any_cluster():
     with pytest.raises(FailbackError, match=r"back.yaml: topics.rename: failback needs the same topic names"):
-        check_preconditions(config(topics={"rename": "dc2.${topic}"}))
+        check_preconditions(config(topics={"rename": "dc2.${topic}"}), NO_CLUSTERS)
 
 
 def test_failback_refuses_a_flow_without_provenance():
     with pytest.raises(FailbackError, match=r"needs provenance\.enabled"):
-        check_preconditions(config(provenance={"enabled": False}))
+        check_preconditions(config(provenance={"enabled": False}), NO_CLUSTERS)
 
 
 def test_left_out_marks_live_in_a_group_named_after_the_cluster_they_must_not_reach():

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -242,16 +242,15 @@ class ConsumerGroupOffsets:
     Invariant: like the Java client, a group whose read or commit failed maps to its error,
     never to "no offsets"."""
 
-    def __init__(self, cluster: ClusterConfig, timeout_s: float = 15.0) -> None:
+    def __init__(self, cluster: ClusterConfig, timeout_s: float = 15.0, admins: Admins | None = None) -> None:
         self.cluster = cluster
         self.timeout_s = timeout_s
-        self._admin: AdminClient | None = None
+        # the cluster's admin client: its context's (`cluster_context`), or one of its own
+        self._admins = admins or OwnAdmin(cluster)
 
     @property
     def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = clients.admin(self.cluster)
-        return self._admin
+        return self._admins.admin
 
     def list_groups(self) -> list[str]:
         return list_groups(self.admin, self.timeout_s)
@@ -261,9 +260,10 @@ class ConsumerGroupOffsets:
         one: librdkafka (2.16) keeps that request's coordinator look-up alive, and when the
         connection comes back it completes a request already freed and aborts the whole process
         (librdkafka issue 4605); destroying the client ends the look-up safely."""
-        found = group_states(self.admin, groups, self.timeout_s)
+        admin = self.admin
+        found = group_states(admin, groups, self.timeout_s)
         if any(isinstance(v, TimeoutError) for v in found.values()):
-            self._admin = None
+            self._admins.discard(admin)
         return found
 
     def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]:
@@ -293,4 +293,33 @@ class ConsumerGroupOffsets:
         return {g: exc for g, exc in _each(sorted(offsets), one).items() if exc is not None}
 
     def close(self) -> None:
-        self._admin = None
+        if isinstance(self._admins, OwnAdmin):
+            self._admins.discard(None)
+
+
+class Admins(Protocol):
+    """Where an admin client comes from: `admin` builds one at first use, `discard` drops it
+    (the next `admin` builds a new one) when it is the one given."""
+
+    @property
+    def admin(self) -> AdminClient: ...
+
+    def discard(self, admin: AdminClient | None) -> None: ...
+
+
+class OwnAdmin:
+    """An admin client of one's own, built at first use."""
+
+    def __init__(self, cluster: ClusterConfig) -> None:
+        self.cluster = cluster
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = clients.admin(self.cluster)
+        return self._admin
+
+    def discard(self, admin: AdminClient | None) -> None:
+        if admin is None or admin is self._admin:
+            self._admin = None

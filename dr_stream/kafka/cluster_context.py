@@ -1,0 +1,143 @@
+"""One cluster as a flow or a command meets it, and the pair a flow joins.
+
+A `ClusterContext` holds what every part of a flow or a command asks of a cluster: its alias and
+Java client properties, its cluster.id (learned once, by one probe), one admin client and one
+group-offsets face (`group_offsets.consumer_groups.ConsumerGroupOffsets`, on that admin). The
+parts take them from the context instead of building their own, so a command opens at most one
+client of each of those kinds per cluster, and a cluster's id is asked once however many parts
+need it.
+
+Invariants: constructing a context connects to nothing; each client is built at first use and
+at most once; `close` closes the clients the context opened (never one a part was handed by
+someone else), and a closed context opens nothing more.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from dr_stream.core.config import ClusterConfig, FlowConfig
+from dr_stream.kafka import clients
+from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
+from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids, require_cluster_id
+
+_UNASKED: Any = object()
+
+
+class ClusterContext:
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        self._cluster_id: str | None = None
+        self._reached: str | None = _UNASKED
+        self._admin: AdminClient | None = None
+        self._group_offsets: ConsumerGroupOffsets | None = None
+        self._closed = False
+
+    @property
+    def alias(self) -> str:
+        return self.config.alias
+
+    def java_properties(self) -> dict[str, str]:
+        return self.config.java_properties()
+
+    def cluster_id(self) -> str:
+        """The cluster.id of a cluster the caller cannot do without: ClusterAccessError (one line
+        naming the cluster and why) when it does not answer or refuses dr-stream."""
+        with self._lock:
+            if self._cluster_id is None:
+                self._cluster_id = require_cluster_id(self.config)
+            return self._cluster_id
+
+    def reachable_id(self) -> str | None:
+        """The cluster.id, or None when the cluster does not answer (a source that is gone); asked
+        once, so every part of a command sees the same answer."""
+        with self._lock:
+            if self._cluster_id is not None:
+                return self._cluster_id
+            if self._reached is _UNASKED:
+                self._reached = reachable_cluster_id(self.config)
+            return self._reached
+
+    def reached(self, cluster_id: str | None) -> None:
+        """What a probe of this cluster found (`FlowClusters.unreachable` probes both at once)."""
+        with self._lock:
+            self._reached = cluster_id
+
+    @property
+    def admin(self) -> AdminClient:
+        with self._lock:
+            self._open()
+            if self._admin is None:
+                self._admin = clients.admin(self.config)
+            return self._admin
+
+    @property
+    def group_offsets(self) -> ConsumerGroupOffsets:
+        """The groups' states and offsets through librdkafka, on this context's admin client."""
+        with self._lock:
+            self._open()
+            if self._group_offsets is None:
+                self._group_offsets = ConsumerGroupOffsets(self.config, admins=self)
+            return self._group_offsets
+
+    def discard(self, admin: AdminClient | None) -> None:
+        """Drops this admin client: the next `admin` builds a new one (a client whose describe
+        timed out must go, `ConsumerGroupOffsets.states`)."""
+        with self._lock:
+            if admin is None or admin is self._admin:
+                self._admin = None
+
+    def _open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"cluster {self.alias}: its context is closed")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            offsets, self._group_offsets, self._admin = self._group_offsets, None, None
+        if offsets is not None:
+            offsets.close()
+
+
+@dataclass
+class FlowClusters:
+    """A flow's two clusters, each with its context; a context manager that closes both."""
+
+    source: ClusterContext
+    destination: ClusterContext
+    config: FlowConfig = field(repr=False)
+
+    @classmethod
+    def of(cls, config: FlowConfig) -> FlowClusters:
+        return cls(ClusterContext(config.source), ClusterContext(config.destination), config)
+
+    def unreachable(self) -> list[str]:
+        """The aliases of the clusters that do not answer, both probed at once (one that refuses
+        dr-stream raises ClusterAccessError); each context keeps its answer."""
+        found = reachable_cluster_ids([self.source.config, self.destination.config])
+        for context, cluster_id in zip((self.source, self.destination), found, strict=True):
+            context.reached(cluster_id)
+        return [c.alias for c, cluster_id in zip((self.source, self.destination), found, strict=True)
+                if cluster_id is None]
+
+    def distinct_ids(self) -> tuple[str, str]:
+        """Both cluster.ids; ValueError when the two are one cluster (a flow would copy onto its source)."""
+        source, destination = self.source.cluster_id(), self.destination.cluster_id()
+        if source == destination:
+            raise ValueError(f"{self.config.path}: source and destination are the same cluster ({source})")
+        return source, destination
+
+    def close(self) -> None:
+        self.source.close()
+        self.destination.close()
+
+    def __enter__(self) -> FlowClusters:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
