@@ -148,9 +148,15 @@ def _dr_env(work: Path, source: LocalCluster, target: LocalCluster, tool: str, s
     # records nothing before it exits).
     recording = {"JAVA_TOOL_OPTIONS": JFR_OPTIONS} if jfr else {}
     return {**recording, "BENCH_SOURCE": source.bootstrap, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work),
-            "BENCH_TOPICS": DR_TOPICS, "BENCH_TRIGGER": DR_TRIGGER[tool], "BENCH_MAX_TRIGGER": "30s",
+            "BENCH_TOPICS": DR_TOPICS, "BENCH_TRIGGER": trigger(tool), "BENCH_MAX_TRIGGER": "30s",
             "BENCH_MODE": "realtime" if tool == DR_RT else "microbatch",
             "DR_STREAM_MASTER": f"local[{slots}]", "DR_STREAM_DRIVER_MEMORY": DR_DRIVER_MEMORY}
+
+
+def trigger(tool: str) -> str:
+    """The tool's trigger; `BENCH_TRIGGER` in the environment sets the micro-batch one (an arm of
+    `bench.ab`, say), which the tool's own environment would otherwise override."""
+    return os.environ.get("BENCH_TRIGGER", DR_TRIGGER[tool]) if tool != DR_RT else DR_TRIGGER[tool]
 
 
 def _cores() -> str:
@@ -167,7 +173,7 @@ def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, targ
                megabytes: float, log: Log, profiler: Profiler | None = None, catch_up_only: bool = False) -> ToolResult:
     slots = _slots(tool, size)
     env = _dr_env(work, source, target, tool, slots, jfr=profiler is not None)
-    settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {DR_TRIGGER[tool]}"
+    settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {trigger(tool)}"
                 + (", max_records_per_batch 500000" if tool == DR else "")
                 + f"; {_cores()}, local[{slots}] task slots"
                 + (" (real-time mode holds one per source partition)" if tool == DR_RT else "")
@@ -207,7 +213,7 @@ def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, ta
     env = {**_dr_env(work, source, target, tool, 2, jfr=profiler is not None),
            "BENCH_TOPICS": r"bench\.catchup|bench\.plain\..*", "BENCH_WORK": str(work)}
     settings = (f"bench/plain_spark.py: Spark's Kafka source -> Spark's Kafka sink, nothing else; trigger "
-                f"{DR_TRIGGER[tool]}, maxOffsetsPerTrigger 500000; {_cores()}, local[2], driver {DR_DRIVER_MEMORY}, "
+                f"{trigger(tool)}, maxOffsetsPerTrigger 500000; {_cores()}, local[2], driver {DR_DRIVER_MEMORY}, "
                 "dr-stream's JVM options, one task per core, asynchronous progress tracking; sink acks=all, "
                 "idempotent, linger 5 ms, batch 256 KiB; no timestamp "
                 "carried, no provenance, no offset index, no translation")

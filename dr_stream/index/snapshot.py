@@ -36,7 +36,8 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
     store = index.store(origin_cluster)
-    admin = admin or clients.admin(config.destination)  # the command's (`kafka.cluster_context`), else one
+    if admin is None:  # else the command's (`kafka.cluster_context`); a client with nothing queued is falsy
+        admin = clients.admin(config.destination)
     topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):
         position = index.runs_topic_position()

@@ -75,7 +75,7 @@ class UnreplicatedRecords:
 
     def _candidates(self) -> DataFrame | None:
         """Records of the returning cluster after the newest original the source has a copy of."""
-        admin = self._admin or clients.admin(self.config.destination)
+        admin = self._admin if self._admin is not None else clients.admin(self.config.destination)
         bounds = log_bounds(admin, matching_partitions(admin, self.config.remote_topic_filter))
         newest = self._newest_originals()
         starts: dict[str, dict[str, int]] = {}

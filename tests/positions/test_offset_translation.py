@@ -149,6 +149,37 @@ class TestWhitePaperCase:
         reread, skipped = reread_and_skipped(resumed_origins(dc2.bootstrap, wp.topic, wp.group)[0], 8000, 10_000)
         assert (reread, skipped) == (0, 0)
 
+    def test_a_failover_asks_each_cluster_its_id_once_and_opens_one_admin_client_per_cluster(
+            self, spark, flow, dc1, dc2, monkeypatch):
+        import threading
+        from collections import Counter
+
+        from dr_stream.kafka import clients
+
+        once = copied(flow, dc1, dc2, "once", 100, {0: 60})
+        opened: Counter = Counter()
+        real_admin, real_probe = clients.admin, clients.probe_admin
+
+        def ours() -> bool:  # the command's thread and its probes' pool, not the running flow's threads
+            name = threading.current_thread().name
+            return name == "MainThread" or name.startswith("ThreadPoolExecutor")
+
+        def admin(cluster, settings=None):
+            if ours() and not (settings or {}).get("error_cb"):
+                opened[("admin", cluster.alias)] += 1
+            return real_admin(cluster, settings)
+
+        def probe_admin(cluster, on_error):
+            if ours():
+                opened[("cluster.id", cluster.alias)] += 1
+            return real_probe(cluster, on_error)
+
+        monkeypatch.setattr(clients, "admin", admin)
+        monkeypatch.setattr(clients, "probe_admin", probe_admin)
+        row = once.row(flow.config)
+        assert (row.translation.method, row.action) in {("exact", "committed"), ("exact", "unchanged")}
+        assert opened == {("admin", "dc1"): 1, ("admin", "dc2"): 1, ("cluster.id", "dc1"): 1, ("cluster.id", "dc2"): 1}
+
     def test_two_records_never_replicated_are_reported_lost_and_the_rest_resume_exactly(
             self, spark, dc1, dc2, tmp_path):
         topic, group = unique("rpo."), unique("xg-rpo-")

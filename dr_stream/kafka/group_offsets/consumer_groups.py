@@ -246,7 +246,7 @@ class ConsumerGroupOffsets:
         self.cluster = cluster
         self.timeout_s = timeout_s
         # the cluster's admin client: its context's (`cluster_context`), or one of its own
-        self._admins = admins or OwnAdmin(cluster)
+        self._admins = admins if admins is not None else OwnAdmin(cluster)
 
     @property
     def admin(self) -> AdminClient:
