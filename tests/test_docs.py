@@ -134,3 +134,14 @@ def test_the_readmes_headline_against_mirrormaker_2_is_the_latest_bench_results(
              f"steady p99 is {p99[1]} ms against its {p99[3]} ms", f"{rss[4]}x its memory",
              f"re-reads {reread[0]} to {reread[1]}"]
     assert [s for s in shown if s not in text] == []
+
+
+def test_the_notebook_is_committed_with_the_outputs_of_a_run_and_its_lag_plot():
+    import json
+
+    cells = json.loads((ROOT / "notebooks" / "offset_index.ipynb").read_text())["cells"]
+    code = [c for c in cells if c["cell_type"] == "code" and "spark.stop()" not in "".join(c["source"])]
+    assert code and all(c.get("outputs") for c in code), "run `python -m tools.notebook_outputs`"
+    assert any("image/png" in o.get("data", {}) for c in code for o in c["outputs"])
+    shown = "".join("".join(o.get("text", "")) for c in code for o in c["outputs"])
+    assert "worked by hand: matches" in shown
