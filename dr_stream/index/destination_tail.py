@@ -16,17 +16,18 @@ cases both must answer alike.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.core.provenance import Headers, newest_entry
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import consumed
-from dr_stream.kafka.clients import CONSUME_WAIT_S, consuming
+from dr_stream.kafka.clients import CONSUME_WAIT_S, LentConsumer, consuming
 
 # (destination topic, partition, offset, timestamp ms, headers)
 Record = tuple[str, int, int, int, Headers]
@@ -62,18 +63,19 @@ class TailTimedOut(RuntimeError):
 
 def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int, int]], header: str,
               source_cluster_id: str, renamer: TopicRenamer, idle_s: float = 10.0,
-              deadline_s: float | None = None) -> list[Run]:
+              deadline_s: float | None = None, reader: LentConsumer | None = None) -> list[Run]:
     """The flow's runs in [first, end) of each destination partition in `gaps`, every partition
     read side by side.
 
     Reading stops early only when no record came for `idle_s` seconds (the partitions still open
     are left as read), or, with `deadline_s`, when the whole read took longer: then it raises
-    TailTimedOut, since runs of some partitions and not others would look complete.
+    TailTimedOut, since runs of some partitions and not others would look complete. `reader`: a
+    command's reader of the destination (`cluster_context`), else a consumer of its own.
     """
     wanted = {tp: span for tp, span in gaps.items() if span[1] > span[0]}
     read: dict[tuple[str, int], list[Record]] = {tp: [] for tp in wanted}
     began = time.monotonic()
-    with consuming(destination, "dr-stream-tail", {"enable.partition.eof": True}) as consumer:
+    with _reading(destination, reader) as consumer:
         consumer.assign([TopicPartition(t, p, first) for (t, p), (first, _) in wanted.items()])
         open_partitions = set(wanted)
         idle_until = time.monotonic() + idle_s
@@ -95,3 +97,19 @@ def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int,
                     open_partitions.discard(tp)
                     consumer.pause([TopicPartition(*tp)])
     return runs_of_records((r for tp in sorted(read) for r in read[tp]), header, source_cluster_id, renamer)
+
+
+@contextmanager
+def _reading(destination: ClusterConfig, reader: LentConsumer | None) -> Iterator[Consumer]:
+    """The lent reader, its partitions resumed and dropped after (librdkafka keeps a partition
+    paused across assignments), or a consumer of the tail's own, closed after."""
+    if reader is None:
+        with consuming(destination, "dr-stream-tail", {"enable.partition.eof": True}) as consumer:
+            yield consumer
+        return
+    consumer = reader.get()
+    try:
+        yield consumer
+    finally:
+        consumer.resume(consumer.assignment())
+        reader.close()

@@ -58,11 +58,14 @@ class RunsRead:
 class RunsReader:
     """Reads the runs topic from a given offset; opens its consumer at the first read."""
 
-    def __init__(self, destination: ClusterConfig, topic: str, start: int | None = None) -> None:
+    def __init__(self, destination: ClusterConfig, topic: str, start: int | None = None,
+                 reader: clients.LentConsumer | None = None) -> None:
+        """`reader`: a command's reader of the destination (`cluster_context`), else one of its own."""
         self.topic = topic
         self.position = start
-        self._consumer = clients.OnDemandConsumer(destination, "dr-stream-runs",
-                                                  {"enable.partition.eof": True, "fetch.wait.max.ms": 50})
+        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = reader if reader is not None else \
+            clients.OnDemandConsumer(destination, "dr-stream-runs", {"enable.partition.eof": True,
+                                                                     "fetch.wait.max.ms": 50})
         self._assigned = False
 
     def end(self, timeout: float = 10.0) -> int:
@@ -79,6 +82,8 @@ class RunsReader:
             self._assigned = True
         runs, malformed = [], 0
         for msg in consumer.consume(num_messages=most, timeout=timeout):
+            if msg.topic() != self.topic:  # a lent reader's earlier assignment, not yet drained
+                continue
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:

@@ -24,6 +24,7 @@ from dr_stream.index.run_store import RunStore
 from dr_stream.index.runs_topic import RunsReader
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, partition_counts
+from dr_stream.kafka.clients import LentConsumer
 
 # A failover reads at most this many records past the last known run of a partition.
 TAIL_LIMIT = 200_000
@@ -31,7 +32,7 @@ TAIL_LIMIT = 200_000
 
 def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | None,
                    partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print,
-                   admin: AdminClient | None = None) -> RunStore:
+                   admin: AdminClient | None = None, reader: LentConsumer | None = None) -> RunStore:
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
@@ -41,22 +42,22 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
     topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):
         position = index.runs_topic_position()
-        reader = RunsReader(config.destination, topic, None if position is None else position + 1)
+        runs = RunsReader(config.destination, topic, None if position is None else position + 1, reader)
         try:
-            got = reader.read_to_end(timeout=15)
+            got = runs.read_to_end(timeout=15)
             store.extend(run for _, run in got.runs if origin_cluster in (None, run.origin_cluster))
         finally:
-            reader.close()
+            runs.close()
         log(f"offset index: {len(store)} runs ({len(got.runs)} published since the table's last write)")
     else:
         log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
     if origin_cluster is not None:
-        _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log)
+        _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log, reader)
     return store
 
 
 def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,
-              partitions: list[tuple[str, int]], log: Callable[[str], None]) -> None:
+              partitions: list[tuple[str, int]], log: Callable[[str], None], reader: LentConsumer | None) -> None:
     indexed = {(r.dest_topic, r.dest_partition) for r in store}
     gaps = {}
     for dest, (first, end) in store.uncovered(log_bounds(admin, [p for p in partitions if p in indexed])).items():
@@ -66,7 +67,8 @@ def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,
         else:
             gaps[dest] = (first, end)
     if gaps:
-        found = read_tail(config.destination, gaps, config.provenance.header, origin_cluster, config.renamer)
+        found = read_tail(config.destination, gaps, config.provenance.header, origin_cluster, config.renamer,
+                          reader=reader)
         store.extend(found)
         if found:
             log(f"offset index: {sum(r.records for r in found)} copies at the end of the destination had no "

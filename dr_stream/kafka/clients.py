@@ -150,3 +150,30 @@ class OnDemandConsumer:
             self._client.close()
             self._client = None
 
+
+class LentConsumer:
+    """Another's on-demand consumer, used as one's own for a while (a command's one reader of a
+    cluster, `cluster_context`): `get` opens it, `close` leaves it open for its owner and only
+    drops the partitions the borrower assigned. A borrower assigns what it reads each time."""
+
+    def __init__(self, owner: OnDemandConsumer) -> None:
+        self.owner = owner
+
+    @property
+    def opened(self) -> bool:
+        return self.owner.opened
+
+    def get(self) -> Consumer:
+        return self.owner.get()
+
+    def close(self) -> None:
+        if self.owner.opened:
+            self.owner.get().unassign()
+
+
+# Settings of a command's one reader per cluster: it serves every look-up that reads records at
+# known offsets (runs, a destination's tail, record timestamps, returned records), each of which
+# ends at a partition's end and must not wait out the broker's 500 ms fetch wait there.
+READER_SETTINGS: Settings = {"enable.partition.eof": True, "fetch.wait.max.ms": 10,
+                             "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+

@@ -2,10 +2,12 @@
 
 A `ClusterContext` holds what every part of a flow or a command asks of a cluster: its alias and
 Java client properties, its cluster.id (learned once, by one probe), one admin client and one
-group-offsets face (`group_offsets.consumer_groups.ConsumerGroupOffsets`, on that admin). The
-parts take them from the context instead of building their own, so a command opens at most one
-client of each of those kinds per cluster, and a cluster's id is asked once however many parts
-need it.
+group-offsets face (`group_offsets.consumer_groups.ConsumerGroupOffsets`, on that admin) and one
+record reader (a consumer that never joins a group, lent to each look-up in turn). The parts take
+them from the context instead of building their own, so a command opens at most one client of
+each kind per cluster, and a cluster's id is asked once however many parts need it. The one
+exception is a commit: librdkafka commits a group's offsets only through a consumer of that
+group, so a command that moves groups opens one such consumer per group it commits.
 
 Invariants: constructing a context connects to nothing; each client is built at first use and
 at most once; `close` closes the clients the context opened (never one a part was handed by
@@ -36,6 +38,7 @@ class ClusterContext:
         self._reached: str | None = _UNASKED
         self._admin: AdminClient | None = None
         self._group_offsets: ConsumerGroupOffsets | None = None
+        self._reader = clients.OnDemandConsumer(config, "dr-stream-reader", clients.READER_SETTINGS)
         self._closed = False
 
     @property
@@ -85,6 +88,13 @@ class ClusterContext:
                 self._group_offsets = ConsumerGroupOffsets(self.config, admins=self)
             return self._group_offsets
 
+    def reader(self) -> clients.LentConsumer:
+        """The cluster's one record reader, lent to a step: it assigns what it reads, and its
+        `close` leaves the reader to the context."""
+        with self._lock:
+            self._open()
+        return clients.LentConsumer(self._reader)
+
     def discard(self, admin: AdminClient | None) -> None:
         """Drops this admin client: the next `admin` builds a new one (a client whose describe
         timed out must go, `ConsumerGroupOffsets.states`)."""
@@ -102,6 +112,7 @@ class ClusterContext:
             offsets, self._group_offsets, self._admin = self._group_offsets, None, None
         if offsets is not None:
             offsets.close()
+        self._reader.close()
 
 
 @dataclass

@@ -70,7 +70,7 @@ def _live_positions(config: FlowConfig, clusters: FlowClusters, source_id: str, 
                     forward_except: str | None, streams: StreamsGroupStates | None) -> SourcePositions:
     commits = current_commits(config.source, clusters.source.admin, config.group_filter, config.topic_filter,
                               group_pattern, forward_except, sorted(streams.listed()) if streams else ())
-    timestamps = RecordTimestamps(config.source)
+    timestamps = RecordTimestamps(config.source, clusters.source.reader())
     try:
         commits = stamped(commits, timestamps)
     finally:
@@ -117,16 +117,18 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         found = source_positions(config, tables, clusters, group_pattern, streams)
         returned = None
         if found.live and maps_back(config):
-            returned = ReturnedRecords(config.source, config.provenance.header, destination_id)
+            returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
+                                       clusters.source.reader())
         dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
         store = index_snapshot(config, tables.index, found.origin_cluster, dests, log,
-                               admin=clusters.destination.admin)
+                               admin=clusters.destination.admin, reader=clusters.destination.reader())
         admins = {config.destination.alias: clusters.destination.admin}
         if found.live:
             admins[config.source.alias] = clusters.source.admin
         translator = OffsetTranslator(store.locate, config.renamer, config.destination,
                                       source=config.source if found.live else None,
-                                      known_source_ends=found.known_ends, returned=returned, admins=admins)
+                                      known_source_ends=found.known_ends, returned=returned, admins=admins,
+                                      destination_reader=clusters.destination.reader())
         try:
             translations = translator.translate(found.commits)
         finally:

@@ -59,7 +59,7 @@ def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowCluste
     with the source down (`source_up` False), what the index knows."""
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
         copied = index_snapshot(config, tables.index, None, (), log=lambda _: None,
-                                admin=clusters.destination.admin).last_copied()
+                                admin=clusters.destination.admin, reader=clusters.destination.reader()).last_copied()
     else:
         copied = tables.index.store().last_copied()
     next_offsets = {key: last + 1 for key, last in copied.items()}
@@ -67,7 +67,7 @@ def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowCluste
     if source_up:
         admin = clusters.source.admin
         bounds = log_bounds(admin, matching_partitions(admin, config.topic_filter, timeout=5), timeout=5)
-    stamps = RecordTimestamps(config.source)
+    stamps = RecordTimestamps(config.source, clusters.source.reader())
     try:
         timestamps = stamps.of_records(first_waiting(bounds, next_offsets)) if bounds else {}
     finally:

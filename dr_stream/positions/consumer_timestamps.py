@@ -145,9 +145,11 @@ class RecordTimestamps:
     """Looks up the timestamp of the record just before a committed offset (its consumer is
     opened at the first look-up and closed by `close`)."""
 
-    def __init__(self, cluster: ClusterConfig) -> None:
-        self._consumer = clients.OnDemandConsumer(cluster, "dr-stream-timestamps",
-                                                  {"enable.partition.eof": True, "fetch.wait.max.ms": 10})
+    def __init__(self, cluster: ClusterConfig, reader: clients.LentConsumer | None = None) -> None:
+        """`reader`: a command's reader of the cluster (`cluster_context`), else one of its own."""
+        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = reader if reader is not None else \
+            clients.OnDemandConsumer(cluster, "dr-stream-timestamps", {"enable.partition.eof": True,
+                                                                       "fetch.wait.max.ms": 10})
 
     def before_each(self, offsets: Iterable[tuple[str, int, int]],
                     timeout: float = 5.0) -> dict[tuple[str, int, int], int]:

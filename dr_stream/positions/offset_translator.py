@@ -44,7 +44,8 @@ class OffsetTranslator:
     def __init__(self, locate: Locate, renamer: TopicRenamer,
                  destination: ClusterConfig, source: ClusterConfig | None = None,
                  known_source_ends: dict[tuple[str, int], int] | None = None,
-                 returned: ReturnedRecords | None = None, admins: Mapping[str, AdminClient] | None = None) -> None:
+                 returned: ReturnedRecords | None = None, admins: Mapping[str, AdminClient] | None = None,
+                 destination_reader: clients.LentConsumer | None = None) -> None:
         self.locate = locate
         self.renamer = renamer
         self.destination = destination
@@ -54,7 +55,8 @@ class OffsetTranslator:
         self.returned = returned
         # admin clients by alias: a command's (its cluster contexts'), else built here at first use
         self._admins: dict[str, AdminClient] = dict(admins or {})
-        self._dest_consumer = clients.OnDemandConsumer(destination, "dr-stream-translate")
+        self._dest_consumer: clients.OnDemandConsumer | clients.LentConsumer = destination_reader \
+            if destination_reader is not None else clients.OnDemandConsumer(destination, "dr-stream-translate")
 
     def _admin(self, cluster: ClusterConfig) -> AdminClient:
         if cluster.alias not in self._admins:

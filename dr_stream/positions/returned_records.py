@@ -36,15 +36,18 @@ class ReturnedRecords:
     """Looks up, on the source, the destination original of the record at an offset (its consumer
     is opened at the first look-up and closed by `close`)."""
 
-    def __init__(self, source: ClusterConfig, header: str, destination_cluster_id: str) -> None:
+    def __init__(self, source: ClusterConfig, header: str, destination_cluster_id: str,
+                 reader: clients.LentConsumer | None = None) -> None:
+        """`reader`: a command's reader of the source (`cluster_context`), else one of its own."""
         self.source = source
         self.header = header
         self.destination_cluster_id = destination_cluster_id
         # A look-up at the end of a partition must not wait out the broker's default 500 ms fetch wait.
-        self._consumer = clients.OnDemandConsumer(source, "dr-stream-returned", {
-            "enable.partition.eof": True, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 10,
-        })
+        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = reader if reader is not None else \
+            clients.OnDemandConsumer(source, "dr-stream-returned", {
+                "enable.partition.eof": True, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 10,
+            })
         # A record never changes once written: what it says is kept (not the end of a log, which moves).
         self._known: dict[LookUp, int | None] = {}
 

@@ -149,7 +149,7 @@ class TestWhitePaperCase:
         reread, skipped = reread_and_skipped(resumed_origins(dc2.bootstrap, wp.topic, wp.group)[0], 8000, 10_000)
         assert (reread, skipped) == (0, 0)
 
-    def test_a_failover_asks_each_cluster_its_id_once_and_opens_one_admin_client_per_cluster(
+    def test_a_failover_asks_each_cluster_its_id_once_and_opens_one_admin_client_and_one_reader_per_cluster(
             self, spark, flow, dc1, dc2, monkeypatch):
         import threading
         from collections import Counter
@@ -174,11 +174,20 @@ class TestWhitePaperCase:
                 opened[("cluster.id", cluster.alias)] += 1
             return real_probe(cluster, on_error)
 
+        def consumer(cluster, group, settings=None):
+            if ours():  # a group's own consumer reads or commits its offsets; every other read is the reader's
+                opened[("consumer", cluster.alias, "of the group" if group == once.group else group)] += 1
+            return real_consumer(cluster, group, settings)
+
+        real_consumer = clients.consumer
         monkeypatch.setattr(clients, "admin", admin)
         monkeypatch.setattr(clients, "probe_admin", probe_admin)
+        monkeypatch.setattr(clients, "consumer", consumer)
         row = once.row(flow.config)
         assert (row.translation.method, row.action) in {("exact", "committed"), ("exact", "unchanged")}
-        assert opened == {("admin", "dc1"): 1, ("admin", "dc2"): 1, ("cluster.id", "dc1"): 1, ("cluster.id", "dc2"): 1}
+        assert {k: n for k, n in opened.items() if k[0] != "consumer" or k[2] != "of the group"} == {
+            ("admin", "dc1"): 1, ("admin", "dc2"): 1, ("cluster.id", "dc1"): 1, ("cluster.id", "dc2"): 1,
+            ("consumer", "dc1", "dr-stream-reader"): 1, ("consumer", "dc2", "dr-stream-reader"): 1}
 
     def test_two_records_never_replicated_are_reported_lost_and_the_rest_resume_exactly(
             self, spark, dc1, dc2, tmp_path):
