@@ -14,8 +14,8 @@ import re
 from confluent_kafka import TopicPartition
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import partition_counts
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions import GroupSync, SyncAction
 
 
@@ -30,9 +30,11 @@ def parse_datetime(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def offsets_at(cluster: ClusterConfig, partitions: list[tuple[str, int]], at_ms: int) -> dict[tuple[str, int], int]:
+def offsets_at(context: ClusterContext, partitions: list[tuple[str, int]], at_ms: int) -> dict[tuple[str, int], int]:
     """First offset with timestamp >= at_ms per partition; the log end where every record is older."""
-    with clients.consuming(cluster, "dr-stream-reset") as consumer:
+    reader = context.reader()
+    try:
+        consumer = reader.get()
         found = consumer.offsets_for_times([TopicPartition(t, p, at_ms) for t, p in partitions], timeout=15)
         out = {}
         for tp in found:
@@ -40,14 +42,24 @@ def offsets_at(cluster: ClusterConfig, partitions: list[tuple[str, int]], at_ms:
                 tp.offset = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=15)[1]
             out[(tp.topic, tp.partition)] = tp.offset
         return out
+    finally:
+        reader.close()
 
 
 def reset_to_datetime(cluster: ClusterConfig, group: str, topic_pattern: str, at_ms: int,
                       dry_run: bool = False) -> list[SyncAction]:
-    counts = partition_counts(clients.admin(cluster))
-    partitions = [(t, p) for t, n in sorted(counts.items()) if re.fullmatch(topic_pattern, t) and not t.startswith("__")
-                  for p in range(n)]
-    if not partitions:
-        raise ValueError(f"no topic matches {topic_pattern!r}")
-    wanted = offsets_at(cluster, partitions, at_ms)
-    return GroupSync(cluster, "reset-offsets").apply(group, wanted, force=True, dry_run=dry_run)
+    context = ClusterContext(cluster)  # one admin client and one reader for the whole reset
+    try:
+        counts = partition_counts(context.admin)
+        partitions = [(t, p) for t, n in sorted(counts.items())
+                      if re.fullmatch(topic_pattern, t) and not t.startswith("__") for p in range(n)]
+        if not partitions:
+            raise ValueError(f"no topic matches {topic_pattern!r}")
+        wanted = offsets_at(context, partitions, at_ms)
+        sync = GroupSync(cluster, "reset-offsets", offsets=context.group_offsets)
+        try:
+            return sync.apply(group, wanted, force=True, dry_run=dry_run)
+        finally:
+            sync.close()
+    finally:
+        context.close()
