@@ -27,7 +27,6 @@ from dr_stream.core.config_def import (
     ConfigError,
     Count,
     Derived,
-    Each,
     Flag,
     Key,
     Nested,
@@ -189,7 +188,7 @@ OVERRIDE = Section("provenance.filter_overrides[]", "An entry of `provenance.fil
 PROVENANCE_KEYS = (
     Key("enabled", Flag(), "add and honour the provenance header (loop prevention, exactly once, translation)", True),
     Key("header", Text(), "the header's key", PROVENANCE_HEADER),
-    Key("filter_overrides", Each(OVERRIDE), "records the cycle rule lets through (below)", []),
+    Key("filter_overrides", Nested(OVERRIDE, many=True), "records the cycle rule lets through (below)", []),
     Key("forward", Flag(), "copy what the source received from other clusters (records, and group positions "
         "dr-stream synced there): a hop of a chain. `false` in a full mesh: only the source's own records and "
         "consumers' positions ([topologies](../topologies.md))", True),

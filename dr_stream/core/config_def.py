@@ -209,29 +209,18 @@ class Properties:
 
 @dataclass(frozen=True)
 class Nested:
-    """A mapping read by its own section."""
+    """A mapping read by its own section, or (`many`) a list of such mappings."""
 
     section: Section
+    many: bool = False
 
     @property
     def type_doc(self) -> str:
-        return "mapping"
+        return "list of mappings" if self.many else "mapping"
 
     def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> Any:
-        return self.section.read(r, value, key, context)
-
-
-@dataclass(frozen=True)
-class Each:
-    """A list of mappings, each read by the section."""
-
-    section: Section
-
-    @property
-    def type_doc(self) -> str:
-        return "list of mappings"
-
-    def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> tuple[Any, ...]:
+        if not self.many:
+            return self.section.read(r, value, key, context)
         if not isinstance(value, list):
             raise r.fail(key, "expected a list")
         return tuple(self.section.read(r, item, f"{key}[{i}]", context) for i, item in enumerate(value))
@@ -348,13 +337,13 @@ def reference(sections: tuple[tuple[str, Section], ...]) -> str:
         for key in section.keys:
             if key.default is REQUIRED:
                 default = "required"
-            elif isinstance(key.kind, Nested):
+            elif isinstance(key.kind, Nested) and not key.kind.many:
                 default = f"`{key.name}` below"
             elif key.default is None:
                 default = "not set"
             elif isinstance(key.default, Derived):
                 default = key.default.shown
-            elif isinstance(key.kind, (Patterns, Properties, Each)):
+            elif isinstance(key.kind, (Patterns, Properties, Nested)):
                 default = f"`{json.dumps(key.default)}`" if key.default not in ([], {}) else "none"
             else:
                 default = f"`{str(key.default).lower() if isinstance(key.default, bool) else key.default}`"
