@@ -278,15 +278,12 @@ class ReplicationFlow:
         self.log(f"{what}: replicate query running after {self.clock.shown()}")
         return query
 
-    def _start_query(self) -> StreamingQuery:
-        replicated = self.topic_watch.sync()
-        # the largest max.message.bytes a replicated topic allows: the sink is sized for it
-        message_bytes = self.topic_sync.largest_message_bytes
-        self.clock.mark("topics")
+    def _resume_marks(self, replicated: dict[str, int]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """Fixes this start's resume filter: the last copy of each partition (`resume`), the
+        partitions held at a refused record (`holds`), the records a failed write left out below
+        the last copy, and what the source lost since (`loss_watch`); returns the ranges copied past
+        a gap, which the filter skips."""
         config = self.config
-        if config.streaming.realtime:
-            self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
-                                   config.path))
         if config.capabilities.exactly_once and self.feed:
             self._marks, self._left_out, rewound = marks_at_start(self.feed, config, self._source_admin,
                                                                   self.destination_cluster_id, replicated, self.log,
@@ -304,6 +301,18 @@ class ReplicationFlow:
         resume_at = {k: o for k, o in starts.items() if k in holding.released() and k[0] in replicated}
         self._marks = self.losses.at_start(replicated, self._marks, {k: starts[k] for k in self._held}, resume_at,
                                            rewound)
+        return copied
+
+    def _start_query(self) -> StreamingQuery:
+        replicated = self.topic_watch.sync()
+        # the largest max.message.bytes a replicated topic allows: the sink is sized for it
+        message_bytes = self.topic_sync.largest_message_bytes
+        self.clock.mark("topics")
+        config = self.config
+        if config.streaming.realtime:
+            self.log(require_slots(dict(self.spark.sparkContext.getConf().getAll()), sum(replicated.values()),
+                                   config.path))
+        copied = self._resume_marks(replicated)
         self.topic_watch.started(replicated, message_bytes, self._marks)
         self.clock.mark("resume marks, losses")
         source = self.spark.readStream.format("kafka").options(
