@@ -60,12 +60,22 @@ delete_topics = workload.delete_topics
 
 
 def topic_config(bootstrap: str, name: str) -> dict[str, str]:
+    """The topic's configs. On a cluster of three nodes a topic created a moment ago may not be
+    known yet to the node the describe reaches (the creation reaches the others a little later):
+    that node's UNKNOWN_TOPIC_OR_PART is asked again for up to 30 s."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     client = admin(bootstrap)
     resource = ConfigResource(ResourceType.TOPIC, name)
-    entries = client.describe_configs([resource])[resource].result(timeout=30)
-    return {k: e.value for k, e in entries.items()}
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            entries = client.describe_configs([resource])[resource].result(timeout=30)
+            return {k: e.value for k, e in entries.items()}
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def set_topic_config(bootstrap: str, name: str, settings: dict[str, str]) -> None:
