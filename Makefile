@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -46,6 +46,12 @@ test-jvm: setup
 # Only the cases on the local HDFS and YARN (cluster and client mode, restarts, state on HDFS).
 test-yarn: setup dist
 	$(PY) -m pytest -q -m yarn
+
+# The dev Kubernetes end to end (`dr-stream dev k8s`): Kubernetes built from the Go module proxy and
+# containerd from Debian's packages (the first build about 30 min, cached; then about 3 min). Not
+# part of `make test`.
+test-k8s: setup
+	$(PY) -m pytest -q -m kube tests/kube
 
 demo: setup
 	$(PY) -m dr_stream.dev.demo

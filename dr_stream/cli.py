@@ -27,8 +27,12 @@ def _dev(args: argparse.Namespace) -> int:
         from dr_stream.dev.hadoop_commands import yarn_command
 
         return yarn_command(words[1])
+    if words[:1] == ["k8s"] and len(words) == 2 and words[1] in ("up", "down", "status"):
+        from dr_stream.dev.kube_commands import kube_command
+
+        return kube_command(words[1])
     if len(words) != 1 or words[0] not in ("up", "down", "status"):
-        print("dr-stream dev: expected up | down | status, or yarn up | down | status", file=sys.stderr)
+        print("dr-stream dev: expected up | down | status, or yarn | k8s up | down | status", file=sys.stderr)
         return ExitCode.USAGE
     from dr_stream.dev.cluster_commands import clusters_command
 
@@ -187,10 +191,11 @@ def _check(args: argparse.Namespace) -> int:
 
 def _flow_commands(sub) -> None:
     dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092); "
-                                     "`dev yarn ...`: a local HDFS and YARN (NameNode on 19800)")
-    dev.add_argument("words", nargs="+", metavar="[yarn] {up,down,status}",
+                                     "`dev yarn ...`: a local HDFS and YARN (NameNode on 19800); "
+                                     "`dev k8s ...`: a single-node Kubernetes (API server on 16443)")
+    dev.add_argument("words", nargs="+", metavar="[yarn|k8s] {up,down,status}",
                      help="up, down or status of the local clusters; yarn up | down | status: of the local HDFS "
-                          "and YARN")
+                          "and YARN; k8s up | down | status: of the local Kubernetes (built once, then cached)")
     dev.add_argument("--brokers", type=int, default=None, metavar="N",
                      help="KRaft nodes per cluster for `up` (default 1; 3: replication factor 3, "
                           "min.insync.replicas 2, node 1 on the usual bootstrap port); down and status "

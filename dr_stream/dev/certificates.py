@@ -44,19 +44,25 @@ class Pki:
         return self.home / "client.pem"
 
 
-def _run(*command: str, cwd: Path) -> None:
+def run_openssl(*command: str, cwd: Path) -> None:
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"{command[0]} {command[1]} failed: {(result.stderr or result.stdout).strip()[:300]}")
 
 
-def _signed(home: Path, name: str, subject: str, extensions: str) -> None:
-    _run("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-         f"{name}.csr", "-subj", subject, cwd=home)
+def signed(home: Path, name: str, subject: str, extensions: str, days: int = 2) -> None:
+    """`<name>.key` and `<name>.crt` under `home`, signed by its `ca.pem` / `ca.key`."""
+    run_openssl("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+                f"{name}.csr", "-subj", subject, cwd=home)
     (home / f"{name}.ext").write_text(extensions)
-    _run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-         "-out", f"{name}.crt", "-days", "2", "-sha256", "-extfile", f"{name}.ext", cwd=home)
-    _run("openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-certfile", "ca.pem",
+    run_openssl("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", f"{name}.crt", "-days", str(days), "-sha256", "-extfile", f"{name}.ext",
+                cwd=home)
+
+
+def _signed_with_stores(home: Path, name: str, subject: str, extensions: str) -> None:
+    signed(home, name, subject, extensions)
+    run_openssl("openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-certfile", "ca.pem",
          "-name", name, "-out", f"{name}.p12", "-passout", f"pass:{STORE_PASSWORD}", cwd=home)
 
 
@@ -66,13 +72,13 @@ def make_pki(home: Path, client_cn: str = "drs-client") -> Pki:
     if pki.client_pem.exists():
         return pki
     home.mkdir(parents=True, exist_ok=True)
-    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+    run_openssl("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
          "-days", "2", "-subj", "/CN=dr-stream test CA", cwd=home)
-    _signed(home, "broker", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    _signed(home, "client", f"/CN={client_cn}", "extendedKeyUsage=clientAuth\n")
+    _signed_with_stores(home, "broker", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _signed_with_stores(home, "client", f"/CN={client_cn}", "extendedKeyUsage=clientAuth\n")
     pki.client_pem.write_text((home / "client.key").read_text() + (home / "client.crt").read_text()
                               + pki.ca_pem.read_text())
     for store, kind in ((pki.truststore_jks, "JKS"), (pki.truststore_p12, "PKCS12")):
-        _run("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", store.name,
+        run_openssl("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", store.name,
              "-storetype", kind, "-storepass", STORE_PASSWORD, cwd=home)
     return pki

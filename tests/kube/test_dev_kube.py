@@ -1,0 +1,102 @@
+"""The dev Kubernetes on this machine, end to end: `make test-k8s` runs these (not `make test`).
+
+The first run builds Kubernetes from the Go module proxy (20-30 minutes on 2 cores); later runs
+find the binaries cached and start the cluster in about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dr_stream.dev.kube import NODE, NODE_IP, LocalKube
+from dr_stream.dev.kube_commands import kube_command
+
+pytestmark = [pytest.mark.integration, pytest.mark.kube]
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKube]:
+    cluster = LocalKube(tmp_path_factory.mktemp("kube") / "k8s")
+    try:
+        cluster.up(say=print, timeout=600)
+        yield cluster
+    finally:
+        cluster.down(say=print)
+
+
+def _pod(name: str, host_network: bool) -> str:
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"hostNetwork": host_network, "terminationGracePeriodSeconds": 2,
+                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                 "imagePullPolicy": "Never"}]},
+    })
+
+
+def _wait_running(kube: LocalKube, name: str, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        pod = json.loads(kube.kubectl("get", "pod", name, "-o", "json"))
+        if pod["status"].get("phase") == "Running":
+            return pod
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pod {name} not running after {timeout}s: {json.dumps(pod['status'])[:2000]}")
+        time.sleep(1)
+
+
+def test_the_node_is_ready_and_status_names_the_kubeconfig(kube: LocalKube, capsys: pytest.CaptureFixture[str]) -> None:
+    assert kube.node_ready()
+    nodes = json.loads(kube.kubectl("get", "nodes", "-o", "json"))["items"]
+    assert [n["metadata"]["name"] for n in nodes] == [NODE]
+    addresses = {a["type"]: a["address"] for a in nodes[0]["status"]["addresses"]}
+    assert addresses["InternalIP"] == NODE_IP
+    assert kube_command("status", kube) == 0
+    assert f"export KUBECONFIG={kube.kubeconfig}" in capsys.readouterr().out
+
+
+def test_a_pod_gets_an_address_on_the_machines_own_bridge(kube: LocalKube) -> None:
+    kube.kubectl("apply", "-f", "-", stdin=_pod("on-bridge", host_network=False))
+    pod = _wait_running(kube, "on-bridge")
+    assert pod["status"]["podIP"].startswith("10.244.0.")
+    kube.kubectl("delete", "pod", "on-bridge", "--wait=true")
+
+
+def test_a_pod_on_the_hosts_network_runs_too(kube: LocalKube) -> None:
+    kube.kubectl("apply", "-f", "-", stdin=_pod("on-host", host_network=True))
+    pod = _wait_running(kube, "on-host")
+    assert pod["status"]["podIP"] == NODE_IP
+
+
+def test_up_again_leaves_what_runs(kube: LocalKube) -> None:
+    before = kube.pids()
+    began = time.monotonic()
+    kube.up(say=lambda _: None)
+    assert kube.pids() == before
+    assert time.monotonic() - began < 30
+
+
+def test_down_stops_every_process_and_container(tmp_path_factory: pytest.TempPathFactory, kube: LocalKube) -> None:
+    pids = [pid for pid in kube.pids().values() if pid]
+    assert kube.down(say=lambda _: None) == len(kube.COMPONENTS)
+    assert not any(kube.pids().values())
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    # no shim or container process of this cluster outlives it
+    home = str(kube.home)
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if home in cmdline and int(entry.name) != os.getpid():
+                left.append(cmdline)
+    assert left == []
+    assert kube.mounts() == []
+    assert not Path("/sys/class/net/drkube0").exists()

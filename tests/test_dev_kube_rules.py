@@ -1,0 +1,101 @@
+"""The dev Kubernetes' pure parts: the build module, the image archive, the configs it writes."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dr_stream.dev import oci_image
+from dr_stream.dev.kube import BRIDGE, NODE_IP, LocalKube, cni_config, containerd_config, kubelet_config
+from dr_stream.dev.kube_build import build_go_mod, staging_modules, staging_version, tools_go
+
+KUBERNETES_GO_MOD = """module k8s.io/kubernetes
+
+go 1.24.0
+
+require (
+\tk8s.io/api v0.0.0
+)
+
+replace (
+\tk8s.io/api => ./staging/src/k8s.io/api
+\tk8s.io/client-go => ./staging/src/k8s.io/client-go
+\tgithub.com/other/mod => github.com/other/mod v1.2.3
+)
+"""
+
+
+def test_staging_modules_are_published_as_v0_of_the_kubernetes_minor() -> None:
+    assert staging_version("v1.34.4") == "v0.34.4"
+    with pytest.raises(ValueError):
+        staging_version("v2.0.0")
+
+
+def test_the_build_module_maps_each_staging_module_and_nothing_else() -> None:
+    assert staging_modules(KUBERNETES_GO_MOD) == ["k8s.io/api", "k8s.io/client-go"]
+    go_mod = build_go_mod(KUBERNETES_GO_MOD, "v1.34.4")
+    assert "require k8s.io/kubernetes v1.34.4" in go_mod
+    assert "\tk8s.io/api => k8s.io/api v0.34.4" in go_mod
+    assert "\tk8s.io/client-go => k8s.io/client-go v0.34.4" in go_mod
+    assert "github.com/other" not in go_mod
+    assert "\ngo 1.24.0\n" in go_mod
+    assert '_ "k8s.io/kubernetes/cmd/kubelet"' in tools_go()
+
+
+def _archive_members(path: Path) -> dict[str, bytes]:
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_an_image_archive_is_the_same_bytes_every_time_and_names_its_image(tmp_path: Path) -> None:
+    layer = oci_image.layer_tar([oci_image.FileEntry("usr/bin/tool", b"#!/bin/sh\n", 0o755)])
+    config = oci_image.ImageConfig(entrypoint=["/usr/bin/tool"])
+    first = oci_image.write_archive(tmp_path / "a.tar", "example.invalid/tool:1", [layer], config)
+    second = oci_image.write_archive(tmp_path / "b.tar", "example.invalid/tool:1", [layer], config)
+    assert first == second
+    members = _archive_members(tmp_path / "a.tar")
+    index = json.loads(members["index.json"])
+    assert index["manifests"][0]["annotations"]["io.containerd.image.name"] == "example.invalid/tool:1"
+    manifest = json.loads(members["blobs/sha256/" + first.removeprefix("sha256:")])
+    gz = members["blobs/sha256/" + manifest["layers"][0]["digest"].removeprefix("sha256:")]
+    cfg = json.loads(members["blobs/sha256/" + manifest["config"]["digest"].removeprefix("sha256:")])
+    # the diff id is the digest of the uncompressed layer, the layer's digest that of the gzip
+    assert cfg["rootfs"]["diff_ids"] == ["sha256:" + hashlib.sha256(gzip.decompress(gz)).hexdigest()]
+    assert cfg["config"]["Entrypoint"] == ["/usr/bin/tool"]
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(gz))) as tar:
+        names = {m.name: m for m in tar.getmembers()}
+    assert names["usr"].isdir() and names["usr/bin"].isdir()
+    assert names["usr/bin/tool"].mode == 0o755 and names["usr/bin/tool"].uid == 0
+
+
+def test_pods_stay_on_a_bridge_inside_this_machine(tmp_path: Path) -> None:
+    bridge = cni_config(tmp_path)["plugins"][0]
+    assert bridge["bridge"] == BRIDGE
+    assert bridge["ipMasq"] is False  # no masquerade: a pod reaches nothing beyond this machine
+
+
+def test_every_server_listens_on_loopback_or_the_machines_own_bridge(tmp_path: Path) -> None:
+    kube = LocalKube(tmp_path)
+    assert kubelet_config(kube)["address"] == NODE_IP
+    assert kubelet_config(kube)["healthzBindAddress"] == "127.0.0.1"
+    assert kubelet_config(kube)["failCgroupV1"] is False
+    assert "restrict_oom_score_adj = true" in containerd_config(tmp_path, kube.containerd_socket)
+    for command in (kube._etcd, kube._apiserver, kube._scheduler, kube._controller_manager):
+        line = " ".join(command(_NoBinaries()))  # type: ignore[arg-type]
+        for flag in ("0.0.0.0", "--bind-address=0", "localhost:"):
+            assert flag not in line
+    assert f"--bind-address={NODE_IP}" in kube._apiserver(_NoBinaries())  # type: ignore[arg-type]
+    assert "--listen-client-urls" in (etcd := kube._etcd(_NoBinaries()))  # type: ignore[arg-type]
+    assert etcd[etcd.index("--listen-client-urls") + 1].startswith("http://127.0.0.1:")
+    assert kube.server == "https://10.244.0.1:16443"
+
+
+class _NoBinaries:
+    def path(self, name: str) -> Path:
+        return Path("/nowhere") / name
