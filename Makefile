@@ -50,7 +50,7 @@ test-yarn: setup dist
 # The dev Kubernetes end to end (`dr-stream dev k8s`): Kubernetes built from the Go module proxy and
 # containerd from Debian's packages (the first build about 30 min, cached; then about 3 min). Not
 # part of `make test`.
-test-k8s: setup
+test-k8s: setup dist
 	$(PY) -m pytest -q -m kube tests/kube
 
 demo: setup

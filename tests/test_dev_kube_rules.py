@@ -54,7 +54,8 @@ def _archive_members(path: Path) -> dict[str, bytes]:
 
 
 def test_an_image_archive_is_the_same_bytes_every_time_and_names_its_image(tmp_path: Path) -> None:
-    layer = oci_image.layer_tar([oci_image.FileEntry("usr/bin/tool", b"#!/bin/sh\n", 0o755)])
+    layer = oci_image.layer_from_tar(oci_image.layer_tar([oci_image.FileEntry("usr/bin/tool", b"#!/bin/sh\n", 0o755)]),
+                                     tmp_path / "layer.tar.gz")
     config = oci_image.ImageConfig(entrypoint=["/usr/bin/tool"])
     first = oci_image.write_archive(tmp_path / "a.tar", "example.invalid/tool:1", [layer], config)
     second = oci_image.write_archive(tmp_path / "b.tar", "example.invalid/tool:1", [layer], config)
@@ -72,6 +73,25 @@ def test_an_image_archive_is_the_same_bytes_every_time_and_names_its_image(tmp_p
         names = {m.name: m for m in tar.getmembers()}
     assert names["usr"].isdir() and names["usr/bin"].isdir()
     assert names["usr/bin/tool"].mode == 0o755 and names["usr/bin/tool"].uid == 0
+
+
+def test_a_directory_layer_streams_to_the_same_digests_every_time(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "opt" / "app").mkdir(parents=True)
+    (root / "opt" / "app" / "run").write_bytes(b"x" * 100_000)
+    (root / "opt" / "app" / "run").chmod(0o755)
+    (root / "bin").symlink_to("opt/app")
+    first = oci_image.layer_from_directory(root, tmp_path / "one.tar.gz")
+    second = oci_image.layer_from_directory(root, tmp_path / "two.tar.gz")
+    assert (first.digest, first.diff_id, first.size) == (second.digest, second.diff_id, second.size)
+    packed = first.path.read_bytes()
+    assert first.digest == "sha256:" + hashlib.sha256(packed).hexdigest() and first.size == len(packed)
+    assert first.diff_id == "sha256:" + hashlib.sha256(gzip.decompress(packed)).hexdigest()
+    with tarfile.open(first.path) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert members["bin"].issym() and members["bin"].linkname == "opt/app"
+    assert "bin/run" not in members  # a link to a directory is not followed
+    assert members["opt/app/run"].mode & 0o777 == 0o755 and members["opt/app/run"].mtime == 0
 
 
 def test_pods_stay_on_a_bridge_inside_this_machine(tmp_path: Path) -> None:

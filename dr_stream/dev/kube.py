@@ -127,7 +127,7 @@ class LocalKube:
         return all(pid is not None for pid in self.pids().values())
 
     # -- up ---------------------------------------------------------------------------------
-    def up(self, say: Say = print, timeout: float = 300) -> None:
+    def up(self, say: Say = print, timeout: float = 300, with_image: bool = True) -> None:
         ensure_debian_packages(say)
         kube = build(say=say)
         self._make_pki(say)
@@ -156,6 +156,28 @@ class LocalKube:
         # the first pod of a new cluster needs the namespace's service account, made a moment later
         self._wait(lambda: bool(self.kubectl("get", "serviceaccount", "default", "-o", "name", check=False)),
                    "the default service account", 60)
+        if with_image:
+            self._import_dr_stream_image(say)
+
+    def _import_dr_stream_image(self, say: Say) -> None:
+        """dr-stream's driver and executor image (`kube_image`), built when its inputs changed and
+        imported unless containerd already holds that build."""
+        from dr_stream.dev.kube_image import IMAGE, build_image
+        from dr_stream.runtime.dist import build as build_dist
+        from dr_stream.runtime.dist import dist_dir
+
+        if not (dist_dir() / "requirements.txt").exists():
+            say("kube: building what a cluster runs (make dist) ...")
+            build_dist(dist_dir())
+        archive = build_image(say=say)
+        imported = self.home / "images" / "dr-stream.imported"
+        held = _run("ctr", "--address", str(self.containerd_socket), "-n", "k8s.io", "images", "ls", "-q",
+                    f"name=={IMAGE}", check=False).split()
+        if held and imported.exists() and imported.read_text() == archive.name:
+            return
+        say(f"kube: importing {IMAGE} into containerd ...")
+        self.import_image(archive)
+        imported.write_text(archive.name)
 
     def _refuse_taken_ports(self) -> None:
         """One line naming the port when another process holds one of this cluster's."""
@@ -238,7 +260,9 @@ class LocalKube:
             _run("go", "mod", "init", "drstream.dev/pause", cwd=source)
         env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"}
         _run("go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(source / "pause"), ".", cwd=source, env=env)
-        layer = oci_image.layer_tar([oci_image.FileEntry("pause", (source / "pause").read_bytes(), 0o755)])
+        layer = oci_image.layer_from_tar(
+            oci_image.layer_tar([oci_image.FileEntry("pause", (source / "pause").read_bytes(), 0o755)]),
+            source / "pause.layer")
         oci_image.write_archive(archive, PAUSE_IMAGE, [layer], oci_image.ImageConfig(entrypoint=["/pause"]))
         return archive
 
@@ -269,6 +293,8 @@ class LocalKube:
                 "--service-account-issuer=https://kubernetes.default.svc", "--authorization-mode=Node,RBAC",
                 f"--kubelet-client-certificate={pki / 'apiserver-kubelet.crt'}",
                 f"--kubelet-client-key={pki / 'apiserver-kubelet.key'}", "--allow-privileged=true",
+                # the node's name resolves nowhere: logs and exec go to its address
+                "--kubelet-preferred-address-types=InternalIP",
                 "--profiling=false", "--v=1"]
 
     def _controller_manager(self, kube: KubeBinaries) -> list[str]:
@@ -401,7 +427,7 @@ def kubelet_config(kube: LocalKube) -> dict:
                          "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 99, "imageGCLowThresholdPercent": 98,
         "localStorageCapacityIsolation": False, "resolvConf": "/etc/resolv.conf",
-        "serializeImagePulls": False, "maxPods": 30,
+        "serializeImagePulls": False, "maxPods": 30, "podLogsDir": str(kube.home / "pod-logs"),
     }
 
 

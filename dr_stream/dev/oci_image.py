@@ -75,49 +75,99 @@ def layer_tar(files: Iterable[FileEntry]) -> bytes:
     return out.getvalue()
 
 
-def directory_tar(root: Path) -> bytes:
-    """An uncompressed layer of the tree under `root` as it is (links, modes; owner root)."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(root.rglob("*")):
-            info = tar.gettarinfo(str(path), arcname=str(path.relative_to(root)))
-            info.uid = info.gid = 0
-            info.uname = info.gname = "root"
-            info.mtime = 0
-            if info.isfile():
-                with path.open("rb") as handle:
-                    tar.addfile(info, handle)
-            else:
-                tar.addfile(info)
-    return out.getvalue()
-
-
 def _gzip(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)
 
 
-def image_blobs(layers: list[bytes], config: ImageConfig) -> tuple[Blob, list[Blob]]:
-    """The manifest and every blob it names (config and gzipped layers) for these layer tars."""
-    compressed = [_blob(_gzip(layer)) for layer in layers]
+@dataclass(frozen=True)
+class Layer:
+    """A gzipped layer in a file: its digest (of the gzip stream), diff id (of the tar) and size."""
+
+    path: Path
+    digest: str
+    diff_id: str
+    size: int
+
+    def save(self, facts: Path) -> None:
+        facts.write_text(json.dumps({"digest": self.digest, "diff_id": self.diff_id, "size": self.size}))
+
+    @staticmethod
+    def load(facts: Path, path: Path) -> Layer:
+        known = json.loads(facts.read_text())
+        return Layer(path, known["digest"], known["diff_id"], known["size"])
+
+
+class _Hashing(io.RawIOBase):
+    """A write-only stream that hashes and counts what passes through to `target`."""
+
+    def __init__(self, target: io.BufferedWriter | _Hashing | gzip.GzipFile) -> None:
+        self.target, self.sha, self.size = target, hashlib.sha256(), 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self.sha.update(data)
+        self.size += len(data)
+        self.target.write(data)
+        return len(data)
+
+
+def layer_from_tar(data: bytes, path: Path) -> Layer:
+    """A layer file at `path` from an uncompressed tar in memory (`layer_tar`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    packed = _gzip(data)
+    path.write_bytes(packed)
+    return Layer(path, "sha256:" + hashlib.sha256(packed).hexdigest(), "sha256:" + hashlib.sha256(data).hexdigest(),
+                 len(packed))
+
+
+def layer_from_directory(root: Path, path: Path) -> Layer:
+    """A layer file at `path` of the tree under `root` as it is (links, modes, owners; times
+    zero), streamed: a root file system of a few hundred MB never sits in memory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as raw:
+        packed = _Hashing(raw)
+        with gzip.GzipFile(fileobj=packed, mode="wb", compresslevel=6, mtime=0) as zipped:
+            plain = _Hashing(zipped)
+            # a stream ("w|"): tarfile never seeks in what it writes to
+            with tarfile.open(fileobj=plain, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                for entry in sorted(root.rglob("*")):
+                    info = tar.gettarinfo(str(entry), arcname=str(entry.relative_to(root)))
+                    if info.ischr() and info.devmajor == 0 and info.devminor == 0:
+                        # an overlay's record of a deletion: the image spec's whiteout file
+                        tar.addfile(_tar_info(str(entry.relative_to(root).with_name(".wh." + entry.name))))
+                        continue
+                    info.mtime = 0  # owners stay as they are: a root file system has groups of its own
+                    if info.isfile():
+                        with entry.open("rb") as handle:
+                            tar.addfile(info, handle)
+                    else:
+                        tar.addfile(info)
+    return Layer(path, "sha256:" + packed.sha.hexdigest(), "sha256:" + plain.sha.hexdigest(), packed.size)
+
+
+def _manifest(layers: list[Layer], config: ImageConfig) -> tuple[Blob, Blob]:
+    """The manifest and the config blob for these layers."""
     config_json = {
         "architecture": "amd64", "os": "linux",
         "config": {"Entrypoint": config.entrypoint, "Env": config.env, "WorkingDir": config.working_dir,
                    **({"User": config.user} if config.user else {})},
-        "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest() for layer in layers]},
+        "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
     }
     config_blob = _blob(json.dumps(config_json, sort_keys=True).encode())
     manifest = {
         "schemaVersion": 2, "mediaType": MANIFEST_MEDIA_TYPE,
         "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": config_blob.digest, "size": len(config_blob.data)},
-        "layers": [{"mediaType": LAYER_MEDIA_TYPE, "digest": b.digest, "size": len(b.data)} for b in compressed],
+        "layers": [{"mediaType": LAYER_MEDIA_TYPE, "digest": layer.digest, "size": layer.size} for layer in layers],
     }
-    return _blob(json.dumps(manifest, sort_keys=True).encode()), [config_blob, *compressed]
+    return _blob(json.dumps(manifest, sort_keys=True).encode()), config_blob
 
 
-def write_archive(path: Path, name: str, layers: list[bytes], config: ImageConfig) -> str:
+def write_archive(path: Path, name: str, layers: list[Layer], config: ImageConfig) -> str:
     """Writes the image `name` (`registry/repository:tag`) as an OCI layout tar at `path`;
     returns the manifest's digest."""
-    manifest, blobs = image_blobs(layers, config)
+    manifest, config_blob = _manifest(layers, config)
     index = {"schemaVersion": 2, "manifests": [{
         "mediaType": MANIFEST_MEDIA_TYPE, "digest": manifest.digest, "size": len(manifest.data),
         "annotations": {"io.containerd.image.name": name, "org.opencontainers.image.ref.name": name.rsplit(":", 1)[-1]},
@@ -130,7 +180,10 @@ def write_archive(path: Path, name: str, layers: list[bytes], config: ImageConfi
 
         add("oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode())
         add("index.json", json.dumps(index, sort_keys=True).encode())
-        for blob in [manifest, *blobs]:
+        for blob in (manifest, config_blob):
             add("blobs/sha256/" + blob.digest.removeprefix("sha256:"), blob.data)
+        for layer in layers:
+            with layer.path.open("rb") as handle:
+                tar.addfile(_tar_info("blobs/sha256/" + layer.digest.removeprefix("sha256:"), layer.size), handle)
     staging.replace(path)
     return manifest.digest

@@ -16,6 +16,8 @@ import pytest
 
 from dr_stream.dev.kube import NODE, NODE_IP, LocalKube
 from dr_stream.dev.kube_commands import kube_command
+from dr_stream.dev.kube_image import IMAGE, SPARK_UID
+from dr_stream.runtime.jvm import JvmPins
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube]
 
@@ -71,6 +73,31 @@ def test_a_pod_on_the_hosts_network_runs_too(kube: LocalKube) -> None:
     kube.kubectl("apply", "-f", "-", stdin=_pod("on-host", host_network=True))
     pod = _wait_running(kube, "on-host")
     assert pod["status"]["podIP"] == NODE_IP
+
+
+def test_dr_streams_image_runs_java_spark_and_the_package_as_spark_s_user(kube: LocalKube) -> None:
+    script = ("id -u; java -version 2>&1 | head -1; "
+              "$PYSPARK_PYTHON -c 'import dr_stream.cli, delta, pyspark; print(\"pyspark\", pyspark.__version__)'; "
+              "$SPARK_HOME/bin/spark-submit --version 2>&1 | grep -o 'version [0-9.]*' | head -1; "
+              "ls $SPARK_HOME/jars | grep -c '^dr-stream'")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "image-probe"},
+           "spec": {"hostNetwork": True, "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": IMAGE, "imagePullPolicy": "Never",
+                                    "args": ["bash", "-c", script]}]}}
+    kube.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+    deadline = time.monotonic() + 120
+    while (phase := kube.kubectl("get", "pod", "image-probe", "-o", "jsonpath={.status.phase}")) not in (
+            "Succeeded", "Failed"):
+        assert time.monotonic() < deadline, f"image-probe still {phase}"
+        time.sleep(1)
+    lines = kube.kubectl("logs", "image-probe").splitlines()
+    assert phase == "Succeeded", lines
+    pins = JvmPins.load()
+    assert lines[0] == str(SPARK_UID)
+    assert lines[1].startswith('openjdk version "17.')
+    assert lines[2] == f"pyspark {pins.spark}"
+    assert lines[3] == f"version {pins.spark}"
+    assert int(lines[4]) >= 1  # dr-stream's jar on Spark's classpath
 
 
 def test_up_again_leaves_what_runs(kube: LocalKube) -> None:
