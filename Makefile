@@ -47,9 +47,10 @@ test-jvm: setup
 test-yarn: setup dist
 	$(PY) -m pytest -q -m yarn
 
-# The dev Kubernetes end to end (`dr-stream dev k8s`): Kubernetes built from the Go module proxy and
-# containerd from Debian's packages (the first build about 30 min, cached; then about 3 min). Not
-# part of `make test`.
+# The dev Kubernetes end to end (`dr-stream dev k8s`): Kubernetes and CoreDNS built from the Go
+# module proxy, containerd from Debian's packages, dr-stream's image from debootstrap, a Spark
+# application in cluster mode (the first build about 15 min, cached; then about 2 min). Not part
+# of `make test`.
 test-k8s: setup dist
 	$(PY) -m pytest -q -m kube tests/kube
 

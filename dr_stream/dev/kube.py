@@ -42,6 +42,7 @@ NODE = "drs-node"
 BRIDGE = "drkube0"
 POD_SUBNET = "10.244.0.0/24"
 NODE_IP = "10.244.0.1"  # the bridge's own address: the pods' gateway and the node's address
+CLUSTER_DOMAIN = "cluster.local"
 SERVICE_RANGE = "10.96.0.0/24"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 CERT_DAYS = 30
@@ -71,6 +72,15 @@ func main() {
 \t<-stop
 }
 """
+
+# The account Spark's driver runs as: it creates and deletes its executor pods and their Service.
+SPARK_ACCOUNT = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "spark", "namespace": "default"}},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+     "metadata": {"name": "spark-edit", "namespace": "default"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+     "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "default"}]},
+]})
 
 Say = Callable[[str], None]
 
@@ -111,6 +121,11 @@ class LocalKube:
         return self.home / "run" / "containerd.sock"
 
     @property
+    def spark_conf_dir(self) -> Path:
+        """A SPARK_CONF_DIR whose spark-defaults.conf submits to this cluster (`spark_settings`)."""
+        return self.home / "spark-conf"
+
+    @property
     def server(self) -> str:
         return f"https://{NODE_IP}:{self.api_port}"
 
@@ -118,7 +133,8 @@ class LocalKube:
         return self.home / "pids" / f"{name}.pid"
 
     # the order they start in; `down` stops them in reverse
-    COMPONENTS = ("etcd", "containerd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")
+    COMPONENTS = ("etcd", "containerd", "kube-apiserver", "coredns", "kube-controller-manager", "kube-scheduler",
+                  "kubelet")
 
     def pids(self) -> dict[str, int | None]:
         return {name: running_pid(self._pid_file(name)) for name in self.COMPONENTS}
@@ -134,6 +150,7 @@ class LocalKube:
         self._write_configs()
         pause = self._pause_archive()
         starts = {"etcd": self._etcd, "containerd": self._containerd, "kube-apiserver": self._apiserver,
+                  "coredns": self._coredns,
                   "kube-controller-manager": self._controller_manager, "kube-scheduler": self._scheduler,
                   "kubelet": self._kubelet}
         if not any(self.pids().values()):
@@ -152,10 +169,13 @@ class LocalKube:
                 self._wait(self._etcd_healthy, "etcd", 60)
             if name == "kube-apiserver":
                 self._wait(self._api_ready, "the API server", 120)
+            if name == "coredns":
+                self._wait(lambda: bool(dns_answers(f"kubernetes.default.svc.{CLUSTER_DOMAIN}")), "the DNS", 60)
         self._wait(self.node_ready, f"node {NODE} Ready", timeout)
         # the first pod of a new cluster needs the namespace's service account, made a moment later
         self._wait(lambda: bool(self.kubectl("get", "serviceaccount", "default", "-o", "name", check=False)),
                    "the default service account", 60)
+        self.kubectl("apply", "-f", "-", stdin=SPARK_ACCOUNT)
         if with_image:
             self._import_dr_stream_image(say)
 
@@ -248,6 +268,12 @@ class LocalKube:
         (self.home / "cni" / "10-drkube.conflist").write_text(json.dumps(cni_config(self.home / "cni-ipam"), indent=1))
         (self.home / "containerd.toml").write_text(containerd_config(self.home, self.containerd_socket))
         (self.home / "kubelet.yaml").write_text(json.dumps(kubelet_config(self), indent=1))
+        (self.home / "Corefile").write_text(corefile(self.kubeconfig))
+        conf = self.spark_conf_dir
+        conf.mkdir(parents=True, exist_ok=True)
+        (conf / "pod-template.json").write_text(json.dumps(POD_TEMPLATE, indent=1))
+        (conf / "spark-defaults.conf").write_text(
+            "".join(f"{key} {value}\n" for key, value in spark_settings(self, conf / "pod-template.json").items()))
 
     def _pause_archive(self) -> Path:
         archive = self.home / "images" / "pause.tar"
@@ -304,6 +330,9 @@ class LocalKube:
                 f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.pem'}",
                 f"--cluster-signing-cert-file={pki / 'ca.pem'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
                 "--use-service-account-credentials=true", "--profiling=false", "--v=1"]
+
+    def _coredns(self, kube: KubeBinaries) -> list[str]:
+        return [str(kube.path("coredns")), "-conf", str(self.home / "Corefile")]
 
     def _scheduler(self, kube: KubeBinaries) -> list[str]:
         return [str(kube.path("kube-scheduler")), f"--kubeconfig={self.kubeconfig}", "--bind-address=127.0.0.1",
@@ -427,8 +456,87 @@ def kubelet_config(kube: LocalKube) -> dict:
                          "nodefs.inodesFree": "1%"},
         "imageGCHighThresholdPercent": 99, "imageGCLowThresholdPercent": 98,
         "localStorageCapacityIsolation": False, "resolvConf": "/etc/resolv.conf",
+        "clusterDNS": [NODE_IP], "clusterDomain": CLUSTER_DOMAIN,
         "serializeImagePulls": False, "maxPods": 30, "podLogsDir": str(kube.home / "pod-logs"),
     }
+
+
+# Spark's driver and executors share the node's network: the dev Kafka clusters and HDFS listen
+# on 127.0.0.1, which a pod on the bridge cannot reach.
+POD_TEMPLATE = {"apiVersion": "v1", "kind": "Pod",
+                "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}}
+
+
+def spark_settings(kube: LocalKube, pod_template: Path) -> dict[str, str]:
+    """What spark-submit needs for this cluster beyond `--master k8s://<server>`: the imported
+    image, never pulled; the driver's account; the API server at the node's address (there is no
+    kube-proxy behind `kubernetes.default`); pods on the host's network, where each executor's
+    block manager takes a free port instead of Spark's fixed 7079 (two pods on one network would
+    both claim it); small CPU requests, so a driver and two executors fit on 2 cores."""
+    from dr_stream.dev.kube_image import IMAGE
+
+    return {
+        "spark.kubernetes.container.image": IMAGE,
+        "spark.kubernetes.container.image.pullPolicy": "Never",
+        "spark.kubernetes.namespace": "default",
+        "spark.kubernetes.authenticate.driver.serviceAccountName": "spark",
+        "spark.kubernetes.driver.master": kube.server,
+        "spark.kubernetes.driver.podTemplateFile": str(pod_template),
+        "spark.kubernetes.executor.podTemplateFile": str(pod_template),
+        "spark.blockManager.port": "0",
+        "spark.driver.blockManager.port": "7079",
+        "spark.kubernetes.driver.request.cores": "0.5",
+        "spark.kubernetes.executor.request.cores": "0.5",
+    }
+
+
+def corefile(kubeconfig: Path) -> str:
+    """The cluster's DNS on the node's address: Services and pods by name, from the API server.
+    Any other name gets no answer from here (NXDOMAIN), so no lookup leaves the machine."""
+    return f"""{CLUSTER_DOMAIN}:53 in-addr.arpa:53 {{
+    bind {NODE_IP}
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa {{
+        kubeconfig {kubeconfig} dr-stream-dev
+    }}
+}}
+.:53 {{
+    bind {NODE_IP}
+    template ANY ANY {{
+        rcode NXDOMAIN
+    }}
+}}
+"""
+
+
+def dns_answers(name: str, server: str = NODE_IP, timeout: float = 1.0) -> list[str]:
+    """The IPv4 addresses `server` gives for `name` (one A query over UDP); [] for none."""
+    import random
+    import socket
+    import struct
+
+    ident = random.randrange(1 << 16)
+    question = b"".join(bytes([len(part)]) + part.encode() for part in name.rstrip(".").split(".")) + b"\0"
+    query = struct.pack(">HHHHHH", ident, 0x0100, 1, 0, 0, 0) + question + struct.pack(">HH", 1, 1)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.settimeout(timeout)
+        try:
+            udp.sendto(query, (server, 53))
+            answer = udp.recv(4096)
+        except OSError:
+            return []
+    got, flags, _, count = struct.unpack(">HHHH", answer[:8])
+    if got != ident or flags & 0xF:
+        return []
+    at = 12 + len(question) + 4
+    found = []
+    for _ in range(count):
+        at += 2 if answer[at] & 0xC0 == 0xC0 else answer.index(b"\0", at) - at + 1
+        kind, _, _, length = struct.unpack(">HHIH", answer[at:at + 10])
+        at += 10
+        if kind == 1 and length == 4:
+            found.append(socket.inet_ntoa(answer[at:at + 4]))
+        at += length
+    return found
 
 
 def _listening(host: str, port: int) -> bool:

@@ -5,7 +5,8 @@ tested, but the Go module proxy serves `k8s.io/kubernetes` and its staging modul
 server module. `k8s.io/kubernetes` replaces each staging module (`k8s.io/api`, ...) with a
 directory of its own repository, which a module that requires it cannot use; so the build
 module here requires it and maps every staging module to the published version that belongs to
-it (v0.X.Y for Kubernetes v1.X.Y), read from Kubernetes' own `go.mod`.
+it (v0.X.Y for Kubernetes v1.X.Y), read from Kubernetes' own `go.mod`. CoreDNS, the cluster's
+DNS, installs as it is published.
 
 Invariant: a build lands in `<cache>/kube/bin/<kubernetes version>-<etcd version>/` only whole
 (into a staging directory, then renamed), so a directory that exists holds every binary; the
@@ -29,10 +30,12 @@ from dr_stream.runtime.paths import cache_dir
 # 1.34: the last minor whose kubelet runs on cgroup v1 without being told to (1.35 refuses it).
 KUBERNETES_VERSION = "v1.34.4"
 ETCD_VERSION = "v3.6.16"
+# The cluster's DNS: Spark's executors find their driver by its Service's name.
+COREDNS_VERSION = "v1.14.7"
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl")
 ETCD_PACKAGE = "go.etcd.io/etcd/server/v3"
-BUILD = 2  # raised when how the binaries are built changes, so a cached older build is not used
+BUILD = 3  # raised when how the binaries are built changes, so a cached older build is not used
 
 _STAGING = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/src/k8s\.io/[\w.-]+\s*$", re.M)
 _GO_VERSION = re.compile(r"^go (\d+\.\d+(?:\.\d+)?)\s*$", re.M)
@@ -48,7 +51,7 @@ class KubeBinaries:
         return self.directory / name
 
     def complete(self) -> bool:
-        return all(self.path(n).is_file() for n in (*KUBE_COMMANDS, "etcd"))
+        return all(self.path(n).is_file() for n in (*KUBE_COMMANDS, "etcd", "coredns"))
 
 
 def binaries(root: Path | None = None) -> KubeBinaries:
@@ -143,6 +146,9 @@ def build(root: Path | None = None, say: Callable[[str], None] = print) -> KubeB
         _go("mod", "init", "drstream.dev/etcd", cwd=etcd_work, env=env)
     _go("get", f"{ETCD_PACKAGE}@{ETCD_VERSION}", cwd=etcd_work, env=env)
     _go("build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / "etcd"), ETCD_PACKAGE, cwd=etcd_work, env=env)
+    say(f"kube: building CoreDNS {COREDNS_VERSION} ...")
+    _go("install", "-trimpath", "-ldflags=-s -w", f"github.com/coredns/coredns@{COREDNS_VERSION}", cwd=work,
+        env={**env, "GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"})
     shutil.rmtree(target.directory, ignore_errors=True)
     staging.rename(target.directory)
     say(f"kube: binaries in {target.directory}")

@@ -12,6 +12,7 @@ def _print_status(kube: LocalKube) -> None:
     for name, pid in kube.pids().items():
         print(f"  {name}\t{'running (pid ' + str(pid) + ')' if pid else 'stopped'}")
     print(f"export KUBECONFIG={kube.kubeconfig}")
+    print(f"export SPARK_CONF_DIR={kube.spark_conf_dir}   # spark-submit --master k8s://{kube.server}")
 
 
 def kube_command(action: str, kube: LocalKube | None = None) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +99,27 @@ def test_dr_streams_image_runs_java_spark_and_the_package_as_spark_s_user(kube: 
     assert lines[2] == f"pyspark {pins.spark}"
     assert lines[3] == f"version {pins.spark}"
     assert int(lines[4]) >= 1  # dr-stream's jar on Spark's classpath
+
+
+def test_a_spark_application_runs_in_a_driver_pod_with_executor_pods(kube: LocalKube) -> None:
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "SPARK_CONF_DIR": str(kube.spark_conf_dir),
+           "SPARK_HOME": str(spark_home)}
+    done = subprocess.run(
+        [str(spark_home / "bin" / "spark-submit"), "--master", f"k8s://{kube.server}", "--deploy-mode", "cluster",
+         "--name", "pi", "--conf", "spark.executor.instances=2",
+         "local:///opt/spark/examples/src/main/python/pi.py", "20"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "phase: Succeeded" in done.stderr
+    driver = next(name for name in kube.kubectl("get", "pods", "-o", "name").split() if name.endswith("-driver"))
+    log = kube.kubectl("logs", driver)
+    assert "Pi is roughly 3.1" in log
+    # both executors registered with the driver, found by its Service's name through the cluster's DNS
+    assert log.count("Registered executor NettyRpcEndpointRef") == 2, log[-3000:]
+    kube.kubectl("delete", "pods", "--all", "--wait=true")
 
 
 def test_up_again_leaves_what_runs(kube: LocalKube) -> None:
