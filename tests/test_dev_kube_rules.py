@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from dr_stream.dev import oci_image
-from dr_stream.dev.kube import BRIDGE, NODE_IP, LocalKube, cni_config, containerd_config, kubelet_config
+from dr_stream.dev.kube import LocalKube
 from dr_stream.dev.kube_build import build_go_mod, staging_modules, staging_version, tools_go
+from dr_stream.dev.kube_configs import containerd_config, kubelet_config
+from dr_stream.dev.kube_network import BRIDGE, NODE_IP, cni_config
 
 KUBERNETES_GO_MOD = """module k8s.io/kubernetes
 
@@ -102,9 +104,10 @@ def test_pods_stay_on_a_bridge_inside_this_machine(tmp_path: Path) -> None:
 
 def test_every_server_listens_on_loopback_or_the_machines_own_bridge(tmp_path: Path) -> None:
     kube = LocalKube(tmp_path)
-    assert kubelet_config(kube)["address"] == NODE_IP
-    assert kubelet_config(kube)["healthzBindAddress"] == "127.0.0.1"
-    assert kubelet_config(kube)["failCgroupV1"] is False
+    kubelet = kubelet_config(kube.kubelet_port, kube.pki, kube.containerd_socket, kube.home)
+    assert kubelet["address"] == NODE_IP
+    assert kubelet["healthzBindAddress"] == "127.0.0.1"
+    assert kubelet["failCgroupV1"] is False
     assert "restrict_oom_score_adj = true" in containerd_config(tmp_path, kube.containerd_socket)
     for command in (kube._etcd, kube._apiserver, kube._scheduler, kube._controller_manager):
         line = " ".join(command(_NoBinaries()))  # type: ignore[arg-type]

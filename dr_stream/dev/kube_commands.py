@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from dr_stream.dev.kube import NODE, LocalKube, dev_kube
+from dr_stream.dev.kube import LocalKube, dev_kube
+from dr_stream.dev.kube_configs import NODE
 
 
 def _print_status(kube: LocalKube) -> None:

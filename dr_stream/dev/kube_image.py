@@ -24,17 +24,17 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from dr_stream.dev import oci_image
+from dr_stream.dev.commands import run
+from dr_stream.dev.kube_configs import IMAGE, PAUSE_IMAGE
 from dr_stream.runtime.dist import dist_dir
 from dr_stream.runtime.jvm import JvmPins
 from dr_stream.runtime.paths import cache_dir, project_root
 
-IMAGE = "dr-stream.dev/dr-stream:dev"
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 PACKAGES = ("openjdk-17-jre-headless", "python3", "python3-venv", "tini", "bash", "procps", "ca-certificates")
@@ -46,12 +46,41 @@ ENV = [oci_image.DEFAULT_PATH, "JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64", f
 
 Say = Callable[[str], None]
 
+PAUSE_GO = """package main
 
-def _run(*command: str, env: dict[str, str] | None = None) -> None:
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip()[-1500:]
-        raise RuntimeError(f"image: {' '.join(command[:3])} ... failed:\n{said}")
+// The pod sandbox's first process: holds the pod's namespaces until it is told to stop.
+import (
+\t"os"
+\t"os/signal"
+\t"syscall"
+)
+
+func main() {
+\tstop := make(chan os.Signal, 1)
+\tsignal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+\t<-stop
+}
+"""
+
+
+def pause_archive(work: Path) -> Path:
+    """The pod sandbox's image (`PAUSE_IMAGE`): one static binary that holds the pod's
+    namespaces until it is told to stop, built with Go, made once."""
+    archive = work / "pause.tar"
+    if archive.exists():
+        return archive
+    source = work / "pause-src"
+    source.mkdir(parents=True, exist_ok=True)
+    (source / "main.go").write_text(PAUSE_GO)
+    if not (source / "go.mod").exists():
+        run("go", "mod", "init", "drstream.dev/pause", cwd=source)
+    env = {**os.environ, "CGO_ENABLED": "0", "GOTOOLCHAIN": "local"}
+    run("go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(source / "pause"), ".", cwd=source, env=env)
+    layer = oci_image.layer_from_tar(
+        oci_image.layer_tar([oci_image.FileEntry("pause", (source / "pause").read_bytes(), 0o755)]),
+        source / "pause.layer")
+    oci_image.write_archive(archive, PAUSE_IMAGE, [layer], oci_image.ImageConfig(entrypoint=["/pause"]))
+    return archive
 
 
 def _digest(*parts: str | bytes) -> str:
@@ -68,12 +97,12 @@ def base_rootfs(work: Path, say: Say = print) -> Path:
         return target
     if shutil.which("debootstrap") is None:
         say("image: installing debootstrap from Debian's packages ...")
-        _run("apt-get", "install", "-y", "-q", "--no-install-recommends", "debootstrap",
+        run("apt-get", "install", "-y", "-q", "--no-install-recommends", "debootstrap",
              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     staging = target.with_name(target.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     say(f"image: debootstrap {SUITE} with {', '.join(PACKAGES)} (a few minutes, once) ...")
-    _run("debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(staging), MIRROR)
+    run("debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE, str(staging), MIRROR)
     for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
         for item in (staging / cache).glob("*"):
             if item.is_file():
@@ -92,8 +121,8 @@ def wheel_house(work: Path, dist: Path, pins: JvmPins, say: Say = print) -> Path
     say("image: building the wheel house ...")
     wheels.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "-w", str(wheels)]
-    _run(*pip, f"pyspark=={pins.spark}", "-r", str(dist / "requirements.txt"))
-    _run(*pip, "--no-deps", "-r", str(dist / "requirements-no-deps.txt"))
+    run(*pip, f"pyspark=={pins.spark}", "-r", str(dist / "requirements.txt"))
+    run(*pip, "--no-deps", "-r", str(dist / "requirements-no-deps.txt"))
     (wheels / "complete").write_text("")
     return wheels
 
@@ -101,7 +130,7 @@ def wheel_house(work: Path, dist: Path, pins: JvmPins, say: Say = print) -> Path
 def _mount_overlay(lower: Path, upper: Path, scratch: Path, merged: Path) -> None:
     for directory in (upper, scratch, merged):
         directory.mkdir(parents=True, exist_ok=True)
-    _run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={scratch}",
+    run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={scratch}",
          str(merged))
 
 
@@ -112,11 +141,11 @@ def _install_app(merged: Path, wheels: Path, dist: Path) -> None:
     shutil.copytree(wheels, house)
     wheel = next(dist.glob("dr_stream-*.whl"))
     shutil.copy2(wheel, house / wheel.name)
-    _run(*chroot, "python3", "-m", "venv", VENV)
+    run(*chroot, "python3", "-m", "venv", VENV)
     pip = [*chroot, f"{VENV}/bin/pip", "install", "-q", "--disable-pip-version-check", "--no-index",
            "--find-links", "/tmp/wheels"]
-    _run(*pip, "pyspark", "-r", "/tmp/wheels/requirements.txt")
-    _run(*pip, "--no-deps", "-r", "/tmp/wheels/requirements-no-deps.txt", f"/tmp/wheels/{wheel.name}")
+    run(*pip, "pyspark", "-r", "/tmp/wheels/requirements.txt")
+    run(*pip, "--no-deps", "-r", "/tmp/wheels/requirements-no-deps.txt", f"/tmp/wheels/{wheel.name}")
     shutil.rmtree(house)
     pyspark = next((merged / VENV.lstrip("/")).glob("lib/python3*/site-packages/pyspark"))
     (merged / SPARK_HOME.lstrip("/")).symlink_to("/" + str(pyspark.relative_to(merged)))
@@ -128,7 +157,7 @@ def _install_app(merged: Path, wheels: Path, dist: Path) -> None:
     entrypoint = merged / "opt" / "entrypoint.sh"
     shutil.copy2(project_root() / "deploy" / "kubernetes" / "entrypoint.sh", entrypoint)
     entrypoint.chmod(0o755)
-    _run(*chroot, "useradd", "--uid", str(SPARK_UID), "--home-dir", SPARK_HOME, "--no-create-home",
+    run(*chroot, "useradd", "--uid", str(SPARK_UID), "--home-dir", SPARK_HOME, "--no-create-home",
          "--shell", "/bin/bash", "spark")
 
 
@@ -165,19 +194,19 @@ def build_image(work: Path | None = None, dist: Path | None = None, say: Say = p
     build = work / "build"
     merged = build / "merged"
     if merged.is_mount():
-        _run("umount", str(merged))
+        run("umount", str(merged))
     shutil.rmtree(build, ignore_errors=True)
     say("image: installing dr-stream into the image ...")
     _mount_overlay(rootfs, build / "upper", build / "scratch", merged)
     try:
         # what venv's ensurepip and useradd expect to find in a root
-        _run("mount", "-t", "proc", "proc", str(merged / "proc"))
-        _run("mount", "--bind", "/dev", str(merged / "dev"))
+        run("mount", "-t", "proc", "proc", str(merged / "proc"))
+        run("mount", "--bind", "/dev", str(merged / "dev"))
         _install_app(merged, wheels, dist)
     finally:
         for mount in (merged / "dev", merged / "proc", merged):
             if mount.is_mount():
-                _run("umount", str(mount))
+                run("umount", str(mount))
     say("image: packing dr-stream's layer ...")
     app_layer = oci_image.layer_from_directory(build / "upper", work / "app.layer.tar.gz")
     config = oci_image.ImageConfig(entrypoint=["/opt/entrypoint.sh"], env=ENV, working_dir="/opt/dr-stream",

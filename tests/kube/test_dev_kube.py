@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from dr_stream.dev.kube import NODE, NODE_IP, LocalKube
+from dr_stream.dev.kube import LocalKube
 from dr_stream.dev.kube_commands import kube_command
-from dr_stream.dev.kube_image import IMAGE, SPARK_UID
+from dr_stream.dev.kube_configs import IMAGE, NODE
+from dr_stream.dev.kube_image import SPARK_UID
+from dr_stream.dev.kube_network import NODE_IP
 from dr_stream.runtime.jvm import JvmPins
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube]

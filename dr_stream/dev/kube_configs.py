@@ -1,0 +1,110 @@
+"""The files the dev Kubernetes' processes read, and what Spark needs to submit to it: pure
+functions of the cluster's paths and ports (`kube.LocalKube` writes them at `up`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dr_stream.dev.kube_network import CLUSTER_DOMAIN, NODE_IP
+
+CNI_BIN = Path("/usr/lib/cni")
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+IMAGE = "dr-stream.dev/dr-stream:dev"  # dr-stream's driver and executor image (`kube_image`)
+CLIENT = "extendedKeyUsage=clientAuth\n"
+_SERVER_NAMES = (f"IP:{NODE_IP},IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+                 "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local")
+NODE = "drs-node"
+# (file name, subject, extensions) of each certificate the dev CA signs
+CERTIFICATES = (
+    ("apiserver", "/CN=kube-apiserver", f"subjectAltName={_SERVER_NAMES}\nextendedKeyUsage=serverAuth\n"),
+    ("apiserver-kubelet", "/O=system:masters/CN=kube-apiserver-kubelet-client", CLIENT),
+    ("admin", "/O=system:masters/CN=dr-stream-admin", CLIENT),
+    ("kubelet", f"/O=system:nodes/CN=system:node:{NODE}", CLIENT),
+)
+
+# The account Spark's driver runs as: it creates and deletes its executor pods and their Service.
+SPARK_ACCOUNT = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "spark", "namespace": "default"}},
+    {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+     "metadata": {"name": "spark-edit", "namespace": "default"},
+     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+     "subjects": [{"kind": "ServiceAccount", "name": "spark", "namespace": "default"}]},
+]})
+
+def containerd_config(home: Path, socket: Path) -> str:
+    """containerd's own root, state and socket under `home`, the CRI plugin on runc with cgroupfs,
+    the CNI bridge above. `restrict_oom_score_adj`: root here may not lower a score (no
+    CAP_SYS_RESOURCE)."""
+    return f"""version = 2
+root = "{home / 'containerd' / 'root'}"
+state = "{home / 'containerd' / 'state'}"
+
+[grpc]
+  address = "{socket}"
+
+[ttrpc]
+  address = "{socket}.ttrpc"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{PAUSE_IMAGE}"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "{CNI_BIN}"
+    conf_dir = "{home / 'cni'}"
+"""
+
+
+def kubelet_config(port: int, pki: Path, runtime_socket: Path, home: Path) -> dict:
+    """The kubelet on the bridge's address with cgroupfs (cgroup v1 allowed), client certificates from the
+    dev CA, and eviction thresholds low enough for a shared disk."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+        "address": NODE_IP, "port": port, "healthzBindAddress": "127.0.0.1",
+        "healthzPort": port - 2, "readOnlyPort": 0,
+        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False},
+                           "x509": {"clientCAFile": str(pki / "ca.pem")}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "cgroupDriver": "cgroupfs", "failCgroupV1": False, "failSwapOn": False,
+        "containerRuntimeEndpoint": f"unix://{runtime_socket}",
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
+                         "nodefs.inodesFree": "1%"},
+        "imageGCHighThresholdPercent": 99, "imageGCLowThresholdPercent": 98,
+        "localStorageCapacityIsolation": False, "resolvConf": "/etc/resolv.conf",
+        "clusterDNS": [NODE_IP], "clusterDomain": CLUSTER_DOMAIN,
+        "serializeImagePulls": False, "maxPods": 30, "podLogsDir": str(home / "pod-logs"),
+    }
+
+
+# Spark's driver and executors share the node's network: the dev Kafka clusters and HDFS listen
+# on 127.0.0.1, which a pod on the bridge cannot reach.
+POD_TEMPLATE = {"apiVersion": "v1", "kind": "Pod",
+                "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}}
+
+
+def spark_settings(server: str, pod_template: Path) -> dict[str, str]:
+    """What spark-submit needs for this cluster beyond `--master k8s://<server>`: the imported
+    image, never pulled; the driver's account; the API server at the node's address (there is no
+    kube-proxy behind `kubernetes.default`); pods on the host's network, where each executor's
+    block manager takes a free port instead of Spark's fixed 7079 (two pods on one network would
+    both claim it); small CPU requests, so a driver and two executors fit on 2 cores."""
+    return {
+        "spark.kubernetes.container.image": IMAGE,
+        "spark.kubernetes.container.image.pullPolicy": "Never",
+        "spark.kubernetes.namespace": "default",
+        "spark.kubernetes.authenticate.driver.serviceAccountName": "spark",
+        "spark.kubernetes.driver.master": server,
+        "spark.kubernetes.driver.podTemplateFile": str(pod_template),
+        "spark.kubernetes.executor.podTemplateFile": str(pod_template),
+        "spark.blockManager.port": "0",
+        "spark.driver.blockManager.port": "7079",
+        "spark.kubernetes.driver.request.cores": "0.5",
+        "spark.kubernetes.executor.request.cores": "0.5",
+    }
