@@ -18,7 +18,7 @@ from dr_stream.runtime.dist import runtime_requirements
 from dr_stream.runtime.jvm import JvmPins
 from dr_stream.runtime.paths import project_root
 from dr_stream.runtime.state_paths import require_shared
-from dr_stream.runtime.submission import IMAGE_JOB
+from dr_stream.runtime.submission import IMAGE_JOB, IMAGE_PYTHON
 
 DEPLOY = project_root() / "deploy" / "kubernetes"
 
@@ -58,6 +58,7 @@ def test_the_image_runs_the_driver_with_debians_python_which_the_package_accepts
     assert kube_image.SUITE == "bookworm" and (3, 11) >= minimum
     venv = re.search(r"python3 -m venv (\S+)", _dockerfile()).group(1)
     assert venv == kube_image.VENV
+    assert f"{venv}/bin/python" == IMAGE_PYTHON  # what spark-submit.sh gives a driver pod
     for entry in kube_image.ENV[1:]:
         assert entry in _dockerfile(), entry
     assert "pip install --no-cache-dir pyspark==${SPARK_VERSION}" in _dockerfile()
@@ -73,6 +74,9 @@ def test_the_image_lays_out_what_make_dist_writes_as_the_dockerless_build_does()
     assert "COPY deploy/kubernetes/entrypoint.sh /opt/entrypoint.sh" in dockerfile
     assert 'ENTRYPOINT ["/opt/entrypoint.sh"]' in dockerfile
     assert f"useradd --uid {kube_image.SPARK_UID} " in dockerfile and f"USER {kube_image.SPARK_UID}" in dockerfile
+    uid = kube_image.SPARK_UID
+    assert f"mkdir -p {kube_image.WORK_DIR} && chown {uid}:{uid} {kube_image.WORK_DIR}" in dockerfile
+    assert f"WORKDIR {kube_image.WORK_DIR}" in dockerfile  # where spark-submit puts --files
     normal, no_deps = runtime_requirements(project_root() / "pyproject.toml")
     assert not any(r.startswith("pyspark") for r in normal + no_deps)  # the image's pyspark is the pinned Spark
 

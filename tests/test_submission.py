@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from dr_stream.core.config import env_names
-from dr_stream.runtime.submission import IMAGE_JOB, Artifacts, Target, driver_environment, plan
+from dr_stream.runtime.submission import (
+    IMAGE_JOB,
+    IMAGE_PYTHON,
+    Artifacts,
+    Target,
+    _python_environment,
+    driver_environment,
+    plan,
+)
 
 ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv.tar.gz", "/repo/jobs/replicate.py")
 
@@ -58,6 +68,15 @@ def test_kubernetes_cluster_mode_runs_the_images_job_and_ships_no_jars():
     argv = _plan("--master", "k8s://https://api:6443", "--deploy-mode", "cluster")
     assert "--jars" not in argv and "--archives" not in argv
     assert argv[-3] == IMAGE_JOB and argv[-2:] == ["--config", "flow.yaml"]
+
+
+def test_a_kubernetes_driver_pod_runs_the_images_python_not_this_checkouts(monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", "/home/me/.venv/bin/python")
+    target = Target.of(["--master", "k8s://https://api:6443", "--deploy-mode", "cluster"])
+    env = _python_environment(target, Path("/repo"))
+    assert env["PYSPARK_PYTHON"] == env["PYSPARK_DRIVER_PYTHON"] == IMAGE_PYTHON
+    client = _python_environment(Target.of(["--master", "k8s://https://api:6443"]), Path("/repo"))
+    assert client["PYSPARK_PYTHON"] == "/home/me/.venv/bin/python"  # a client-mode driver is this machine's
 
 
 def test_the_users_files_jars_and_archives_are_merged_with_ours_not_replaced():

@@ -41,6 +41,8 @@ PACKAGES = ("openjdk-17-jre-headless", "python3", "python3-venv", "tini", "bash"
 VENV = "/opt/dr-stream/venv"
 SPARK_HOME = "/opt/spark"
 SPARK_UID = 185
+WORK_DIR = "/opt/dr-stream/work"
+BUILD = 2  # raised when how the image is laid out changes, so an archive of an older layout is not reused
 ENV = [oci_image.DEFAULT_PATH, "JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64", f"SPARK_HOME={SPARK_HOME}",
        f"PYSPARK_PYTHON={VENV}/bin/python", f"PYSPARK_DRIVER_PYTHON={VENV}/bin/python", "LANG=C.UTF-8"]
 
@@ -158,7 +160,11 @@ def _install_app(merged: Path, wheels: Path, dist: Path) -> None:
     shutil.copy2(project_root() / "deploy" / "kubernetes" / "entrypoint.sh", entrypoint)
     entrypoint.chmod(0o755)
     run(*chroot, "useradd", "--uid", str(SPARK_UID), "--home-dir", SPARK_HOME, "--no-create-home",
-         "--shell", "/bin/bash", "spark")
+        "--shell", "/bin/bash", "spark")
+    # the driver's working directory: spark-submit downloads the flow file (`--files`) into it
+    work = merged / WORK_DIR.lstrip("/")
+    work.mkdir(parents=True, exist_ok=True)
+    os.chown(work, SPARK_UID, SPARK_UID)
 
 
 def _base_layer(rootfs: Path, path: Path, say: Say) -> oci_image.Layer:
@@ -183,7 +189,7 @@ def build_image(work: Path | None = None, dist: Path | None = None, say: Say = p
     inputs = [p.read_bytes() for p in sorted(dist.glob("*.whl"))] + [
         p.name.encode() for p in sorted((dist / "jars").glob("*.jar"))] + [
         (dist / "replicate.py").read_bytes(), (project_root() / "deploy" / "kubernetes" / "entrypoint.sh").read_bytes()]
-    archive = work / f"dr-stream-{_digest(*inputs, *PACKAGES, pins.spark)}.tar"
+    archive = work / f"dr-stream-{_digest(*inputs, *PACKAGES, pins.spark, str(BUILD))}.tar"
     if archive.exists():
         return archive
     rootfs = base_rootfs(work, say)
@@ -209,7 +215,7 @@ def build_image(work: Path | None = None, dist: Path | None = None, say: Say = p
                 run("umount", str(mount))
     say("image: packing dr-stream's layer ...")
     app_layer = oci_image.layer_from_directory(build / "upper", work / "app.layer.tar.gz")
-    config = oci_image.ImageConfig(entrypoint=["/opt/entrypoint.sh"], env=ENV, working_dir="/opt/dr-stream",
+    config = oci_image.ImageConfig(entrypoint=["/opt/entrypoint.sh"], env=ENV, working_dir=WORK_DIR,
                                    user=str(SPARK_UID))
     oci_image.write_archive(archive, IMAGE, [base_layer, app_layer], config)
     app_layer.path.unlink()

@@ -33,6 +33,7 @@ from dr_stream.exit_codes import ExitCode
 
 _LISTS = ("--files", "--jars", "--archives", "--py-files")
 IMAGE_JOB = "local:///opt/dr-stream/jobs/replicate.py"
+IMAGE_PYTHON = "/opt/dr-stream/venv/bin/python"  # the image's venv (deploy/kubernetes/Dockerfile)
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,9 @@ def _python_environment(target: Target, root: Path) -> dict[str, str]:
             env["PYSPARK_DRIVER_PYTHON"] = "./pyenv/bin/python"
         else:
             env.setdefault("PYSPARK_DRIVER_PYTHON", local_python)
+    elif target.on_kubernetes and target.cluster_mode:
+        # spark-submit hands both on to the driver pod, where only the image's Python exists
+        env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = IMAGE_PYTHON
     else:
         env.setdefault("PYSPARK_PYTHON", local_python)
     return env
