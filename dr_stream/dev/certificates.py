@@ -7,9 +7,10 @@ forms Kafka users hand over (PEM, PKCS12, JKS). Nothing here is for production.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from dr_stream.dev.commands import run
 
 STORE_PASSWORD = "dr-stream-test-store"
 
@@ -44,26 +45,25 @@ class Pki:
         return self.home / "client.pem"
 
 
-def run_openssl(*command: str, cwd: Path) -> None:
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{command[0]} {command[1]} failed: {(result.stderr or result.stdout).strip()[:300]}")
+def make_ca(home: Path, subject: str, days: int = 2) -> None:
+    """`ca.key` and the self-signed `ca.pem` under `home`."""
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", str(days), "-subj", subject, cwd=home)
 
 
 def signed(home: Path, name: str, subject: str, extensions: str, days: int = 2) -> None:
     """`<name>.key` and `<name>.crt` under `home`, signed by its `ca.pem` / `ca.key`."""
-    run_openssl("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
-                f"{name}.csr", "-subj", subject, cwd=home)
+    run("openssl", "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out",
+        f"{name}.csr", "-subj", subject, cwd=home)
     (home / f"{name}.ext").write_text(extensions)
-    run_openssl("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                "-CAcreateserial", "-out", f"{name}.crt", "-days", str(days), "-sha256", "-extfile", f"{name}.ext",
-                cwd=home)
+    run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", f"{name}.crt", "-days", str(days), "-sha256", "-extfile", f"{name}.ext", cwd=home)
 
 
 def _signed_with_stores(home: Path, name: str, subject: str, extensions: str) -> None:
     signed(home, name, subject, extensions)
-    run_openssl("openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-certfile", "ca.pem",
-         "-name", name, "-out", f"{name}.p12", "-passout", f"pass:{STORE_PASSWORD}", cwd=home)
+    run("openssl", "pkcs12", "-export", "-in", f"{name}.crt", "-inkey", f"{name}.key", "-certfile", "ca.pem",
+        "-name", name, "-out", f"{name}.p12", "-passout", f"pass:{STORE_PASSWORD}", cwd=home)
 
 
 def make_pki(home: Path, client_cn: str = "drs-client") -> Pki:
@@ -72,13 +72,12 @@ def make_pki(home: Path, client_cn: str = "drs-client") -> Pki:
     if pki.client_pem.exists():
         return pki
     home.mkdir(parents=True, exist_ok=True)
-    run_openssl("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-         "-days", "2", "-subj", "/CN=dr-stream test CA", cwd=home)
+    make_ca(home, "/CN=dr-stream test CA")
     _signed_with_stores(home, "broker", "/CN=localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     _signed_with_stores(home, "client", f"/CN={client_cn}", "extendedKeyUsage=clientAuth\n")
     pki.client_pem.write_text((home / "client.key").read_text() + (home / "client.crt").read_text()
                               + pki.ca_pem.read_text())
     for store, kind in ((pki.truststore_jks, "JKS"), (pki.truststore_p12, "PKCS12")):
-        run_openssl("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", store.name,
-             "-storetype", kind, "-storepass", STORE_PASSWORD, cwd=home)
+        run("keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem", "-keystore", store.name,
+            "-storetype", kind, "-storepass", STORE_PASSWORD, cwd=home)
     return pki

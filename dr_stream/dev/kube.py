@@ -21,7 +21,6 @@ stops the kubelet and containerd, so no container, shim or bridge address outliv
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -29,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dr_stream.dev.certificates import signed
-from dr_stream.dev.commands import run
+from dr_stream.dev.certificates import make_ca, signed
+from dr_stream.dev.commands import ensure_debian_packages, run
 from dr_stream.dev.kube_build import KubeBinaries, binaries, build
 from dr_stream.dev.kube_configs import (
     CERTIFICATES,
@@ -115,7 +114,7 @@ class LocalKube:
 
     # -- up ---------------------------------------------------------------------------------
     def up(self, say: Say = print, timeout: float = 300, with_image: bool = True) -> None:
-        ensure_debian_packages(say)
+        ensure_debian_packages(DEBIAN_PACKAGES, say)
         kube = build(say=say)
         self._make_pki(say)
         self._write_configs()
@@ -161,8 +160,7 @@ class LocalKube:
             build_dist(dist_dir())
         archive = build_image(say=say)
         imported = self.home / "images" / "dr-stream.imported"
-        held = run("ctr", "--address", str(self.containerd_socket), "-n", "k8s.io", "images", "ls", "-q",
-                    f"name=={IMAGE}", check=False).split()
+        held = self._ctr("images", "ls", "-q", f"name=={IMAGE}", check=False).split()
         if held and imported.exists() and imported.read_text() == archive.name:
             return
         say(f"kube: importing {IMAGE} into containerd ...")
@@ -211,8 +209,7 @@ class LocalKube:
         say(f"kube: making certificates in {pki} ...")
         shutil.rmtree(pki, ignore_errors=True)
         pki.mkdir(parents=True)
-        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-             "-days", str(CERT_DAYS), "-subj", "/CN=dr-stream dev kubernetes CA", cwd=pki)
+        make_ca(pki, "/CN=dr-stream dev kubernetes CA", CERT_DAYS)
         run("openssl", "genrsa", "-out", "sa.key", "2048", cwd=pki)
         run("openssl", "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
         for name, subject, extensions in CERTIFICATES:
@@ -248,7 +245,11 @@ class LocalKube:
 
     def import_image(self, archive: Path) -> None:
         """Imports an OCI archive (`oci_image.write_archive`) into the namespace the kubelet uses."""
-        run("ctr", "--address", str(self.containerd_socket), "-n", "k8s.io", "images", "import", str(archive))
+        self._ctr("images", "import", str(archive))
+
+    def _ctr(self, *args: str, check: bool = True) -> str:
+        """containerd's own client, on this cluster's socket, in the namespace the kubelet uses."""
+        return run("ctr", "--address", str(self.containerd_socket), "-n", "k8s.io", *args, check=check)
 
     # -- the processes' command lines -------------------------------------------------------
     def _etcd(self, kube: KubeBinaries) -> list[str]:
@@ -301,7 +302,7 @@ class LocalKube:
     # -- readiness --------------------------------------------------------------------------
     def kubectl(self, *args: str, check: bool = True, stdin: str | None = None) -> str:
         return run(str(binaries().path("kubectl")), f"--kubeconfig={self.kubeconfig}", *args, check=check,
-                    stdin=stdin)
+                   stdin=stdin)
 
     def _etcd_healthy(self) -> bool:
         import urllib.request
@@ -345,25 +346,11 @@ class LocalKube:
 
     def _remove_containers(self) -> None:
         """Kills and deletes whatever tasks containerd still holds, so their shims exit with it."""
-        ctr = ["ctr", "--address", str(self.containerd_socket), "-n", "k8s.io"]
-        for task in run(*ctr, "tasks", "ls", "-q", check=False).split():
-            run(*ctr, "tasks", "kill", "-s", "SIGKILL", task, check=False)
-            run(*ctr, "tasks", "delete", "-f", task, check=False)
-        for container in run(*ctr, "containers", "ls", "-q", check=False).split():
-            run(*ctr, "containers", "delete", container, check=False)
-
-
-def ensure_debian_packages(say: Say = print) -> None:
-    """containerd, runc and the CNI plugins from Debian's packages; installs what is missing."""
-    missing = [package for package, path in DEBIAN_PACKAGES.items() if not Path(path).exists()]
-    if not missing:
-        return
-    if os.geteuid() != 0:
-        raise RuntimeError(f"kube: Debian packages {', '.join(missing)} are missing and only root can install them: "
-                           f"apt-get install {' '.join(missing)}")
-    say(f"kube: installing {', '.join(missing)} from Debian's packages ...")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run("apt-get", "install", "-y", "-q", "--no-install-recommends", *missing, env=env)
+        for task in self._ctr("tasks", "ls", "-q", check=False).split():
+            self._ctr("tasks", "kill", "-s", "SIGKILL", task, check=False)
+            self._ctr("tasks", "delete", "-f", task, check=False)
+        for container in self._ctr("containers", "ls", "-q", check=False).split():
+            self._ctr("containers", "delete", container, check=False)
 
 
 def dev_kube(root: Path | None = None) -> LocalKube:

@@ -19,12 +19,12 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from dr_stream.dev.commands import run
 from dr_stream.runtime.paths import cache_dir
 
 # 1.34: the last minor whose kubelet runs on cgroup v1 without being told to (1.35 refuses it).
@@ -109,13 +109,6 @@ def version_flags(kubernetes_version: str = KUBERNETES_VERSION) -> str:
                      ("gitTreeState", "clean")))
 
 
-def _go(*args: str, cwd: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"go {' '.join(args)} (in {cwd}) failed:\n{done.stderr.strip()[-4000:]}")
-    return done.stdout
-
-
 def build(root: Path | None = None, say: Callable[[str], None] = print) -> KubeBinaries:
     """Builds the binaries unless a complete build is cached; returns where they are."""
     target = binaries(root)
@@ -127,27 +120,28 @@ def build(root: Path | None = None, say: Callable[[str], None] = print) -> KubeB
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -buildvcs=false", "GOTOOLCHAIN": "local"}
     say(f"kube: fetching k8s.io/kubernetes {KUBERNETES_VERSION}'s go.mod from the module proxy ...")
-    info = json.loads(_go("mod", "download", "-json", f"k8s.io/kubernetes@{KUBERNETES_VERSION}", cwd=work, env=env))
+    module = run("go", "mod", "download", "-json", f"k8s.io/kubernetes@{KUBERNETES_VERSION}", cwd=work, env=env)
+    info = json.loads(module)
     (work / "go.mod").write_text(build_go_mod(Path(info["GoMod"]).read_text()))
     (work / "tools.go").write_text(tools_go())
     say("kube: resolving modules (go mod tidy) ...")
-    _go("mod", "tidy", cwd=work, env=env)
+    run("go", "mod", "tidy", cwd=work, env=env)
     staging = target.directory.with_name(target.directory.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     for command in KUBE_COMMANDS:
         say(f"kube: building {command} (the first build takes 20-30 minutes on 2 cores) ...")
-        _go("build", "-trimpath", f"-ldflags=-s -w {version_flags()}", "-o", str(staging / command),
+        run("go", "build", "-trimpath", f"-ldflags=-s -w {version_flags()}", "-o", str(staging / command),
             f"k8s.io/kubernetes/cmd/{command}", cwd=work, env=env)
     say(f"kube: building etcd {ETCD_VERSION} ...")
     etcd_work = work.parent / f"etcd-{ETCD_VERSION}"
     etcd_work.mkdir(parents=True, exist_ok=True)
     if not (etcd_work / "go.mod").exists():
-        _go("mod", "init", "drstream.dev/etcd", cwd=etcd_work, env=env)
-    _go("get", f"{ETCD_PACKAGE}@{ETCD_VERSION}", cwd=etcd_work, env=env)
-    _go("build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / "etcd"), ETCD_PACKAGE, cwd=etcd_work, env=env)
+        run("go", "mod", "init", "drstream.dev/etcd", cwd=etcd_work, env=env)
+    run("go", "get", f"{ETCD_PACKAGE}@{ETCD_VERSION}", cwd=etcd_work, env=env)
+    run("go", "build", "-trimpath", "-ldflags=-s -w", "-o", str(staging / "etcd"), ETCD_PACKAGE, cwd=etcd_work, env=env)
     say(f"kube: building CoreDNS {COREDNS_VERSION} ...")
-    _go("install", "-trimpath", "-ldflags=-s -w", f"github.com/coredns/coredns@{COREDNS_VERSION}", cwd=work,
+    run("go", "install", "-trimpath", "-ldflags=-s -w", f"github.com/coredns/coredns@{COREDNS_VERSION}", cwd=work,
         env={**env, "GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"})
     shutil.rmtree(target.directory, ignore_errors=True)
     staging.rename(target.directory)

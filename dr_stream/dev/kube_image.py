@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dr_stream.dev import oci_image
-from dr_stream.dev.commands import run
+from dr_stream.dev.commands import ensure_debian_packages, run
 from dr_stream.dev.kube_configs import IMAGE, PAUSE_IMAGE
 from dr_stream.runtime.dist import dist_dir
 from dr_stream.runtime.jvm import JvmPins
@@ -97,10 +97,7 @@ def base_rootfs(work: Path, say: Say = print) -> Path:
     target = work.resolve() / f"rootfs-{SUITE}-{_digest(SUITE, *PACKAGES)}"
     if (target / "etc" / "debian_version").exists():
         return target
-    if shutil.which("debootstrap") is None:
-        say("image: installing debootstrap from Debian's packages ...")
-        run("apt-get", "install", "-y", "-q", "--no-install-recommends", "debootstrap",
-             env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    ensure_debian_packages({"debootstrap": "/usr/sbin/debootstrap"}, say)
     staging = target.with_name(target.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     say(f"image: debootstrap {SUITE} with {', '.join(PACKAGES)} (a few minutes, once) ...")
@@ -133,7 +130,7 @@ def _mount_overlay(lower: Path, upper: Path, scratch: Path, merged: Path) -> Non
     for directory in (upper, scratch, merged):
         directory.mkdir(parents=True, exist_ok=True)
     run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={scratch}",
-         str(merged))
+        str(merged))
 
 
 def _install_app(merged: Path, wheels: Path, dist: Path) -> None:
