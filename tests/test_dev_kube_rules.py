@@ -122,3 +122,39 @@ def test_every_server_listens_on_loopback_or_the_machines_own_bridge(tmp_path: P
 class _NoBinaries:
     def path(self, name: str) -> Path:
         return Path("/nowhere") / name
+
+
+def _shipped_flow() -> list[dict]:
+    import yaml
+
+    from dr_stream.runtime.paths import project_root
+
+    return list(yaml.safe_load_all((project_root() / "deploy" / "kubernetes" / "flow-statefulset.yaml").read_text()))
+
+
+def test_the_dev_flow_manifest_is_the_shipped_one_on_this_clusters_image_network_and_api_server() -> None:
+    from dr_stream.dev.kube_configs import IMAGE, dev_flow_manifest
+
+    shipped = _shipped_flow()
+    documents = dev_flow_manifest(shipped, "https://10.244.0.1:16443")
+    assert all("namespace" not in d["metadata"] for d in documents)
+    assert [d["kind"] for d in documents[:len(shipped)]] == [d["kind"] for d in shipped]
+    pod = next(d for d in documents if d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    driver = pod["containers"][0]
+    assert driver["image"] == IMAGE and driver["imagePullPolicy"] == "Never"
+    assert {"name": "DR_STREAM_KUBERNETES_API", "value": "https://10.244.0.1:16443"} in driver["env"]
+    conf = dict(driver["args"][i + 1].split("=", 1) for i, a in enumerate(driver["args"]) if a == "--conf")
+    assert conf["spark.kubernetes.container.image"] == IMAGE
+    assert len([a for a in driver["args"] if a.startswith("spark.kubernetes.container.image=")]) == 1
+    # none of the Secrets only a real cluster holds
+    assert "envFrom" not in driver and not any("secret" in v for v in pod["volumes"])
+    assert not any("secretKeyRef" in a or ".secrets." in a for a in driver["args"])
+    # the executors' pod template is mounted where the driver is told to read it
+    template = conf["spark.kubernetes.executor.podTemplateFile"]
+    mounts = {m["mountPath"]: m["name"] for m in driver["volumeMounts"]}
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts[str(Path(template).parent)])
+    config_map = next(d for d in documents if d["metadata"]["name"] == volume["configMap"]["name"])
+    assert json.loads(config_map["data"][Path(template).name])["spec"]["hostNetwork"] is True
+    # the shipped documents themselves are untouched
+    assert "namespace" in shipped[0]["metadata"]

@@ -122,8 +122,55 @@ def test_the_plain_spark_submit_gives_the_driver_every_variable_the_flow_names()
         assert f"spark.kubernetes.driver.secretKeyRef.{name}=" in script, name
 
 
-@pytest.mark.parametrize("path", ["Dockerfile", "spark-application.yaml", "spark-submit-k8s.sh"])
+@pytest.mark.parametrize("path", ["Dockerfile", "spark-application.yaml", "spark-submit-k8s.sh",
+                                  "flow-statefulset.yaml"])
 def test_no_artifact_holds_a_secret_value(path):
     text = (DEPLOY / path).read_text()
     assert not re.search(r'password="(?!\$\{env:)', text)
     assert not re.search(r"(?i)(secret_access_key|password)\s*[:=]\s*[A-Za-z0-9/+]{8,}", text)
+
+
+def _statefulset_documents() -> dict[str, dict]:
+    return {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "flow-statefulset.yaml").read_text())}
+
+
+def test_the_statefulset_runs_one_driver_pod_that_is_the_flow_s_driver():
+    from dr_stream.runtime.pod_driver import POD_VARIABLES
+
+    documents = _statefulset_documents()
+    spec = documents["StatefulSet"]["spec"]
+    assert spec["replicas"] == 1  # never two drivers on one checkpoint
+    pod = spec["template"]["spec"]
+    driver = pod["containers"][0]
+    assert driver["args"][0] == "flow"  # entrypoint.sh runs dr_stream.runtime.pod_driver for it
+    assert "flow)" in (DEPLOY / "entrypoint.sh").read_text()
+    fields = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in driver["env"] if "valueFrom" in e}
+    assert set(POD_VARIABLES) <= fields.keys()
+    # executors run the driver's image
+    assert f"spark.kubernetes.container.image={driver['image']}" in driver["args"]
+    # the flow file is the ConfigMap's, where the pod mounts it
+    flow = Path(driver["args"][1])
+    mounts = {m["name"]: m["mountPath"] for m in driver["volumeMounts"]}
+    volume = next(v for v in pod["volumes"] if "configMap" in v)
+    assert str(flow.parent) == mounts[volume["name"]]
+
+
+def test_the_statefulsets_account_may_manage_executor_pods_and_nothing_cluster_wide():
+    documents = _statefulset_documents()
+    account = documents["StatefulSet"]["spec"]["template"]["spec"]["serviceAccountName"]
+    binding = documents["RoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
+                                    "namespace": documents["ServiceAccount"]["metadata"]["namespace"]}]
+    assert binding["roleRef"]["kind"] == "Role" and binding["roleRef"]["name"] == documents["Role"]["metadata"]["name"]
+    resources = {r for rule in documents["Role"]["rules"] for r in rule["resources"]}
+    assert {"pods", "configmaps"} <= resources
+    assert "ClusterRole" not in (DEPLOY / "flow-statefulset.yaml").read_text()
+
+
+def test_the_statefulsets_secrets_are_the_same_as_the_spark_applications():
+    pod = _statefulset_documents()["StatefulSet"]["spec"]["template"]["spec"]
+    secret = pod["containers"][0]["envFrom"][0]["secretRef"]["name"]
+    assert secret == _documents()["SparkApplication"]["spec"]["driver"]["envFrom"][0]["secretRef"]["name"]
+    for name in env_names(_flow_text()):
+        assert not name.startswith("AWS_") or \
+            f"spark.kubernetes.executor.secretKeyRef.{name}={secret}:{name}" in pod["containers"][0]["args"]

@@ -2,8 +2,10 @@
 # dr-stream's image entry point: what Spark on Kubernetes asks a container to run.
 #
 # Spark starts its driver pod with the argument `driver` followed by spark-submit's own
-# arguments, and each executor pod with `executor` and its settings in SPARK_* variables;
-# anything else (a command of dr-stream's, a shell) runs as given. tini is PID 1, so signals
+# arguments, and each executor pod with `executor` and its settings in SPARK_* variables.
+# `flow FLOW.yaml [spark-submit options]` makes this pod a flow's driver
+# (deploy/kubernetes/flow-statefulset.yaml). Anything else (a command of dr-stream's, a shell)
+# runs as given. tini is PID 1, so signals
 # reach the JVM and its children are reaped.
 set -euo pipefail
 
@@ -22,6 +24,10 @@ case "${1:-}" in
     command=("${SPARK_HOME}/bin/spark-submit"
              --conf "spark.driver.bindAddress=${SPARK_DRIVER_BIND_ADDRESS}"
              --deploy-mode client "$@")
+    ;;
+  flow)
+    shift
+    command=("${PYSPARK_DRIVER_PYTHON:-/opt/dr-stream/venv/bin/python}" -m dr_stream.runtime.pod_driver "$@")
     ;;
   executor)
     shift

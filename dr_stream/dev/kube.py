@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from dr_stream.dev.certificates import make_ca, signed
 from dr_stream.dev.commands import ensure_debian_packages, run
 from dr_stream.dev.kube_build import KubeBinaries, binaries, build
@@ -38,6 +40,7 @@ from dr_stream.dev.kube_configs import (
     POD_TEMPLATE,
     SPARK_ACCOUNT,
     containerd_config,
+    dev_flow_manifest,
     kubelet_config,
     spark_settings,
 )
@@ -55,11 +58,12 @@ from dr_stream.dev.kube_network import (
     remove_bridge,
 )
 from dr_stream.dev.processes import running_pid, stop_pids
-from dr_stream.runtime.paths import cache_dir
+from dr_stream.runtime.paths import cache_dir, project_root
 
 DEBIAN_PACKAGES = {"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc",
                    "containernetworking-plugins": "/usr/lib/cni/bridge"}
 CERT_DAYS = 30
+SHIPPED_FLOW_MANIFEST = "deploy/kubernetes/flow-statefulset.yaml"
 
 Say = Callable[[str], None]
 
@@ -94,6 +98,16 @@ class LocalKube:
     def spark_conf_dir(self) -> Path:
         """A SPARK_CONF_DIR whose spark-defaults.conf submits to this cluster (`spark_settings`)."""
         return self.home / "spark-conf"
+
+    @property
+    def kubectl_dir(self) -> Path:
+        """Where this cluster's kubectl is (built with it)."""
+        return binaries().path("kubectl").parent
+
+    @property
+    def flow_manifest(self) -> Path:
+        """The shipped flow StatefulSet as it runs here (`kube_configs.dev_flow_manifest`)."""
+        return self.home / "flow-statefulset.yaml"
 
     @property
     def server(self) -> str:
@@ -242,6 +256,8 @@ class LocalKube:
         (conf / "pod-template.json").write_text(json.dumps(POD_TEMPLATE, indent=1))
         settings = spark_settings(self.server, conf / "pod-template.json")
         (conf / "spark-defaults.conf").write_text("".join(f"{key} {value}\n" for key, value in settings.items()))
+        shipped = list(yaml.safe_load_all((project_root() / SHIPPED_FLOW_MANIFEST).read_text()))
+        self.flow_manifest.write_text(yaml.safe_dump_all(dev_flow_manifest(shipped, self.server), sort_keys=False))
 
     def import_image(self, archive: Path) -> None:
         """Imports an OCI archive (`oci_image.write_archive`) into the namespace the kubelet uses."""

@@ -14,6 +14,8 @@ def _print_status(kube: LocalKube) -> None:
         print(f"  {name}\t{'running (pid ' + str(pid) + ')' if pid else 'stopped'}")
     print(f"export KUBECONFIG={kube.kubeconfig}")
     print(f"export SPARK_CONF_DIR={kube.spark_conf_dir}   # spark-submit --master k8s://{kube.server}")
+    print(f"export PATH={kube.kubectl_dir}:$PATH   # kubectl")
+    print(f"flow StatefulSet for this cluster: {kube.flow_manifest}")
 
 
 def kube_command(action: str, kube: LocalKube | None = None) -> int:

@@ -10,6 +10,10 @@ properties file, run). What the rule guarantees, per where the driver runs:
   itself does, and reads the flow file that `--files` put in its working directory.
 * Kubernetes cluster mode: the image has the package, its environment and the jars
   (deploy/kubernetes/Dockerfile); the job file is the image's own.
+* inside the image (`pod_driver`: the pod is the driver, in client mode): the image's Spark,
+  job file and jars; nothing is shipped, since the executors run the same image.
+* Kubernetes, either mode, and cluster mode anywhere: the flow's state is on shared storage
+  (a pod's own disk goes with the pod).
 * cluster mode anywhere: each `${env:NAME}` the flow file uses is set on the remote driver
   from this shell (YARN: `spark.yarn.appMasterEnv.NAME`, Kubernetes:
   `spark.kubernetes.driverEnv.NAME`), through a properties file only this user can read,
@@ -32,7 +36,8 @@ from dr_stream.core.config import env_names
 from dr_stream.exit_codes import ExitCode
 
 _LISTS = ("--files", "--jars", "--archives", "--py-files")
-IMAGE_JOB = "local:///opt/dr-stream/jobs/replicate.py"
+IMAGE_JOB_PATH = "/opt/dr-stream/jobs/replicate.py"  # the image's job file (deploy/kubernetes/Dockerfile)
+IMAGE_JOB = f"local://{IMAGE_JOB_PATH}"
 IMAGE_PYTHON = "/opt/dr-stream/venv/bin/python"  # the image's venv (deploy/kubernetes/Dockerfile)
 
 
@@ -214,7 +219,8 @@ def _python_environment(target: Target, root: Path) -> dict[str, str]:
     return env
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], in_image: bool = False) -> int:
+    """`in_image`: submitted from inside dr-stream's image, not from a checkout."""
     from dr_stream.core.config import ConfigError, load_flow
     from dr_stream.runtime.dist import dist_dir
     from dr_stream.runtime.jvm import spark_jars
@@ -234,16 +240,21 @@ def main(argv: list[str]) -> int:
         os.environ.update({n: "unset-at-submit" for n in unset})
     try:
         flow = load_flow(flow_path)
-        if target.cluster_mode:
+        if target.cluster_mode or target.on_kubernetes:
             require_shared(flow)
     except ConfigError as exc:
         print(f"spark-submit.sh: config error: {exc}", file=sys.stderr)
         return ExitCode.CONFIG
     root = project_root()
-    if target.on_yarn:
-        subprocess.run(["make", "-s", "-C", str(root), "dist"], check=True, stdout=sys.stderr)
-    artifacts = Artifacts(tuple(str(j) for j in spark_jars()), str(dist_dir() / "pyenv.tar.gz"),
-                          str(root / "jobs" / "replicate.py"))
+    if in_image:
+        artifacts = Artifacts((), "", IMAGE_JOB_PATH)
+        submit = os.path.join(os.environ.get("SPARK_HOME", "/opt/spark"), "bin", "spark-submit")
+    else:
+        if target.on_yarn:
+            subprocess.run(["make", "-s", "-C", str(root), "dist"], check=True, stdout=sys.stderr)
+        artifacts = Artifacts(tuple(str(j) for j in spark_jars()), str(dist_dir() / "pyenv.tar.gz"),
+                              str(root / "jobs" / "replicate.py"))
+        submit = str(root / ".venv" / "bin" / "spark-submit")
     for name in unset:
         del os.environ[name]
     properties = driver_environment(target, names, dict(os.environ))
@@ -256,7 +267,6 @@ def main(argv: list[str]) -> int:
             print(f"spark-submit.sh: passing {', '.join(k.rsplit('.', 1)[1] for k in properties)} "
                   "to the driver", file=sys.stderr)
         arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file)
-        submit = str(root / ".venv" / "bin" / "spark-submit")
         return _run_forwarding_signals([submit, *arguments], _python_environment(target, root))
 
 

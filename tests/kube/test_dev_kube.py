@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,16 +22,6 @@ from dr_stream.dev.kube_network import NODE_IP
 from dr_stream.runtime.jvm import JvmPins
 
 pytestmark = [pytest.mark.integration, pytest.mark.kube]
-
-
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKube]:
-    cluster = LocalKube(tmp_path_factory.mktemp("kube") / "k8s")
-    try:
-        cluster.up(say=print, timeout=600)
-        yield cluster
-    finally:
-        cluster.down(say=print)
 
 
 def _pod(name: str, host_network: bool) -> str:

@@ -1,0 +1,19 @@
+"""The dev Kubernetes for one test module: started in a directory of its own, stopped after."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from dr_stream.dev.kube import LocalKube
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKube]:
+    cluster = LocalKube(tmp_path_factory.mktemp("kube") / "k8s")
+    try:
+        cluster.up(say=print, timeout=600)
+        yield cluster
+    finally:
+        cluster.down(say=print)
