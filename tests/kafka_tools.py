@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -139,6 +140,15 @@ def read_range(bootstrap: str, topic: str, start: dict[int, int], marks: dict[in
     finally:
         consumer.close()
     return out
+
+
+def assert_copied_exactly_once(bootstrap: str, topic: str, total: int) -> None:
+    """The topic holds `total` records and each origin (partition, offset) once: nothing lost
+    or duplicated across whatever interrupted the copy."""
+    records = consume_all(bootstrap, topic)
+    origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in records)
+    assert len(records) == total, f"{len(records) - total:+d} records"
+    assert set(origins.values()) == {1}, [origin for origin, n in origins.items() if n > 1][:10]
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.5) -> bool:

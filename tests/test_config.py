@@ -138,9 +138,22 @@ def test_a_missing_truststore_file_is_one_line_naming_file_cluster_and_key():
 
 
 def test_shipped_configs_load():
-    for name in ("dc1-to-dc2", "dc2-to-dc1", "dc1-to-dc2-renamed"):
+    for name in ("dc1-to-dc2", "dc2-to-dc1", "dc1-to-dc2-renamed", "dc1-to-dc2-k8s"):
         config = load_flow(f"conf/{name}.yaml")
         assert config.name == name
+
+
+def test_the_kubernetes_flow_is_the_local_one_with_its_state_where_a_pod_and_this_machine_reach_it():
+    from dr_stream.runtime.state_paths import require_shared
+
+    local, k8s = load_flow("conf/dc1-to-dc2.yaml"), load_flow("conf/dc1-to-dc2-k8s.yaml")
+    require_shared(k8s)
+    for flow in (local, k8s):
+        assert flow.source.alias == "dc1" and flow.destination.alias == "dc2"
+    assert k8s.source.bootstrap_servers == local.source.bootstrap_servers
+    assert k8s.destination.bootstrap_servers == local.destination.bootstrap_servers
+    assert k8s.topics.include == local.topics.include
+    assert k8s.metrics.port == 9404  # deploy/kubernetes/flow-statefulset.yaml's probes
 
 
 def test_shipped_configs_replicate_schemas_one_way_from_the_primary():

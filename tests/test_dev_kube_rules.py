@@ -133,12 +133,14 @@ def _shipped_flow() -> list[dict]:
 
 
 def test_the_dev_flow_manifest_is_the_shipped_one_on_this_clusters_image_network_and_api_server() -> None:
+    import yaml
+
     from dr_stream.dev.kube_configs import IMAGE, dev_flow_manifest
 
     shipped = _shipped_flow()
     documents = dev_flow_manifest(shipped, "https://10.244.0.1:16443")
     assert all("namespace" not in d["metadata"] for d in documents)
-    assert [d["kind"] for d in documents[:len(shipped)]] == [d["kind"] for d in shipped]
+    assert [d["kind"] for d in documents] == [d["kind"] for d in shipped]
     pod = next(d for d in documents if d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
     assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
     driver = pod["containers"][0]
@@ -155,6 +157,8 @@ def test_the_dev_flow_manifest_is_the_shipped_one_on_this_clusters_image_network
     mounts = {m["mountPath"]: m["name"] for m in driver["volumeMounts"]}
     volume = next(v for v in pod["volumes"] if v["name"] == mounts[str(Path(template).parent)])
     config_map = next(d for d in documents if d["metadata"]["name"] == volume["configMap"]["name"])
-    assert json.loads(config_map["data"][Path(template).name])["spec"]["hostNetwork"] is True
+    executor = yaml.safe_load(config_map["data"][Path(template).name])["spec"]
+    assert executor["hostNetwork"] is True
+    assert executor["securityContext"]["runAsNonRoot"] is True  # the shipped template's, kept
     # the shipped documents themselves are untouched
     assert "namespace" in shipped[0]["metadata"]

@@ -174,3 +174,25 @@ def test_the_statefulsets_secrets_are_the_same_as_the_spark_applications():
     for name in env_names(_flow_text()):
         assert not name.startswith("AWS_") or \
             f"spark.kubernetes.executor.secretKeyRef.{name}={secret}:{name}" in pod["containers"][0]["args"]
+
+
+def test_the_driver_and_executor_pods_meet_the_restricted_pod_security_standard():
+    """What the "restricted" standard asks of a pod and its containers, which a multi-tenant
+    cluster's namespace usually enforces (the dev cluster cannot: its pods need the host's network)."""
+    documents = _statefulset_documents()
+    pod = documents["StatefulSet"]["spec"]["template"]["spec"]
+    driver = pod["containers"][0]
+    template_path = next(a.split("=", 1)[1] for a in driver["args"]
+                         if a.startswith("spark.kubernetes.executor.podTemplateFile="))
+    mounts = {m["mountPath"]: m["name"] for m in driver["volumeMounts"]}
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts[str(Path(template_path).parent)])
+    assert volume["configMap"]["name"] == documents["ConfigMap"]["metadata"]["name"]
+    executor = yaml.safe_load(documents["ConfigMap"]["data"][Path(template_path).name])["spec"]
+    for spec in (pod, executor):
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["runAsUser"] == kube_image.SPARK_UID
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert not spec.get("hostNetwork") and not any("hostPath" in v for v in spec.get("volumes", []))
+        container = spec["containers"][0]["securityContext"]
+        assert container["allowPrivilegeEscalation"] is False
+        assert container["capabilities"] == {"drop": ["ALL"]}

@@ -42,3 +42,9 @@ def test_inside_the_image_nothing_is_shipped_and_the_images_job_runs_the_mounted
                 "(?i)secret", None)
     assert "--jars" not in argv and "--files" not in argv and "--archives" not in argv
     assert argv[-3:] == [IMAGE_JOB_PATH, "--config", "/etc/dr-stream/flow/flow.yaml"]
+
+
+def test_a_pod_name_too_long_for_spark_leaves_the_executors_named_after_the_application():
+    conf = _conf(pod_options({**POD, "POD_NAME": "f" * 46 + "-0"}))
+    assert "spark.kubernetes.executor.podNamePrefix" not in conf
+    assert conf["spark.kubernetes.driver.pod.name"] == "f" * 46 + "-0"

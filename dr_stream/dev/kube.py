@@ -101,8 +101,8 @@ class LocalKube:
 
     @property
     def kubectl_dir(self) -> Path:
-        """Where this cluster's kubectl is (built with it)."""
-        return binaries().path("kubectl").parent
+        """A directory for PATH whose kubectl is the one built with this cluster."""
+        return self.home / "bin"
 
     @property
     def flow_manifest(self) -> Path:
@@ -132,6 +132,7 @@ class LocalKube:
         kube = build(say=say)
         self._make_pki(say)
         self._write_configs()
+        self._link_kubectl(kube)
         pause = pause_archive(self.home / "images")
         starts = {"etcd": self._etcd, "containerd": self._containerd, "kube-apiserver": self._apiserver,
                   "coredns": self._coredns,
@@ -258,6 +259,14 @@ class LocalKube:
         (conf / "spark-defaults.conf").write_text("".join(f"{key} {value}\n" for key, value in settings.items()))
         shipped = list(yaml.safe_load_all((project_root() / SHIPPED_FLOW_MANIFEST).read_text()))
         self.flow_manifest.write_text(yaml.safe_dump_all(dev_flow_manifest(shipped, self.server), sort_keys=False))
+
+    def _link_kubectl(self, kube: KubeBinaries) -> None:
+        link = self.kubectl_dir / "kubectl"
+        self.kubectl_dir.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and link.resolve() == kube.path("kubectl").resolve():
+            return
+        link.unlink(missing_ok=True)
+        link.symlink_to(kube.path("kubectl"))
 
     def import_image(self, archive: Path) -> None:
         """Imports an OCI archive (`oci_image.write_archive`) into the namespace the kubelet uses."""

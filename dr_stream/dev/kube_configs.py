@@ -113,7 +113,6 @@ def spark_settings(server: str, pod_template: Path) -> dict[str, str]:
 # Options of the shipped StatefulSet's driver that name what only a real cluster has: the
 # Secrets with the object store's keys and the Kafka truststore.
 _CLUSTER_ONLY = ("secretKeyRef.", ".secrets.", "fs.s3a.")
-EXECUTOR_TEMPLATE_DIR = "/etc/dr-stream/dev"
 
 
 def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
@@ -123,30 +122,33 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
     the host's network (`POD_TEMPLATE`), one executor with a free block-manager port; half a core
     asked; none of the Secrets a real cluster holds (the dev clusters need no password, the dev
     HDFS no key)."""
+    import yaml
+
     documents = json.loads(json.dumps(shipped))
+    on_host = POD_TEMPLATE["spec"]
     for document in documents:
         document["metadata"].pop("namespace", None)
         for subject in document.get("subjects", []):
             subject["namespace"] = "default"
-    documents.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dr-stream-dev-executor"},
-                      "data": {"executor.json": json.dumps(POD_TEMPLATE)}})
+        if document["kind"] == "ConfigMap":  # the executors' pod template
+            for name, text in document["data"].items():
+                template = yaml.safe_load(text)
+                template["spec"].update(on_host)
+                document["data"][name] = yaml.safe_dump(template, sort_keys=False)
     for statefulset in (d for d in documents if d["kind"] == "StatefulSet"):
         pod = statefulset["spec"]["template"]["spec"]
-        pod.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
+        pod.update(on_host)
         secret_volumes = {v["name"] for v in pod["volumes"] if "secret" in v}
         pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in secret_volumes]
-        pod["volumes"].append({"name": "dev-executor", "configMap": {"name": "dr-stream-dev-executor"}})
         driver = pod["containers"][0]
         driver.update(image=IMAGE, imagePullPolicy="Never")
         driver.pop("envFrom", None)
         driver["env"].append({"name": "DR_STREAM_KUBERNETES_API", "value": server})
         driver["resources"] = {"requests": {"cpu": "500m", "memory": "3Gi"}, "limits": {"memory": "3Gi"}}
         driver["volumeMounts"] = [m for m in driver["volumeMounts"] if m["name"] not in secret_volumes]
-        driver["volumeMounts"].append({"name": "dev-executor", "mountPath": EXECUTOR_TEMPLATE_DIR})
         dev = {"spark.kubernetes.container.image": IMAGE,
                "spark.kubernetes.container.image.pullPolicy": "Never",
                "spark.executor.instances": "1",
-               "spark.kubernetes.executor.podTemplateFile": f"{EXECUTOR_TEMPLATE_DIR}/executor.json",
                "spark.blockManager.port": "0",
                "spark.kubernetes.executor.request.cores": "0.5"}
         args = driver["args"]
@@ -156,4 +158,3 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
                 kept += [option, value]
         driver["args"] = kept + [x for key, value in dev.items() for x in ("--conf", f"{key}={value}")]
     return documents
-

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 
 # What the pod learns of itself through the downward API (the manifest sets these).
 POD_VARIABLES = ("POD_NAME", "POD_NAMESPACE", "POD_IP")
+# Spark refuses a longer executor pod name prefix (the rest of a pod's name is `-exec-<id>`).
+MAX_EXECUTOR_PREFIX = 47
 
 
 class NotInAPod(ValueError):
@@ -51,8 +53,9 @@ def pod_options(environ: Mapping[str, str]) -> list[str]:
         "spark.driver.host": environ["POD_IP"],
         "spark.kubernetes.driver.pod.name": environ["POD_NAME"],
         "spark.kubernetes.namespace": environ["POD_NAMESPACE"],
-        "spark.kubernetes.executor.podNamePrefix": environ["POD_NAME"],
     }
+    if len(environ["POD_NAME"]) <= MAX_EXECUTOR_PREFIX:  # else Spark names them after the application
+        settings["spark.kubernetes.executor.podNamePrefix"] = environ["POD_NAME"]
     options = ["--master", f"k8s://{api_server(environ)}", "--deploy-mode", "client"]
     for key, value in settings.items():
         options += ["--conf", f"{key}={value}"]

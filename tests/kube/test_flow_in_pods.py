@@ -1,8 +1,8 @@
-"""A flow in pods on the dev Kubernetes, as docs/deploying.md shows it: the shipped StatefulSet
-(deploy/kubernetes/flow-statefulset.yaml, adapted to this cluster by `dev k8s up`) runs the
-driver in a pod that Kubernetes brings back when it is deleted; the copy resumes exactly once,
-and the CLI reads the flow's state on HDFS. `make test-k8s` runs it (with `pytest -s` it prints
-the times the docs quote)."""
+"""A flow in pods on the dev Kubernetes, by the README's commands as written: the shipped
+StatefulSet (deploy/kubernetes/flow-statefulset.yaml, adapted to this cluster by `dev k8s up`)
+runs the driver in a pod that Kubernetes brings back when it is deleted; the copy resumes
+exactly once, and the CLI reads the flow's state on HDFS. `make test-k8s` runs it (with
+`pytest -s` it prints the times the docs quote)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,13 +21,12 @@ from dr_stream.dev.hadoop import LocalHadoop
 from dr_stream.dev.kube import LocalKube
 from dr_stream.runtime.paths import project_root
 from tests.kafka_tools import (
+    assert_copied_exactly_once,
     committed,
-    consume_all,
     consume_and_commit,
     count,
     create_topic,
     produce,
-    provenance,
     topic_exists,
     unique,
     wait_until,
@@ -37,7 +35,8 @@ from tests.kafka_tools import (
 pytestmark = [pytest.mark.integration, pytest.mark.kube]
 STATEFULSET = "dr-stream-dc1-to-dc2"
 DRIVER = f"{STATEFULSET}-0"
-DOCS = project_root() / "docs" / "deploying.md"
+README = project_root() / "README.md"
+FLOW = "conf/dc1-to-dc2-k8s.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -50,35 +49,36 @@ def hadoop(cluster_home: Path) -> Iterator[LocalHadoop]:
         cluster.stop()
 
 
-def documented_commands() -> list[str]:
-    """The commands of the docs' block that runs a flow on the dev Kubernetes, one per line."""
-    text = DOCS.read_text()
-    block = re.search(r"<!-- dev-k8s-flow -->\s*```\n(.*?)```", text, re.S)
-    assert block, f"{DOCS}: no block after <!-- dev-k8s-flow -->"
+def readme_commands() -> list[str]:
+    """The README's commands that run a flow on the dev Kubernetes, one per line."""
+    block = re.search(r"<!-- dev-k8s-flow -->\s*```\n(.*?)```", README.read_text(), re.S)
+    assert block, f"{README}: no block after <!-- dev-k8s-flow -->"
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
 class Shell:
-    """Runs the docs' commands as written, with the dev cluster's files where they name
-    `.cache/dev/k8s/`, the test's flow file where they name FLOW.yaml and its group for GROUP."""
+    """Runs the README's commands as written, each after its `export` line, from the checkout;
+    the dev cluster's files are this test's cluster's and the flow file is this test's (its own
+    Kafka clusters, HDFS and topic), wherever the commands name them."""
 
-    def __init__(self, kube: LocalKube, hadoop: LocalHadoop, flow: Path, group: str) -> None:
-        self.kube, self.flow, self.group = kube, flow, group
-        self.env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "HADOOP_CONF_DIR": str(hadoop.conf_dir),
-                    "PATH": f"{kube.kubectl_dir}:{project_root() / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    def __init__(self, kube: LocalKube, flow: Path, export: str) -> None:
+        self.kube, self.flow, self.export = kube, flow, export
+        self.env = {**os.environ, "PATH": f"{project_root() / '.venv' / 'bin'}:{os.environ['PATH']}"}
+        self.env.pop("KUBECONFIG", None)
         self.ran: list[str] = []
 
     def __call__(self, command: str, timeout: float = 300) -> subprocess.CompletedProcess:
         self.ran.append(command)
-        line = self.line(command)
+        line = self.line(f"{self.export}; {command}")
         done = subprocess.run(["bash", "-c", line], env=self.env, cwd=project_root(), capture_output=True,
                               text=True, timeout=timeout)
         assert done.returncode == 0, f"{line}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
         return done
 
     def line(self, command: str) -> str:
-        return (command.replace(".cache/dev/k8s/", f"{self.kube.home}/").replace("FLOW.yaml", str(self.flow))
-                .replace("GROUP", self.group))
+        home = str(self.kube.home)
+        return (command.replace("$PWD/.cache/dev/k8s", home).replace(".cache/dev/k8s", home)
+                .replace(FLOW, str(self.flow)))
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
         """dr-stream on this machine, beside the docs' commands (not one of them)."""
@@ -103,25 +103,29 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
     produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(total)))
     group = unique("k8s-group-")
     consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
-    state = f"{hadoop.fs_uri}/dr-stream/k8s-flow"
-    flow = tmp_path / "FLOW.yaml"
-    # Small batches keep the copy going long enough to be interrupted.
-    flow.write_text(yaml.safe_dump({
-        "name": "k8s-flow",
-        "source": {"alias": "dc1", "bootstrap_servers": dc1.bootstrap},
-        "destination": {"alias": "dc2", "bootstrap_servers": dc2.bootstrap},
-        "topics": {"include": [re.escape(topic)]},
-        "streaming": {"checkpoint_dir": f"{state}/checkpoints", "offset_index": f"{state}/offset-index",
-                      "trigger": "200ms", "max_records_per_batch": 1500},
-        "metrics": {"port": 9404},  # the StatefulSet's probes ask /healthz there
-    }))
-    commands = documented_commands()
-    shell = Shell(kube, hadoop, flow, group)
+    # The README's flow file on this test's clusters and topic; small batches keep the copy going
+    # long enough to be interrupted.
+    settings = yaml.safe_load((project_root() / FLOW).read_text())
+    settings["source"]["bootstrap_servers"] = dc1.bootstrap
+    settings["destination"]["bootstrap_servers"] = dc2.bootstrap
+    settings["topics"]["include"] = [re.escape(topic)]
+    settings["streaming"].update(
+        {key: value.replace("hdfs://localhost:19800", hadoop.fs_uri) for key, value in settings["streaming"].items()
+         if isinstance(value, str) and value.startswith("hdfs://localhost:19800/")},
+        trigger="200ms", max_records_per_batch=1500)
+    assert all(settings["streaming"][key].startswith(hadoop.fs_uri) for key in ("checkpoint_dir", "offset_index"))
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(yaml.safe_dump(settings))
+    commands = readme_commands()
+    # The first line starts the dev clusters; the fixtures stand for it, with clusters of their own.
+    assert commands[0] == "dr-stream dev up && dr-stream dev yarn up && dr-stream dev k8s up"
+    assert commands[1].startswith("export KUBECONFIG=")
+    shell = Shell(kube, flow, commands[1])
     began = time.monotonic()
     try:
-        shell(commands[0])  # the flow file as a ConfigMap
-        shell(commands[1])  # the StatefulSet
-        shell(commands[2], timeout=400)  # ready: copying, both clusters answer
+        shell(commands[2])  # the flow file as a ConfigMap
+        shell(commands[3])  # the StatefulSet
+        shell(commands[4], timeout=400)  # ready: copying, both clusters answer
         print(f"\nk8s: apply to a ready driver pod {time.monotonic() - began:.1f}s")
         first = _pod(kube, DRIVER)
         assert first is not None
@@ -132,7 +136,7 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
         assert executors, "no executor pod owned by the driver pod"
 
         deleted_at = time.monotonic()
-        shell(commands[3])  # delete the driver pod, as a lost node would
+        shell(commands[5])  # delete the driver pod, as a lost node would
         at_delete = count(dc2.bootstrap, topic)
         assert at_delete < total, "the copy finished before the delete; the test proves nothing"
 
@@ -152,10 +156,7 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
               f"({at_delete} of {total} copied at the delete)")
         assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 240), _driver_log(kube)
         time.sleep(3)  # anything duplicated would land now
-        records = consume_all(dc2.bootstrap, topic)
-        origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in records)
-        assert len(records) == total, f"{len(records) - total:+d} records"
-        assert set(origins.values()) == {1}
+        assert_copied_exactly_once(dc2.bootstrap, topic, total)
 
         # the CLI on this machine reads the flow's state on HDFS
         def translated() -> dict[int, int]:
@@ -164,17 +165,17 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
             return {p["partition"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
 
         assert wait_until(lambda: translated() == {0: 1000, 1: 1000, 2: 1000}, 120, interval=2), translated()
-        status = shell(commands[4])
+        status = shell(commands[6])
         assert f"{topic}" in status.stdout, status.stdout
         caught_up = shell.cli("status", "--config", str(flow), "--json", "--max-lag-records", "0")
         assert caught_up.returncode == 0, caught_up.stdout[-3000:]
         lags = json.loads(caught_up.stdout)["replication"]
         assert {(lag["partition"], lag["lag_records"]) for lag in lags} == {(0, 0), (1, 0), (2, 0)}
-        failover = shell(commands[5])
-        assert group in failover.stdout, failover.stdout
+        failover = shell.cli("failover", "--config", str(flow), "--group", group)
+        assert failover.returncode == 0 and group in failover.stdout, failover.stdout + failover.stderr[-2000:]
         assert committed(dc2.bootstrap, group, topic, 3) == {0: 1000, 1: 1000, 2: 1000}
     finally:
-        shell(commands[6], timeout=180)  # the StatefulSet and the ConfigMap deleted
+        shell(commands[7], timeout=180)  # the StatefulSet and the ConfigMap deleted
     assert wait_until(lambda: kube.kubectl("get", "pods", "-o", "name").strip() == "", 120), \
         kube.kubectl("get", "pods")
-    assert shell.ran == commands, "every command the docs show ran, in their order"
+    assert shell.ran == commands[2:], "every command the README shows ran, in its order"

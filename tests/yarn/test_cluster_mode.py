@@ -14,7 +14,6 @@ import re
 import signal
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,12 +23,11 @@ import yaml
 from dr_stream.dev.hadoop import LocalHadoop
 from dr_stream.runtime.paths import project_root
 from tests.kafka_tools import (
-    consume_all,
+    assert_copied_exactly_once,
     consume_and_commit,
     count,
     create_topic,
     produce,
-    provenance,
     topic_exists,
     unique,
     wait_until,
@@ -99,13 +97,6 @@ def _driver_output(hadoop: LocalHadoop, app_id: str) -> str:
                      for p in sorted(hadoop.home.glob(f"work/**/{app_id}/container_*_000001/stdout")))
 
 
-def _exactly_once(dc2, topic: str, total: int) -> None:
-    records = consume_all(dc2.bootstrap, topic)
-    origins = Counter((r.partition, provenance(r)[-1]["offset"]) for r in records)
-    assert len(records) == total, f"{len(records) - total:+d} records"
-    assert set(origins.values()) == {1}
-
-
 def _cli(hadoop: LocalHadoop, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(project_root() / ".venv" / "bin" / "dr-stream"), *args], env=_environment(hadoop),
                           capture_output=True, text=True, timeout=300)
@@ -146,7 +137,7 @@ def test_yarn_cluster_mode_survives_a_killed_driver_container_copies_exactly_onc
               f"({at_kill} of {total} copied at the kill)")
         assert wait_until(lambda: count(dc2.bootstrap, topic) >= total, 240), _driver_output(hadoop, app)
         time.sleep(3)  # anything duplicated would land now
-        _exactly_once(dc2, topic, total)
+        assert_copied_exactly_once(dc2.bootstrap, topic, total)
 
         def translated() -> dict[int, int]:
             done = _cli(hadoop, "translate", "--config", str(flow), "--group", group, "--json")
@@ -196,7 +187,7 @@ def test_reset_flow_moves_state_on_hdfs_aside_and_a_fresh_run_starts_clean(hadoo
     with running_flow(spark, config):
         assert wait_until(lambda: count(dc2.bootstrap, topic) >= 2500, 120)
         time.sleep(2)
-    _exactly_once(dc2, topic, 2500)
+    assert_copied_exactly_once(dc2.bootstrap, topic, 2500)
     assert exists(f"{state}/checkpoints/replicate/offsets/0"), "the fresh run did not start from batch 0"
 
 
@@ -219,7 +210,7 @@ def test_yarn_client_mode_replicates(hadoop, dc1, dc2, topics, tmp_path):
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-    _exactly_once(dc2, topic, 5000)
+    assert_copied_exactly_once(dc2.bootstrap, topic, 5000)
 
 
 def test_a_relative_state_path_in_cluster_mode_is_one_clear_line(tmp_path):
