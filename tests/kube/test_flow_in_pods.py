@@ -94,28 +94,38 @@ def _driver_log(kube: LocalKube) -> str:
     return kube.kubectl("logs", DRIVER, "--tail=60", check=False)
 
 
-def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
-        kube: LocalKube, hadoop: LocalHadoop, dc1, dc2, topics, tmp_path: Path) -> None:
-    total = 60_000
-    topic = unique("k8s.flow.")
-    topics.append(topic)
-    create_topic(dc1.bootstrap, topic, 3)
-    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(total)))
-    group = unique("k8s-group-")
-    consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
-    # The README's flow file on this test's clusters and topic; small batches keep the copy going
-    # long enough to be interrupted.
+def _flow_file(path: Path, hadoop: LocalHadoop, dc1, dc2, topic: str, state: str) -> Path:
+    """The README's flow file on this test's clusters, topic and HDFS (state under /dr-stream/`state`);
+    small batches keep the copy going long enough to be interrupted."""
     settings = yaml.safe_load((project_root() / FLOW).read_text())
     settings["source"]["bootstrap_servers"] = dc1.bootstrap
     settings["destination"]["bootstrap_servers"] = dc2.bootstrap
     settings["topics"]["include"] = [re.escape(topic)]
     settings["streaming"].update(
-        {key: value.replace("hdfs://localhost:19800", hadoop.fs_uri) for key, value in settings["streaming"].items()
+        {key: value.replace("hdfs://localhost:19800/dr-stream/dc1-to-dc2-k8s", f"{hadoop.fs_uri}/dr-stream/{state}")
+         for key, value in settings["streaming"].items()
          if isinstance(value, str) and value.startswith("hdfs://localhost:19800/")},
         trigger="200ms", max_records_per_batch=1500)
     assert all(settings["streaming"][key].startswith(hadoop.fs_uri) for key in ("checkpoint_dir", "offset_index"))
-    flow = tmp_path / "flow.yaml"
-    flow.write_text(yaml.safe_dump(settings))
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+def _source_topic(dc1, topics: list[str], total: int) -> str:
+    topic = unique("k8s.flow.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 3)
+    produce(dc1.bootstrap, topic, ({"value": f"{i:08d}".encode() * 8, "partition": i % 3} for i in range(total)))
+    return topic
+
+
+def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
+        kube: LocalKube, hadoop: LocalHadoop, dc1, dc2, topics, tmp_path: Path) -> None:
+    total = 60_000
+    topic = _source_topic(dc1, topics, total)
+    group = unique("k8s-group-")
+    consume_and_commit(dc1.bootstrap, topic, group, {p: 1000 for p in range(3)}, helper=False)
+    flow = _flow_file(tmp_path / "flow.yaml", hadoop, dc1, dc2, topic, "dc1-to-dc2-k8s")
     commands = readme_commands()
     # The first line starts the dev clusters; the fixtures stand for it, with clusters of their own.
     assert commands[0] == "dr-stream dev up && dr-stream dev yarn up && dr-stream dev k8s up"
@@ -179,3 +189,39 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
     assert wait_until(lambda: kube.kubectl("get", "pods", "-o", "name").strip() == "", 120), \
         kube.kubectl("get", "pods")
     assert shell.ran == commands[2:], "every command the README shows ran, in its order"
+
+
+def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_shows(
+        kube: LocalKube, hadoop: LocalHadoop, dc1, dc2, topics, tmp_path: Path) -> None:
+    """The guide's `./spark-submit.sh ... --deploy-mode cluster` line, as written: the flow file
+    travels through the upload path on HDFS to a driver pod, which copies with an executor pod."""
+    guide = (project_root() / "docs" / "deploying.md").read_text()
+    found = re.search(r"```\n(\./spark-submit\.sh FLOW\.yaml --master k8s://.*?)```", guide, re.S)
+    assert found, "docs/deploying.md: no ./spark-submit.sh line for the dev Kubernetes"
+    command = found.group(1).replace("\\\n", " ").strip()
+    total = 3000
+    topic = _source_topic(dc1, topics, total)
+    flow = _flow_file(tmp_path / "flow.yaml", hadoop, dc1, dc2, topic, "dc1-to-dc2-submit")
+    line = command.replace("FLOW.yaml", str(flow)).replace("hdfs://localhost:19800", hadoop.fs_uri)
+    env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "SPARK_CONF_DIR": str(kube.spark_conf_dir)}
+    log = tmp_path / "submit.log"
+    with log.open("w") as out:
+        submit = subprocess.Popen(["bash", "-c", line], env=env, cwd=project_root(), stdout=out,
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= total, 300), \
+            log.read_text()[-3000:] + kube.kubectl("get", "pods", "-o", "wide")
+        time.sleep(3)  # anything duplicated would land now
+        assert_copied_exactly_once(dc2.bootstrap, topic, total)
+        roles = {p["metadata"]["labels"].get("spark-role")
+                 for p in json.loads(kube.kubectl("get", "pods", "-o", "json"))["items"]}
+        assert roles == {"driver", "executor"}
+    finally:
+        kube.kubectl("delete", "pods", "-l", "spark-role=driver", "--wait=true", check=False)
+        try:
+            submit.wait(timeout=120)  # spark-submit returns once its driver pod is gone
+        except subprocess.TimeoutExpired:
+            os.killpg(submit.pid, 9)
+            submit.wait()
+    assert wait_until(lambda: kube.kubectl("get", "pods", "-o", "name").strip() == "", 120), \
+        kube.kubectl("get", "pods")
