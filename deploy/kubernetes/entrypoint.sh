@@ -5,8 +5,7 @@
 # arguments, and each executor pod with `executor` and its settings in SPARK_* variables.
 # `flow FLOW.yaml [spark-submit options]` makes this pod a flow's driver
 # (deploy/kubernetes/flow-statefulset.yaml). Anything else (a command of dr-stream's, a shell)
-# runs as given. tini is PID 1, so signals
-# reach the JVM and its children are reaped.
+# runs as given. tini is PID 1, so signals reach the JVM and its children are reaped.
 set -euo pipefail
 
 : "${SPARK_HOME:=/opt/spark}"
