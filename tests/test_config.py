@@ -153,7 +153,7 @@ def test_the_kubernetes_flow_is_the_local_one_with_its_state_where_a_pod_and_thi
     assert k8s.source.bootstrap_servers == local.source.bootstrap_servers
     assert k8s.destination.bootstrap_servers == local.destination.bootstrap_servers
     assert k8s.topics.include == local.topics.include
-    assert k8s.metrics.port == 9404  # deploy/kubernetes/flow-statefulset.yaml's probes
+    assert k8s.metrics.port == 9404  # deploy/kubernetes/flow-statefulset.yaml's liveness probe
 
 
 def test_shipped_configs_replicate_schemas_one_way_from_the_primary():
