@@ -93,6 +93,12 @@ def partition_count(bootstrap: str, name: str) -> int:
     return len(topic.partitions) if topic and not topic.error else 0
 
 
+def partition_leaders(bootstrap: str, name: str) -> dict[int, int]:
+    """Each partition's leader as the broker's metadata gives it (-1: none yet)."""
+    topic = admin(bootstrap).list_topics(name, timeout=10).topics.get(name)
+    return {p.id: p.leader for p in topic.partitions.values()} if topic and not topic.error else {}
+
+
 def topic_exists(bootstrap: str, name: str) -> bool:
     topic = admin(bootstrap).list_topics(timeout=10).topics.get(name)
     return topic is not None and topic.error is None

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.kafka_tools import count, create_topic, produce, unique, wait_until
+from tests.kafka_tools import count, create_topic, partition_leaders, produce, unique, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -64,6 +64,10 @@ def _planning_batches(spark, dc1, dc2, topics, tmp_path, name: str, attempts: in
     topics.extend([source, destination])
     create_topic(dc1.bootstrap, source, 4)
     create_topic(dc2.bootstrap, destination, 4)
+    # Once a first batch's records for one partition of the new destination topic waited 120 s
+    # for dc2 and expired; the query starts only once every partition has a leader, and a batch
+    # that still does not come says where the topic's leaders stood.
+    assert wait_until(lambda: _led(dc2.bootstrap, destination, 4), 30), partition_leaders(dc2.bootstrap, destination)
     for attempt in range(1, attempts + 1):
         produce(dc1.bootstrap, source, ({"value": b"x" * 100, "partition": i % 4} for i in range(100_000)))
         # A backlog keeps batches back to back: the next one is planned as soon as one ends.
@@ -79,11 +83,18 @@ def _planning_batches(spark, dc1, dc2, topics, tmp_path, name: str, attempts: in
             # the other, their tasks waiting in the sink's flush for dc2's acknowledgements), when it
             # takes a second alone; the cause was not found. What the test is about is the stop, so
             # the wait is generous and says, if it runs out, where the batch stood.
-            assert wait_until(lambda q=query: q.lastProgress is not None, 180), _where(spark, query, attempt)
+            assert wait_until(lambda q=query: q.lastProgress is not None, 180), (
+                _where(spark, query, attempt) + f"; dc2 leaders of {destination}: "
+                f"{partition_leaders(dc2.bootstrap, destination)}")
             assert wait_until(lambda q=query: q._jsq.status().message().startswith("Getting offsets"), 30, 0.001)
             yield attempt, query, destination
         finally:
             query.stop()
+
+
+def _led(bootstrap: str, topic: str, partitions: int) -> bool:
+    leaders = partition_leaders(bootstrap, topic)
+    return len(leaders) == partitions and all(leader >= 0 for leader in leaders.values())
 
 
 def _cancelled_jobs(spark, query) -> list[int]:
