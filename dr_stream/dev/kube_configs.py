@@ -89,24 +89,32 @@ POD_TEMPLATE = {"apiVersion": "v1", "kind": "Pod",
                 "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}}
 
 
+# What every Spark pod of this cluster needs, wherever the application was submitted from: the
+# imported image, never pulled; each executor's block manager on a free port instead of Spark's
+# fixed 7079 (pods on the host's network would both claim it); half a core asked, so a driver and
+# two executors fit on 2 cores.
+POD_SETTINGS = {
+    "spark.kubernetes.container.image": IMAGE,
+    "spark.kubernetes.container.image.pullPolicy": "Never",
+    "spark.blockManager.port": "0",
+    "spark.kubernetes.executor.request.cores": "0.5",
+}
+
+
 def spark_settings(server: str, pod_template: Path) -> dict[str, str]:
-    """What spark-submit needs for this cluster beyond `--master k8s://<server>`: the imported
-    image, never pulled; the driver's account; the API server at the node's address (there is no
-    kube-proxy behind `kubernetes.default`); pods on the host's network, where each executor's
-    block manager takes a free port instead of Spark's fixed 7079 (two pods on one network would
-    both claim it); small CPU requests, so a driver and two executors fit on 2 cores."""
+    """What spark-submit needs for this cluster beyond `--master k8s://<server>`: `POD_SETTINGS`;
+    the driver's account; the API server at the node's address (there is no kube-proxy behind
+    `kubernetes.default`); pods on the host's network; the driver's block manager on Spark's 7079
+    and half a core for it too."""
     return {
-        "spark.kubernetes.container.image": IMAGE,
-        "spark.kubernetes.container.image.pullPolicy": "Never",
+        **POD_SETTINGS,
         "spark.kubernetes.namespace": "default",
         "spark.kubernetes.authenticate.driver.serviceAccountName": "spark",
         "spark.kubernetes.driver.master": server,
         "spark.kubernetes.driver.podTemplateFile": str(pod_template),
         "spark.kubernetes.executor.podTemplateFile": str(pod_template),
-        "spark.blockManager.port": "0",
         "spark.driver.blockManager.port": "7079",
         "spark.kubernetes.driver.request.cores": "0.5",
-        "spark.kubernetes.executor.request.cores": "0.5",
     }
 
 
@@ -146,11 +154,7 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
         driver["env"].append({"name": "DR_STREAM_KUBERNETES_API", "value": server})
         driver["resources"] = {"requests": {"cpu": "500m", "memory": "3Gi"}, "limits": {"memory": "3Gi"}}
         driver["volumeMounts"] = [m for m in driver["volumeMounts"] if m["name"] not in secret_volumes]
-        dev = {"spark.kubernetes.container.image": IMAGE,
-               "spark.kubernetes.container.image.pullPolicy": "Never",
-               "spark.executor.instances": "1",
-               "spark.blockManager.port": "0",
-               "spark.kubernetes.executor.request.cores": "0.5"}
+        dev = {**POD_SETTINGS, "spark.executor.instances": "1"}
         args = driver["args"]
         kept = args[:2]  # `flow FLOW.yaml`
         for option, value in zip(args[2::2], args[3::2], strict=True):
