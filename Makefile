@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale down clean
 
 setup: $(STAMP) jars
 
@@ -53,6 +53,15 @@ test-yarn: setup dist
 # of `make test`.
 test-k8s: setup dist
 	$(PY) -m pytest -q -m kube tests/kube
+
+# The demo, failover, failback and restarting-cluster tests with one core held busy, three times
+# in a row (tools/cpu_pressure.py; about 40 min). `PRESSURE_ARGS=--share-core` pins them to the busy
+# core too; `PRESSURE_ARGS="--rounds 10" PRESSURE_TESTS=...` for other runs.
+PRESSURE_TESTS ?= tests/test_demo_output.py tests/operations/test_failback.py tests/operations/test_restarting_cluster.py \
+	tests/positions/test_offset_translation.py \
+	tests/index/test_write_path_index.py::test_failover_with_the_source_gone_starts_no_jvm_and_commits_the_exact_offset
+test-pressure: setup
+	$(PY) -m tools.cpu_pressure --rounds 3 $(PRESSURE_ARGS) -- $(PY) -m pytest -q $(PRESSURE_TESTS)
 
 demo: setup
 	$(PY) -m dr_stream.dev.demo

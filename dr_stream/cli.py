@@ -14,6 +14,7 @@ from typing import NoReturn
 from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.exit_codes import ExitCode
 from dr_stream.kafka.reachability import ClusterAccessError
+from dr_stream.kafka.waits import WAITS
 from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
 from dr_stream.positions import SyncOutcome
@@ -295,6 +296,17 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        code = _command(args)
+    finally:
+        # What the command waited for while a cluster settled, once (`kafka.waits`).
+        for line in WAITS.lines():
+            print(f"dr-stream: {args.command}: {line}", file=sys.stderr)
+    return code
+
+
+def _command(args: argparse.Namespace) -> int:
+    """The command's exit code; whatever it raises is one line on stderr, never a traceback."""
+    try:
         return args.func(args)
     except ConfigError as exc:
         print(f"dr-stream: config error: {exc}", file=sys.stderr)
@@ -304,6 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.UNREACHABLE
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
+    except Exception as exc:
+        from dr_stream.operations.command_failure import report
+
+        failure = report(args.command, exc)
+        print(failure.line, file=sys.stderr)
+        return failure.code
 
 
 if __name__ == "__main__":

@@ -24,11 +24,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def first_line(error: BaseException | str) -> str:
     """A failure in one line: its message's first non-blank line, else its type's name (a
-    `TimeoutError()` from a future says nothing at all)."""
+    `TimeoutError()` from a future says nothing at all). A Kafka client's error is its reason and
+    its name, not the `KafkaError{code=...}` its exception prints."""
+    cause: Any = error.args[0] if isinstance(error, BaseException) and error.args else None
+    if callable(getattr(cause, "str", None)) and callable(getattr(cause, "name", None)):
+        return f"{cause.str()} [{cause.name()}]"
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     if lines:
         return lines[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dr_stream"
-CLIENT_CLASSES = {"AdminClient", "Consumer", "Producer"}
+CLIENT_CLASSES = {"AdminClient", "Consumer", "Producer", "RetryingAdmin", "RetryingConsumer"}
 # Lower floors never import higher ones: the pure rules know nothing of Spark or clients, an
 # operator command is not a dependency of the streaming runtime, and the Kafka wing knows nothing
 # of what uses it. The offset index and group positions are two wings; positions build on the index.

@@ -19,6 +19,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -34,6 +35,7 @@ from dr_stream.dev.clusters import DEV_PORTS, LocalCluster, dev_clusters
 from dr_stream.kafka import clients, consumed
 from dr_stream.kafka.admin import delete_topics
 from dr_stream.kafka.group_offsets.consumer_groups import committed_offsets, delete_group
+from dr_stream.operations.command_failure import report
 from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
@@ -117,7 +119,7 @@ def _join_flows(flows: list[Background]) -> bool:
     return ok
 
 
-def _wait_converged(clusters: list[LocalCluster], flows: list[Background], timeout_s: float = 300.0) -> bool:
+def _wait_converged(clusters: list[LocalCluster], flows: list[Background], timeout_s: float = 600.0) -> bool:
     """Prints counts until both clusters hold every record once, and the counts stay put for 10 s
     (raises when a flow has failed)."""
     expected = 2 * PER_TOPIC
@@ -198,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         if not _wait_converged(clusters, threads):
             return 1
         return _failover_act(spark, configs, clusters, stop, threads)
+    except Exception as exc:  # one line, as a command says it; the traceback to a file
+        print(report("demo", exc).line, file=sys.stderr)
+        return 1
     finally:
         stop.set()
         _join_flows([t for t in threads if t.alive])  # a failed one was said where it was found
@@ -270,18 +275,51 @@ def _produce_shipments(cluster: ClusterConfig, values: list[str], partition_of=N
                              partition=partition_of(i) if partition_of else i % SHIPMENTS_PARTITIONS)
 
 
+def _held(cluster: ClusterConfig, topic: str, partitions: int) -> int:
+    with clients.consuming(cluster, "dr-stream-demo-peek") as consumer:
+        return sum(high - low for low, high in (consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                                                for p in range(partitions)))
+
+
+def _wait_until(count: Callable[[], int], target: int, flows: list[Background], what: str, unit: str,
+                timeout_s: float = 600.0, every_s: float = 5.0) -> bool:
+    """Waits until count() reaches `target`, a progress line every `every_s`; False (said on
+    stderr) when `timeout_s` passes first. Raises when a flow has failed."""
+    began = time.monotonic()
+    shown = began
+    while (found := count()) < target:
+        for flow in flows:
+            flow.check()
+        now = time.monotonic()
+        if now - began > timeout_s:
+            print(f"demo: waited {timeout_s:.0f}s for {what}: {found} of {target} {unit}", file=sys.stderr)
+            return False
+        if now - shown >= every_s:
+            print(f"waiting for {what}: {found} of {target} {unit}, {now - began:.0f}s", flush=True)
+            shown = now
+        time.sleep(0.2)
+    print(f"{what}: done in {time.monotonic() - began:.1f}s", flush=True)
+    return True
+
+
 def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threading.Event, threads) -> int:
     dc1, dc2 = (c.config for c in clusters)
     print(f"\n== failover: {SHIPMENTS_RECORDS} records into {SHIPMENTS} on dc1 only; group {GROUP} reads "
           f"{CONSUMED_PER_PARTITION} of each partition's {SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS} and commits")
     _produce_shipments(dc1, [f"shipment {i}" for i in range(SHIPMENTS_RECORDS)])
     committed = _consume_and_commit(dc1)
-    began = time.monotonic()
+    # The story is "nothing written before the disaster is lost": the disaster waits until the
+    # flow has copied every shipment and synced the group, however long this machine takes.
+    if not _wait_until(lambda: _held(dc2, SHIPMENTS, SHIPMENTS_PARTITIONS), SHIPMENTS_RECORDS, threads,
+                       f"the flow copies the {SHIPMENTS_RECORDS} shipments to dc2", "shipments on dc2"):
+        return 1
     # dc2's copies start at offset 0 like dc1's, so the translated position is the same number.
-    while time.monotonic() - began < 120 and _committed(dc2) != committed:
-        time.sleep(0.2)
-    print(f"the flow translated the commits and synced them to dc2 {time.monotonic() - began:.1f}s after the "
-          f"commit on dc1: {dict(sorted(_committed(dc2).items()))}")
+    target = sum(committed.values())
+    if not _wait_until(lambda: sum(_committed(dc2).values()) if _committed(dc2) == committed else 0, target, threads,
+                       f"the flow translates group {GROUP}'s commits on dc1 and syncs them to dc2",
+                       "offsets committed on dc2"):
+        return 1
+    print(f"dc2 holds every shipment and the group's positions there: {dict(sorted(_committed(dc2).items()))}")
 
     print("dc1 goes away (flows stopped, broker stopped); 2 late shipments reached dc1 after the last copy")
     stop.set()

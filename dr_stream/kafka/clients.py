@@ -7,6 +7,11 @@ timeouts) is made once and reaches every client. `group_offsets` builds the one 
 an admin client in the Spark driver's JVM, from the same Java properties as the user wrote
 them, for the control loops' batched group offsets (`kafka/group_offsets`).
 
+Every admin client and consumer is a `retrying_clients` one: its admin, metadata, offsets and
+group calls are sent again while the cluster answers with a retriable error (a broker restarting,
+leadership moving), within the time the caller gave the call. A reachability probe is the
+exception: its job is to tell at once whether a cluster answers.
+
 Invariants: callers name what they need a client for (a consumer's group, extra settings);
 a consumer or producer opened with `consuming`/`producing` is closed when the block ends,
 whatever happens inside it. Every client logs through `client_log`, never straight to stderr.
@@ -25,6 +30,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.kafka.client_log import client_log
+from dr_stream.kafka.retrying_clients import RetryingAdmin, RetryingConsumer
 from dr_stream.kafka.truststores import read_truststore
 
 if TYPE_CHECKING:
@@ -87,13 +93,14 @@ def group_offsets(cluster: ClusterConfig, timeout_s: float = 15.0) -> GroupOffse
 
 def admin(cluster: ClusterConfig, settings: Settings | None = None) -> AdminClient:
     with _refusals_reported(cluster):
-        return AdminClient(_config(cluster, settings))
+        return RetryingAdmin(_config(cluster, settings), cluster.alias)
 
 
 def consumer(cluster: ClusterConfig, group: str, settings: Settings | None = None) -> Consumer:
     """A consumer that never commits on its own: dr-stream only ever reads positions it assigns."""
     with _refusals_reported(cluster):
-        return Consumer(_config(cluster, {"group.id": group, "enable.auto.commit": False, **(settings or {})}))
+        return RetryingConsumer(_config(cluster, {"group.id": group, "enable.auto.commit": False, **(settings or {})}),
+                                cluster.alias)
 
 
 def producer(cluster: ClusterConfig, settings: Settings | None = None) -> Producer:
@@ -104,7 +111,8 @@ def producer(cluster: ClusterConfig, settings: Settings | None = None) -> Produc
 def probe_admin(cluster: ClusterConfig, on_error: Callable[[KafkaError], None]) -> AdminClient:
     """A dedicated admin client whose error events reach `on_error` (served by its `poll`); the
     caller destroys it (`__exit__`) in its own thread when done."""
-    return admin(cluster, {**PROBE_SETTINGS, "error_cb": on_error})
+    with _refusals_reported(cluster):
+        return AdminClient(_config(cluster, {**PROBE_SETTINGS, "error_cb": on_error}))
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.index import Run
+from dr_stream.kafka.waits import WAITS
 from dr_stream.positions import SyncOutcome
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 from dr_stream.replication.health import Health, QueryState, judge
@@ -39,11 +40,14 @@ def action_label(action: str) -> str:
 class FlowMetrics(Collector):
     def __init__(self, flow: str, replicate_query: str, clusters: tuple[str, ...] = (),
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
-                 translation_ages: Callable[[], dict[str, float]] = dict) -> None:
-        """`translation_ages`: each group's wait for its translation, asked at each scrape."""
+                 translation_ages: Callable[[], dict[str, float]] = dict,
+                 retried: Callable[[], Mapping[tuple[str, str], int]] = WAITS.totals) -> None:
+        """`translation_ages`: each group's wait for its translation, asked at each scrape;
+        `retried`: requests sent again while a cluster settled, per (cluster, error), likewise."""
         self.flow, self.replicate_query, self.clusters = flow, replicate_query, clusters
         self.clock, self.started_ms = clock, wall() * 1000
         self.translation_ages = translation_ages
+        self.retried = retried
         self._lock = threading.Lock()
         self._copied: dict[str, int] = {}
         self._skipped = dict.fromkeys(SKIP_REASONS, 0)
@@ -214,6 +218,13 @@ class FlowMetrics(Collector):
         yield self._family(GaugeMetricFamily, "dr_stream_translation_age_seconds",
                            "Seconds a group's newest commit has waited for translation (0: none waits)", "group",
                            self.translation_ages())
+        retried = CounterMetricFamily("dr_stream_kafka_requests_retried", "Requests of dr-stream's own clients sent "
+                                      "again because a cluster answered a retriable error (a broker restarting, "
+                                      "leadership moving), by cluster and error, in this process",
+                                      labels=["flow", "cluster", "error"])
+        for (cluster, error), count in sorted(self.retried().items()):
+            retried.add_metric([self.flow, cluster, error], count)
+        yield retried
 
     def _family(self, kind: type, name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:
         """One family of this flow's series, a series per `label` value."""

@@ -26,6 +26,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.background import Background
 from dr_stream.core.config import ConfigError
 from dr_stream.failure_notes import first_line, summarised
+from dr_stream.kafka.waits import WAITS
 from dr_stream.log_format import writes_json
 from dr_stream.replication.flow import ReplicationFlow, Worker
 from dr_stream.replication.metrics_server import MetricsServer
@@ -35,6 +36,8 @@ from dr_stream.runtime.jvm_classes import jvm_class
 
 # How long a stop waits for a running micro-batch, which would otherwise be replayed.
 STOP_GRACE_S = 30.0
+# How often a flow says what its clients waited for while a cluster settled (`kafka.waits`).
+WAITS_EVERY_S = 60.0
 
 
 class SparkStopped(RuntimeError):
@@ -304,8 +307,13 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
                  f"{flow.config.destination.alias} ({flow.destination_cluster_id}); queries "
                  f"{', '.join(p.name for p in supervisor.parts)}; "
                  f"checkpoints under {flow.config.streaming.checkpoint_dir}")
+        waits_said = time.monotonic()
         while not stop.is_set():
             stop.wait(1)
+            if time.monotonic() - waits_said >= WAITS_EVERY_S:
+                waits_said = time.monotonic()
+                for line in WAITS.lines():  # what the flow's clients waited for meanwhile, once
+                    flow.log(line)
             if jvm_stopping(flow.spark):
                 flow.log("the Spark JVM was told to stop: the flow stops")
                 break

@@ -9,14 +9,14 @@ librdkafka's admin ListConsumerGroupOffsets (and its OffsetCommit twin) handle a
 answer by asking the client's consumer-group handle to find the coordinator again, and an admin
 client has none, so the process dies on a NULL pointer (librdkafka issue 5040). That answer
 comes whenever a coordinator moves: a fresh cluster loading `__consumer_offsets`, a broker
-restarting. Through a consumer the same answer is an ordinary error, retried here until the
-coordinator settles. The consumer never joins the group.
+restarting. Through a consumer the same answer is an ordinary retriable error, which the
+consumer (`retrying_clients`) asks again until the coordinator settles. The consumer never
+joins the group.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol, TypeVar
@@ -31,9 +31,6 @@ from dr_stream.kafka.clients import consuming
 from dr_stream.kafka.group_offsets.answers import Committed, Fetched, Partition, group_state
 
 T = TypeVar("T")
-_COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                       KafkaError.COORDINATOR_NOT_AVAILABLE}
-
 _ANSWER_GRACE_S = 2.0
 
 
@@ -58,7 +55,7 @@ def read_committed(consumer: Consumer, cluster: ClusterConfig, group: str, parti
 
     def read() -> list[TopicPartition]:
         try:
-            return _while_coordinator_moves(lambda left: consumer.committed(wanted, timeout=left), timeout)
+            return consumer.committed(wanted, timeout=timeout)
         except KafkaException as exc:
             if denied(exc):
                 raise not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}",
@@ -109,18 +106,6 @@ def _metadata(tp) -> str | None:
 def _listed(partitions: list[tuple[str, int]]) -> str:
     shown = ", ".join(f"{t}[{p}]" for t, p in partitions[:5])
     return shown + (f" and {len(partitions) - 5} more" if len(partitions) > 5 else "")
-
-
-def _while_coordinator_moves(call: Callable[[float], T], timeout: float) -> T:
-    """call(seconds left), again while the group's coordinator is moving or loading, until `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return call(max(1.0, deadline - time.monotonic()))
-        except KafkaException as exc:
-            if _code(exc) not in _COORDINATOR_MOVING or time.monotonic() > deadline:
-                raise
-            time.sleep(0.25)
 
 
 def group_states(admin: AdminClient, groups: Iterable[str],
@@ -192,22 +177,19 @@ def commit_offsets(cluster: ClusterConfig, group: str, offsets: dict[tuple[str, 
     """Commits as the group without joining it: the broker accepts this only while the group has
     no members, which is also the only time dr-stream writes a group."""
     with consuming(cluster, group, {"socket.timeout.ms": int(timeout * 1000)}) as consumer:
-        write_committed(consumer, cluster, group, offsets, metadata, timeout)
+        write_committed(consumer, cluster, group, offsets, metadata)
 
 
 def write_committed(consumer: Consumer, cluster: ClusterConfig, group: str, offsets: dict[tuple[str, int], int],
-                    metadata: str, timeout: float = 15.0) -> None:
-    """`commit_offsets` through a consumer of the group the caller already holds."""
+                    metadata: str) -> None:
+    """`commit_offsets` through a consumer of the group the caller already holds (a coordinator
+    that moves meanwhile is waited out by the consumer itself, `retrying_clients`)."""
     partitions = [TopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(offsets.items())]
-
-    def commit(_: float) -> None:
+    try:
         result = consumer.commit(offsets=partitions, asynchronous=False)
         failed = [tp for tp in result or [] if tp.error is not None]
         if failed:
             raise KafkaException(failed[0].error)
-
-    try:
-        _while_coordinator_moves(commit, timeout)
     except KafkaException as exc:
         if denied(exc):
             raise not_authorized(cluster.alias, cluster.kafka, "READ", f"GROUP {group}",
