@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import re
 import sys
@@ -15,6 +16,7 @@ from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.exit_codes import ExitCode
 from dr_stream.kafka.reachability import ClusterAccessError
 from dr_stream.kafka.waits import WAITS
+from dr_stream.log_format import writes_json
 from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
 from dr_stream.positions import SyncOutcome
@@ -298,9 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = _command(args)
     finally:
-        # What the command waited for while a cluster settled, once (`kafka.waits`).
+        # What the command waited for while a cluster settled, once (`kafka.waits`); a flow says
+        # its own through its log, as JSON lines when its log is JSON.
         for line in WAITS.lines():
-            print(f"dr-stream: {args.command}: {line}", file=sys.stderr)
+            if writes_json():
+                logging.getLogger("dr_stream.cli").info(f"{args.command}: {line}")
+            else:
+                print(f"dr-stream: {args.command}: {line}", file=sys.stderr)
     return code
 
 

@@ -265,6 +265,33 @@ def release_jvm(spark) -> None:
         pass
 
 
+def _join(workers: list[threading.Thread], within_s: float) -> None:
+    """One deadline for all: each loop sees its stop within its own wait, and they are daemons."""
+    joined_by = time.monotonic() + within_s
+    for worker in workers:
+        if worker.ident is not None:  # started
+            worker.join(timeout=max(0.0, joined_by - time.monotonic()))
+
+
+def _driver_threads(flow: ReplicationFlow, also: Sequence[Worker], stop: threading.Event) -> list[threading.Thread]:
+    """The flow's driver threads and `also`, each kept running until `stop` (not started yet)."""
+    return [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
+                             name=f"{name}-{flow.config.name}", daemon=True)
+            for name, run in [*flow.workers(), *also]]
+
+
+def every(period_s: float, act: Callable[[], object]) -> Callable[[], None]:
+    """A call that runs `act` when `period_s` has passed since it last did (or since it was made)."""
+    last = [time.monotonic()]
+
+    def maybe() -> None:
+        if time.monotonic() - last[0] >= period_s:
+            last[0] = time.monotonic()
+            act()
+
+    return maybe
+
+
 def _serve_metrics(flow: ReplicationFlow, port: int | None) -> MetricsServer | None:
     settings = flow.config.metrics
     port = settings.port if port is None else port
@@ -294,9 +321,7 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
                              running=lambda: spark_running(flow.spark), start_wait_s=start_wait_s,
                              held=lambda name, error: name == flow.config.replicate_query
                              and flow.holds.hold(error) is not None)
-    workers = [threading.Thread(target=kept_running, args=(name, run, stop, flow.log, flow.metrics.thread_failed),
-                                name=f"{name}-{flow.config.name}", daemon=True)
-               for name, run in [*flow.workers(), *also]]
+    workers = _driver_threads(flow, also, stop)
     try:
         supervisor.check()
         # The driver threads start once the query runs: their first rounds (a poll of every
@@ -307,13 +332,10 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
                  f"{flow.config.destination.alias} ({flow.destination_cluster_id}); queries "
                  f"{', '.join(p.name for p in supervisor.parts)}; "
                  f"checkpoints under {flow.config.streaming.checkpoint_dir}")
-        waits_said = time.monotonic()
+        say_waits = every(WAITS_EVERY_S, lambda: [flow.log(line) for line in WAITS.lines()])
         while not stop.is_set():
             stop.wait(1)
-            if time.monotonic() - waits_said >= WAITS_EVERY_S:
-                waits_said = time.monotonic()
-                for line in WAITS.lines():  # what the flow's clients waited for meanwhile, once
-                    flow.log(line)
+            say_waits()  # what the flow's clients waited for while a cluster settled, once a minute
             if jvm_stopping(flow.spark):
                 flow.log("the Spark JVM was told to stop: the flow stops")
                 break
@@ -329,15 +351,13 @@ def run_until_stopped(flow: ReplicationFlow, stop: threading.Event | None = None
             unlisten(flow.spark, listener)
         except Exception:  # the JVM may already be gone when the whole process group got the signal
             pass
-        # One deadline for all: each loop sees `stop` within its own wait, and they are daemons.
-        joined_by = time.monotonic() + 15
-        for worker in workers:
-            if worker.ident is not None:  # started
-                worker.join(timeout=max(0.0, joined_by - time.monotonic()))
+        _join(workers, 15.0)
         if server is not None:
             server.close()
         flow.close()
         release_jvm(flow.spark)
+        for line in WAITS.lines():
+            flow.log(line)
         flow.log("stopped")
         sys.stdout.flush()
 
