@@ -13,7 +13,8 @@ Each position is translated through the flow's live offset index and (with
 `group_sync`. A position that is not final yet (`next`, or `waiting` for the copy to pass it)
 stays pending and is translated again each time the index advances. Every translation whose
 outcome changed is recorded in the translation log: by the batch that brought it, or by a
-second thread every `record_every_s`, so a Delta commit never delays a hand-over's sync. A
+second thread every `record_every_s`, so a Delta commit never delays a hand-over's sync; that
+thread also compacts the log to its newest row per position every `compact_every_s`. A
 restart takes back from that log the positions that were not final or not synced (`resume`),
 since the query does not read again what its checkpoint has passed.
 
@@ -69,6 +70,10 @@ class LiveTranslation:
     topics: TopicFilter
     log: Callable[[str], None] = print
     record_every_s: float = 1.0
+    # how often the translation log is compacted to its newest row per position (`compact`), and
+    # the rows appended since that make it due sooner (a burst of commits)
+    compact_every_s: float = 60.0
+    compact_after_rows: int = 100_000
     retry_s: float = 2.0
     # how often a position left alone because its group has members on the destination is tried
     # again: the group may empty while its source position stays where it is
@@ -81,11 +86,15 @@ class LiveTranslation:
     on_synced: Callable[[list[str]], None] = lambda actions: None
     # told each round's duration, the positions it translated, and the time since the last ended
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
+    # told each compaction of the log: its duration, the rows it kept, its period
+    on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None
     _round_ended: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
     _arrived: dict[Key, float] = field(default_factory=dict)
     _recorded: dict[Key, tuple] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
+    _appended: int = 0  # rows appended to the log since its last compaction
+    _compacted_at: float = field(default_factory=time.monotonic)
     _advanced: threading.Event = field(default_factory=threading.Event)
     # set by a hand-over or an index advance: the step thread has work
     _wake: threading.Event = field(default_factory=threading.Event)
@@ -281,16 +290,33 @@ class LiveTranslation:
                 rows, self._unrecorded = self._unrecorded, []
             try:
                 self.record.append(rows)
+                with self._lock:
+                    self._appended += len(rows)
             except Exception:
                 with self._lock:
                     self._unrecorded = rows + self._unrecorded
                 raise
+
+    def compact_if_due(self) -> None:
+        """Compacts the translation log when a period has passed or many rows arrived since the
+        last compaction (and something was appended). Appends go on meanwhile: a batch's own
+        append does not wait for it, and what it appends is kept."""
+        due = time.monotonic() - self._compacted_at >= self.compact_every_s or self._appended >= self.compact_after_rows
+        if not (due and self._appended):
+            return
+        began, appended = time.monotonic(), self._appended
+        done = self.record.compact()
+        with self._lock:
+            self._appended -= appended
+        self._compacted_at = time.monotonic()
+        self.on_upkeep(time.monotonic() - began, done.rows_after if done else 0, self.compact_every_s)
 
     def _recorder(self, stop: threading.Event) -> None:
         failed = summarised(self.log)
         while not stop.wait(self.record_every_s):
             try:
                 self.write_record()
+                self.compact_if_due()
             except Exception as exc:  # storage briefly unavailable: kept and written next time
                 failed(f"translation log: {first_line(exc)}")
         try:

@@ -63,12 +63,14 @@ class TranslateQuery:
     def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
            log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None,
            appends: DeltaAppends | None = None, on_synced: Callable[[list[str]], None] = lambda actions: None,
-           on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
+           on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None,
+           on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None,
            ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
         destination's Streams groups are described through `kafka4`. `on_synced` hears each
-        round's sync outcomes, `on_round` its duration, positions and period (the metrics)."""
+        round's sync outcomes, `on_round` its duration, positions and period, `on_upkeep` each
+        compaction of the translation log's (the metrics)."""
         returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
@@ -82,6 +84,7 @@ class TranslateQuery:
             if config.offsets.sync_to_destination
             else None,
             groups=config.group_filter, topics=config.topic_filter, log=log, on_synced=on_synced, on_round=on_round,
+            on_upkeep=on_upkeep,
         )
         return cls(spark, config, translation, log)
 

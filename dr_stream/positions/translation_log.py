@@ -1,8 +1,18 @@
-"""The record of every translation a flow made: a Delta table at `streaming.translations`.
+"""Where each group's translation stands: a Delta table at `streaming.translations`.
 
-`status` and the notebooks read it, and `failover` takes from it each group's last known
-source position when the source cluster is gone. A row is written when a translation or
-its action changes, not on every pass.
+`status`, `drill` and the notebooks read it, a flow's start takes back from it what was left
+pending, and `failover` takes from it each group's last known source position when the source
+cluster is gone. A row is appended when a translation or its action changes, not on every pass.
+
+What is live is the newest row per (group, topic, partition): every reader wants that and
+nothing older. So the log is kept as that snapshot plus a short tail of rows appended since:
+`compact` rewrites it to the newest row per position (and, per source partition, the newest
+row that recorded the source's log end, which failover's RPO reads), through
+`runtime.delta_upkeep`, which also removes replaced files and old log entries. An estate of
+1,000 groups on 10 partitions committing every 5 s appends 2,000 rows a second; compacted every
+minute, its log holds 10,000 rows and at most a minute of tail, however long the flow has run.
+
+Invariant: compaction keeps every row a reader's query returns (`latest`, `last_source_ends`).
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.translation_rule import Translation
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
+from dr_stream.runtime.delta_upkeep import Rewritten, rewriter
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,6 +71,14 @@ _SOURCE_ENDS = ('SELECT topic, "partition", source_log_end FROM (SELECT topic, "
                 'WHERE source_log_end IS NOT NULL) WHERE _n = 1')
 
 
+# What compaction keeps: each position's newest row, and each source partition's newest row with
+# the source's log end (a newer row of the same position may not have recorded it).
+_LIVE = ('SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" '
+         'ORDER BY translated_at DESC) AS _n, row_number() OVER (PARTITION BY topic, "partition", '
+         'source_log_end IS NULL ORDER BY translated_at DESC) AS _e FROM t) '
+         'WHERE _n = 1 OR (_e = 1 AND source_log_end IS NOT NULL)')
+
+
 class TranslationLog:
     """Appended to by a flow through `DeltaAppends` (delta-rs from the driver, Spark where it
     cannot write); read by the commands and the flow through `DeltaReads` (without a JVM where the
@@ -71,6 +90,7 @@ class TranslationLog:
         self.reads = reads or DeltaReads(None if spark is None else lambda: spark)
         self.spark = spark
         self.appends = appends or DeltaAppends()
+        self._rewrite = rewriter(None if spark is None else lambda: spark)
 
     def append(self, rows: list[tuple[Translation, str]]) -> None:
         if not rows:
@@ -93,6 +113,11 @@ class TranslationLog:
         frame = local_frame(self.spark, records, plain)
         frame = frame.withColumn("translated_at", F.timestamp_millis("translated_at"))
         frame.write.format("delta").mode("append").save(self.path)
+
+    def compact(self) -> Rewritten | None:
+        """Rewrites the log to what is live (this module's docstring); rows appended meanwhile
+        are kept. None when there is no log yet."""
+        return self._rewrite(self.path, _LIVE, schema().fieldNames())
 
     def latest(self) -> list[dict]:
         """The newest row per (group, topic, partition)."""

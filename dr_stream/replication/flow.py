@@ -242,7 +242,8 @@ class ReplicationFlow:
         query = TranslateQuery.of(self.spark, config, feed.locate, self.destination_cluster_id, self.log,
                                   origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends,
                                   on_synced=self.metrics.groups_synced,
-                                  on_round=partial(self.metrics.loop_round, "translate"))
+                                  on_round=partial(self.metrics.loop_round, "translate"),
+                                  on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"))
         query.resume()
         return query
 

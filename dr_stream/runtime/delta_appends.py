@@ -11,7 +11,9 @@ so both can write one table (the index's upkeep still rewrites it through Spark)
 Where delta-rs cannot write a table (a scheme it has no client for, such as hdfs://, or a table
 feature it does not know), that append and the table's later ones go through Spark: said once
 per table, and each such append counted (`counted`: the flow's
-`dr_stream_delta_appends_through_spark_total`).
+`dr_stream_delta_appends_through_spark_total`). A commit that lost a race with another writer
+(the table's upkeep, `delta_upkeep`) is not such a failure: it is written again on the newer
+version.
 
 Rows are tuples in the schema's field order; a timestamp column takes epoch milliseconds.
 """
@@ -58,10 +60,26 @@ class DeltaAppends:
         self.counted(path)
 
 
-def _write(path: str, schema: StructType, rows: Sequence[Row], merge_schema: bool) -> None:
-    from deltalake import write_deltalake
+# A commit that lost a race with another writer of the table (the flow's own upkeep rewriting it)
+# is written again on the version that won: this many times, a moment apart.
+COMMIT_ATTEMPTS = 5
 
-    write_deltalake(path, arrow_table(schema, rows), mode="append", schema_mode="merge" if merge_schema else None)
+
+def _write(path: str, schema: StructType, rows: Sequence[Row], merge_schema: bool) -> None:
+    import time
+
+    from deltalake import write_deltalake
+    from deltalake.exceptions import CommitFailedError
+
+    data = arrow_table(schema, rows)
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            write_deltalake(path, data, mode="append", schema_mode="merge" if merge_schema else None)
+            return
+        except CommitFailedError:
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)
 
 
 def arrow_table(schema: StructType, rows: Sequence[Row]) -> Any:

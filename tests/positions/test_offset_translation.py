@@ -19,6 +19,7 @@ from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC as CONSUMER_TIMES
 from dr_stream.core.provenance import newest_entry
 from dr_stream.operations.failover import failover, translate_positions
 from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.runtime.delta_reads import DeltaReads
 from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
     committed,
@@ -338,6 +339,31 @@ class TestClamp:
         assert row.translation.clamped
         assert row.translation.offset == 0
         assert "clamped 300 -> 0 (destination log end)" in row.translation.note
+
+
+class TestTranslationLogCompaction:
+    def test_a_running_flow_compacts_its_translation_log_to_one_row_per_position(self, flow, dc1, dc2):
+        moved = copied(flow, dc1, dc2, "compact", 100, {0: 10})
+        def synced_at(offset: int) -> bool:
+            return wait_until(lambda: committed(dc2.bootstrap, moved.group, moved.topic, 1).get(0) == offset, 60)
+
+        for upto in (20, 30, 40):  # each move is a row of the log
+            assert synced_at(upto - 10)
+            consume_and_commit(dc1.bootstrap, moved.topic, moved.group, {0: upto}, helper=True)
+        assert synced_at(40)
+        path = flow.config.streaming.translations
+
+        def rows() -> list[dict]:
+            return DeltaReads(None).query(path, f"SELECT source_offset FROM t WHERE \"group\" = '{moved.group}'")
+
+        assert wait_until(lambda: len(rows()) >= 4, 30), rows()
+        flow.translate_loop.compact_every_s = 0.5
+        try:
+            assert wait_until(lambda: len(rows()) == 1, 60), rows()
+        finally:
+            flow.translate_loop.compact_every_s = 60.0
+        assert rows() == [{"source_offset": 40}]
+        assert moved.row(flow.config).translation.source_offset == 40
 
 
 class TestMalformedConsumerTimestamps:

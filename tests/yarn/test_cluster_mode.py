@@ -237,3 +237,22 @@ def test_dev_yarn_status_tells_where_the_client_configuration_is_and_what_runs(h
     assert f"hdfs\t{hadoop.fs_uri}\trunning (pid {hadoop.pid()})" in shown
     assert f"export HADOOP_CONF_DIR={hadoop.conf_dir}" in shown
     assert (hadoop.conf_dir / "yarn-site.xml").exists() and (hadoop.conf_dir / "core-site.xml").exists()
+
+
+def test_a_translation_log_on_hdfs_is_compacted_through_spark_to_one_row_per_position(hadoop, spark):
+    """delta-rs has no HDFS client: the log is appended to and compacted through Spark there."""
+    from dr_stream.positions.translation_log import TranslationLog
+    from dr_stream.runtime.delta_reads import DeltaReads
+    from tests.positions.test_translation_log import row
+
+    log = TranslationLog(f"{hadoop.fs_uri}/dr-stream/{unique('translations-')}", DeltaReads(lambda: spark),
+                         spark=spark)
+    for round_ in range(5):
+        log.append([row(group, 0, round_ * 10, 100 + round_) for group in range(3)])
+    before = log.latest()
+
+    done = log.compact()
+
+    assert done is not None and (done.rows_before, done.rows_after) == (15, 3)
+    log.reads = DeltaReads(lambda: spark)
+    assert log.latest() == before

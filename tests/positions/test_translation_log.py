@@ -1,0 +1,83 @@
+"""The translation log keeps what is live: the newest row per position (and per source partition
+the newest that recorded the source's log end), however many rows a flow appended, and a
+compaction never loses a row appended while it ran. (delta-rs on local disk, no JVM.)"""
+
+from __future__ import annotations
+
+import threading
+
+from dr_stream.positions.translation_log import TranslationLog
+from dr_stream.positions.translation_rule import Translation
+from dr_stream.runtime.delta_reads import DeltaReads
+
+GROUPS, PARTITIONS = 5, 4
+
+
+def row(group: int, partition: int, offset: int, at: int, source_end: int | None = None) -> tuple[Translation, str]:
+    return Translation(group=f"g{group}", topic="orders", partition=partition, source_offset=offset,
+                       source_timestamp=at, dest_topic="orders", dest_partition=partition, offset=offset,
+                       method="exact", note="", clamped=False, log_start=0, log_end=offset + 10,
+                       last_copied=offset, source_log_end=source_end, translated_at=at), "committed"
+
+
+def _log(tmp_path) -> TranslationLog:
+    return TranslationLog(str(tmp_path / "translations"), DeltaReads(None))
+
+
+def _rows(log: TranslationLog) -> int:
+    return log.reads.query(log.path, "SELECT count(*) AS n FROM t", latest=True)[0]["n"]
+
+
+def test_a_compacted_log_holds_one_row_per_position_and_answers_as_before(tmp_path):
+    log = _log(tmp_path)
+    at = 1_000
+    for round_ in range(30):  # every position moves 30 times
+        at += 1
+        log.append([row(g, p, round_ * 10, at, source_end=round_ * 10 + 5 if g == 0 else None)
+                    for g in range(GROUPS) for p in range(PARTITIONS)])
+    before = (log.latest(), log.last_source_ends())
+    assert _rows(log) == 30 * GROUPS * PARTITIONS
+
+    done = log.compact()
+
+    assert done is not None and (done.rows_before, done.rows_after) == (30 * GROUPS * PARTITIONS, GROUPS * PARTITIONS)
+    assert _rows(log) == GROUPS * PARTITIONS
+    log.reads = DeltaReads(None)
+    assert (log.latest(), log.last_source_ends()) == before
+
+
+def test_the_newest_source_log_end_survives_a_newer_row_of_its_position_without_one(tmp_path):
+    log = _log(tmp_path)
+    log.append([row(0, 0, 10, 1, source_end=50)])
+    log.append([row(0, 0, 20, 2, source_end=None)])
+    log.compact()
+    assert log.last_source_ends() == {("orders", 0): 50}
+    assert [r["source_offset"] for r in log.latest()] == [20]
+    assert _rows(log) == 2
+
+
+def test_rows_appended_while_a_compaction_runs_are_kept(tmp_path):
+    log = _log(tmp_path)
+    log.append([row(0, 0, 0, 1)])
+    stop = threading.Event()
+    compactions = []
+
+    def compact() -> None:
+        while not stop.is_set():
+            compactions.append(TranslationLog(log.path, DeltaReads(None)).compact())
+
+    compactor = threading.Thread(target=compact)
+    compactor.start()
+    try:
+        for i in range(1, 40):  # a new position each append
+            log.append([row(i, 0, i, 1 + i)])
+    finally:
+        stop.set()
+        compactor.join()
+    assert len(compactions) > 2
+    log.reads = DeltaReads(None)
+    assert sorted(r["group"] for r in log.latest()) == sorted(f"g{i}" for i in range(40))
+
+
+def test_a_log_that_does_not_exist_yet_is_not_compacted(tmp_path):
+    assert _log(tmp_path).compact() is None
