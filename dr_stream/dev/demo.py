@@ -311,12 +311,12 @@ def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threadi
     # The story is "nothing written before the disaster is lost": the disaster waits until the
     # flow has copied every shipment and synced the group, however long this machine takes.
     if not _wait_until(lambda: _held(dc2, SHIPMENTS, SHIPMENTS_PARTITIONS), SHIPMENTS_RECORDS, threads,
-                       f"the flow copies the {SHIPMENTS_RECORDS} shipments to dc2", "shipments on dc2"):
+                       f"the flow's copy of the {SHIPMENTS_RECORDS} shipments to dc2", "shipments on dc2"):
         return 1
     # dc2's copies start at offset 0 like dc1's, so the translated position is the same number.
     target = sum(committed.values())
     if not _wait_until(lambda: sum(_committed(dc2).values()) if _committed(dc2) == committed else 0, target, threads,
-                       f"the flow translates group {GROUP}'s commits on dc1 and syncs them to dc2",
+                       f"the flow's translation of group {GROUP}'s commits on dc1, synced to dc2",
                        "offsets committed on dc2"):
         return 1
     print(f"dc2 holds every shipment and the group's positions there: {dict(sorted(_committed(dc2).items()))}")
