@@ -104,8 +104,12 @@ def consumer(cluster: ClusterConfig, group: str, settings: Settings | None = Non
 
 
 def producer(cluster: ClusterConfig, settings: Settings | None = None) -> Producer:
+    """An idempotent producer, as Kafka's Java client is by default: without it librdkafka
+    retries a batch refused for a moment (NOT_LEADER_OR_FOLLOWER on a topic just created or a
+    leader just moved) after the batches sent behind it, so records land out of order: a
+    group's older commit in `__consumer_timestamps` after its newer one."""
     with _refusals_reported(cluster):
-        return Producer(_config(cluster, settings))
+        return Producer(_config(cluster, {"enable.idempotence": True, **(settings or {})}))
 
 
 def probe_admin(cluster: ClusterConfig, on_error: Callable[[KafkaError], None]) -> AdminClient:
