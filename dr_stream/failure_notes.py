@@ -80,6 +80,16 @@ class FailureNotes:
         """The subjects failing now."""
         return set(self._causes)
 
+    def forget(self, subjects: Iterable[str]) -> None:
+        """Subjects that are gone (a group deleted): no longer failing, and never said recovered."""
+        for subject in subjects:
+            self._causes.pop(subject, None)
+
+
+def named(subjects: list[str]) -> str:
+    """Subjects in one phrase: all of them, or the first and a count of the others."""
+    return ", ".join(_labels(subjects))
+
 
 class LogSummary:
     """At most one line per key per `every_s`; counts the lines held back in between."""

@@ -264,6 +264,10 @@ OFFSETS_KEYS = (
         "where the poller reads committed offsets: `__consumer_offsets` (follows the internal topic; needs `READ` on "
         "it) or `admin` (asks the group coordinators each round; needs `DESCRIBE` on the groups). A refused `READ` "
         "falls back to `admin` and says so", "__consumer_offsets"),
+    Key("gone_after", Period(), "how long a group's position may be missing from the source's committed offsets "
+        "(the group deleted or expired, its topic deleted) before the flow forgets it: its state in the driver, its "
+        "metric series and its translation log rows. Only a read the source answered counts, so a source that is "
+        "down never makes a flow forget what failover needs", "10m"),
     Key("share_groups", Nested(SHARE_GROUPS), "share groups synced", {}),
     Key("streams_groups", Flag(), "describe destination groups the consumer-group describe calls absent as Kafka "
         "Streams groups (Kafka 4's admin API, a helper JVM), so a Streams application running there is skipped "
@@ -277,6 +281,7 @@ class OffsetsConfig:
     groups: GroupsConfig = field(default_factory=GroupsConfig)
     sync_to_destination: bool = default_of(OFFSETS_KEYS, "sync_to_destination")
     positions_from: str = default_of(OFFSETS_KEYS, "positions_from")
+    gone_after_s: float = default_of(OFFSETS_KEYS, "gone_after")
     share_groups: ShareGroupsConfig = field(default_factory=ShareGroupsConfig)
     streams_groups: bool = default_of(OFFSETS_KEYS, "streams_groups")
 

@@ -96,15 +96,24 @@ class _Reader:
         return text
 
 
-def decode_offset_commit(key: bytes | None, value: bytes | None) -> OffsetCommitRecord | None:
-    """One `__consumer_offsets` record -> the offset commit it holds, or None for group metadata
-    and other coordinator records. Raises Undecodable for a record it cannot read."""
+def decode_commit_key(key: bytes | None) -> tuple[str, str, int] | None:
+    """An offset commit's key -> (group, topic, partition), or None for another kind of record.
+    Raises Undecodable for a key it cannot read."""
     if not key:
         raise Undecodable("record without a key")
     k = _Reader(key)
     if k.take(">h") not in (0, 1):
         return None
-    group, topic, partition = k.string(), k.string(), k.take(">i")
+    return k.string(), k.string(), k.take(">i")
+
+
+def decode_offset_commit(key: bytes | None, value: bytes | None) -> OffsetCommitRecord | None:
+    """One `__consumer_offsets` record -> the offset commit it holds, or None for group metadata
+    and other coordinator records. Raises Undecodable for a record it cannot read."""
+    where = decode_commit_key(key)
+    if where is None:
+        return None
+    group, topic, partition = where
     if value is None:
         return OffsetCommitRecord(group, topic, partition, None)
     v = _Reader(value)
@@ -135,6 +144,10 @@ class ConsumerOffsetsTopic:
         self.cluster = cluster
         self.positions: Positions = {}
         self.undecodable = 0
+        # groups with a commit whose value did not decode (their positions may be missing), and
+        # whether a key did not (then any group's may be)
+        self.undecodable_groups: set[str] = set()
+        self.undecodable_key = False
         self._on_undecodable = on_undecodable
         self._round_limit_s = round_limit_s
         self._consumer = clients.consumer(cluster, "dr-stream-commit-reader", {
@@ -188,6 +201,7 @@ class ConsumerOffsetsTopic:
                     record = decode_offset_commit(msg.key(), msg.value())
                 except Undecodable as exc:
                     bad, why = bad + 1, f"partition {msg.partition()} offset {msg.offset()}: {exc}"
+                    self._undecodable(msg.key())
                     continue
                 if record is not None:
                     self._keep(record, changed)
@@ -198,10 +212,31 @@ class ConsumerOffsetsTopic:
             self._on_undecodable(bad, why)
         return changed
 
+    @property
+    def complete(self) -> bool:
+        """Whether `positions` holds every committed offset up to where each partition of the
+        topic ended at the last `catch_up` (a round cut short by its limit has not)."""
+        return self._partitions is not None and len(self._at_end) == len(self._partitions)
+
+    def _undecodable(self, key: bytes | None) -> None:
+        try:
+            where = decode_commit_key(key)
+        except Undecodable:
+            self.undecodable_key = True
+            return
+        if where is not None:
+            self.undecodable_groups.add(where[0])
+
     def _keep(self, record: OffsetCommitRecord, changed: Positions) -> None:
         where = (record.topic, record.partition)
         if record.committed is None:
-            self.positions.get(record.group, {}).pop(where, None)
+            # A deleted offset: the group leaves the map with its last one (a deleted group,
+            # a console consumer's) so the map holds what the brokers hold, not every group seen.
+            held = self.positions.get(record.group)
+            if held is not None:
+                held.pop(where, None)
+                if not held:
+                    del self.positions[record.group]
             changed.get(record.group, {}).pop(where, None)
             return
         self.positions.setdefault(record.group, {})[where] = record.committed

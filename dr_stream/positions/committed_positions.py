@@ -35,6 +35,11 @@ class CommittedPositions(Protocol):
         """(how many selected groups there are, their positions as described above)."""
         ...
 
+    def unread(self) -> frozenset[str] | None:
+        """After a full `read`: the groups that exist but whose offsets it may lack (beyond those
+        mapped to an error), or None when the read is no evidence of what the source holds."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -53,6 +58,9 @@ class AdminPositions:
         fetch = self._offsets.committed if full else self._offsets.committed_changes
         return len(selected), fetch(selected)
 
+    def unread(self) -> frozenset[str] | None:
+        return frozenset()  # every listed group was fetched, or maps to its error
+
     def close(self) -> None:
         self._offsets.close()
 
@@ -70,6 +78,12 @@ class TopicPositions:
         source = self._topic.positions if full else changed
         found: dict[str, Fetched] = {g: dict(p) for g, p in source.items() if self._groups.matches(g)}
         return sum(1 for g in self._topic.positions if self._groups.matches(g)), found
+
+    def unread(self) -> frozenset[str] | None:
+        topic = self._topic
+        if not topic.complete or topic.undecodable_key:
+            return None
+        return frozenset(topic.undecodable_groups)
 
     def close(self) -> None:
         self._topic.close()

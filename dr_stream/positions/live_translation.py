@@ -18,6 +18,12 @@ thread also compacts the log to its newest row per position every `compact_every
 restart takes back from that log the positions that were not final or not synced (`resume`),
 since the query does not read again what its checkpoint has passed.
 
+What it keeps follows what the source holds: the poller's full reads of the source's committed
+offsets (`source_groups`) tell which positions are gone (`gone_positions`: a group deleted or
+expired, a topic deleted), and once one has been gone for `gone.after_s` it leaves every map
+here, the metric series read from them, and the translation log (a `gone` row, which the next
+compaction drops with the position's older rows).
+
 Invariants: one translation runs at a time, whichever thread asked for it; malformed records
 are counted and said; a failure to sync one group is reported (once per cause, and once when it
 heals) and does not stop the others; a position whose sync failed is translated and synced
@@ -41,8 +47,9 @@ from dataclasses import dataclass, field
 
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
-from dr_stream.failure_notes import FailureNotes, first_line, summarised
+from dr_stream.failure_notes import FailureNotes, first_line, named, summarised
 from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.gone_positions import GONE, GonePositions, SourceGroups, groups_of
 from dr_stream.positions.group_sync import GroupsRead, GroupSync, held_by_members, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.positions.sync_outcome import SyncOutcome, failure_reason
@@ -81,13 +88,20 @@ class LiveTranslation:
     latest: dict[Key, GroupCommit] = field(default_factory=dict)
     pending: set[Key] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
-                                                              "synced": 0, "sync_failures": 0})
+                                                              "synced": 0, "sync_failures": 0,
+                                                              "forgotten": 0})
     # told each sync's actions (one per group and partition)
     on_synced: Callable[[list[str]], None] = lambda actions: None
     # told each round's duration, the positions it translated, and the time since the last ended
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
     # told each compaction of the log: its duration, the rows it kept, its period
     on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None
+    # positions the source no longer holds are forgotten after `gone.after_s` (`offsets.gone_after`)
+    gone: GonePositions = field(default_factory=lambda: GonePositions(after_s=600.0))
+    # told how many positions each forgetting forgot
+    on_forgotten: Callable[[int], None] = lambda positions: None
+    # the poller's newest full read of the source, taken at the next step
+    _source_groups: SourceGroups | None = None
     _round_ended: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
     _arrived: dict[Key, float] = field(default_factory=dict)
@@ -131,6 +145,13 @@ class LiveTranslation:
         still replaces them, as the topic's order says."""
         with self._lock:
             self._offered.extend(commits)
+        self._wake.set()
+
+    def source_groups(self, read: SourceGroups) -> None:
+        """What a full read of the source's committed offsets found (any thread): the step
+        thread forgets the positions it has lacked for long enough."""
+        with self._lock:
+            self._source_groups = read
         self._wake.set()
 
     def resume(self, rows: Iterable[dict]) -> int:
@@ -196,7 +217,10 @@ class LiveTranslation:
         syncs due for a retry."""
         with self._lock:
             offered, self._offered = self._offered, []
+            read, self._source_groups = self._source_groups, None
         with self._translating:
+            if read is not None:
+                self._forget_gone(read)
             keys = self._take_commits(offered)
             if self._advanced.is_set():
                 self._advanced.clear()
@@ -261,6 +285,38 @@ class LiveTranslation:
         with self._lock:
             self._unrecorded += changed
         return changed
+
+    def _forget_gone(self, read: SourceGroups) -> None:
+        """Drops the positions gone from the source for `gone.after_s`, and logs a `gone` row for
+        each (what it last was, so a reader of the raw log sees why it ends there)."""
+        gone = self.gone.gone(self.latest, read)
+        if not gone:
+            return
+        now = int(time.time() * 1000)
+        rows = [(self._gone_row(self.latest.pop(key), now), "") for key in sorted(gone)]
+        for keys in (self.pending, self._unsynced, self._held, self._due):
+            keys.difference_update(gone)
+        for key in gone:
+            self._recorded.pop(key, None)
+        with self._lock:
+            for key in gone:
+                self._arrived.pop(key, None)
+            self._unrecorded = [r for r in self._unrecorded if r[0].key not in gone] + rows
+        left = {group for group, _, _ in self.latest}
+        groups = groups_of(gone)
+        self._failures.forget(g for g in groups if g not in left)
+        self.totals["forgotten"] += len(gone)
+        self.on_forgotten(len(gone))
+        self.log(f"{len(gone)} positions forgotten: no committed offset on the source for {self.gone.after_s:g} s "
+                 f"(groups {named(groups)}: deleted, expired, or their topics deleted)")
+
+    def _gone_row(self, commit: GroupCommit, now: int) -> Translation:
+        return Translation(group=commit.group, topic=commit.topic, partition=commit.partition,
+                           source_offset=commit.offset, source_timestamp=commit.timestamp,
+                           dest_topic=self.translator.renamer.format_remote_topic(commit.topic),
+                           dest_partition=commit.partition, offset=None, method=GONE,
+                           note="no committed offset on the source", clamped=False, log_start=None, log_end=None,
+                           last_copied=None, source_log_end=None, translated_at=now)
 
     def untranslated_ages(self) -> dict[str, float]:
         """Per group seen, seconds its oldest position not translated yet has waited (0: none)."""

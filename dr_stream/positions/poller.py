@@ -19,10 +19,15 @@ only by a flow that forwards (`provenance.forward`, a hop of a chain) and only w
 from elsewhere than that flow's destination; it is handed to the flow's own translation, never
 written to the shared topic, where the flow running back to its origin would read it.
 
+Every `gone_check_s` a round reads every group in full and tells the flow what the source
+holds (`on_source_groups`, `gone_positions`), unless the read is no evidence of it (a reader
+still catching up); what the poller reported of positions the source no longer holds is
+dropped then, so its memory follows the groups that exist.
+
 Invariants: only groups the flow translates and topics it replicates are reported; a position
 never goes back to the cluster it was translated from, so two flows can not echo a
 translation back and forth; a group whose offsets could not be read is reported, never taken
-as having none.
+as having none (nor as gone).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets, 
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report
+from dr_stream.positions.gone_positions import SourceGroups
 
 
 def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
@@ -131,6 +137,13 @@ class CommittedOffsetPoller:
     on_stamped: Callable[[list[GroupCommit]], None] = lambda commits: None
     # the destination's cluster.id when the flow forwards positions dr-stream synced here (a chain)
     forward_except: str | None = None
+    # told, every `gone_check_s`, what a full read found on the source (`gone_positions`): the
+    # flow forgets the positions it lacks for long enough
+    on_source_groups: Callable[[SourceGroups], None] | None = None
+    gone_check_s: float = 60.0
+    # groups that exist beyond what the positions reader lists (Kafka Streams groups, which the
+    # admin path's consumer-group listing leaves out): never taken as gone
+    unlisted_groups: Callable[[], Iterable[str]] = lambda: ()
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
     errors: int = 0
     pace: LoopPace = field(init=False)
@@ -138,6 +151,7 @@ class CommittedOffsetPoller:
     # the next fetch reads every selected group in full, not only what changed: the first round,
     # and any round after one whose positions were not all acknowledged
     _resend: bool = True
+    _checked_at: float = float("-inf")
     # the clients a round uses, opened by `open` and closed by `close`
     _positions: CommittedPositions = field(init=False)
     _producer: Producer = field(init=False)
@@ -155,7 +169,8 @@ class CommittedOffsetPoller:
         began = time.monotonic()
         # A round that did not end with every position acknowledged (or did not end) is followed
         # by a full read, which returns what it lost.
-        full, self._resend = self._resend, True
+        check = self.on_source_groups is not None and began - self._checked_at >= self.gone_check_s
+        full, self._resend = self._resend or check, True
         try:
             selected, fetched = self._positions.read(full)
         except NotAuthorized as refused:
@@ -166,6 +181,8 @@ class CommittedOffsetPoller:
             self._positions.close()
             self._positions = AdminPositions(self.source, self.groups)
             selected, fetched = self._positions.read(True)
+        if full:
+            self._took_source_groups(fetched, began)
         moved, unread = moved_commits(fetched, self.topics, self.reported, self.forward_except)
         self._failures.round({g: str(exc) for g, exc in unread.items()}, fetched)
         commits = stamped(moved, self._timestamps)
@@ -199,6 +216,20 @@ class CommittedOffsetPoller:
             raise RuntimeError(f"{len(commits) - len(delivered)} of {len(commits)} positions not written to "
                                f"{CONSUMER_TIMESTAMPS_TOPIC} ({cause}); written again next round")
         return len(delivered)
+
+    def _took_source_groups(self, fetched: dict[str, Fetched], taken_at: float) -> None:
+        """A full read: what it reported of groups the source no longer holds is dropped, and the
+        flow is told what the source holds, when the read is evidence of it."""
+        unread = self._positions.unread()
+        if unread is None:
+            return  # a reader still catching up, or records it could not decode: no evidence
+        read = SourceGroups({g: frozenset(f) for g, f in fetched.items() if not isinstance(f, Exception)},
+                            unread | {g for g, f in fetched.items() if isinstance(f, Exception)}
+                            | set(self.unlisted_groups()), taken_at)
+        self.reported = {key: offset for key, offset in self.reported.items() if read.holds(key)}
+        self._checked_at = taken_at
+        if self.on_source_groups is not None:
+            self.on_source_groups(read)
 
     def _open_positions(self) -> CommittedPositions:
         if self.positions_from == "admin":

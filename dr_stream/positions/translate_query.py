@@ -32,6 +32,7 @@ from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates
 from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.gone_positions import GonePositions
 from dr_stream.positions.group_sync import GroupSync
 from dr_stream.positions.live_translation import LiveTranslation
 from dr_stream.positions.offset_translator import Locate, OffsetTranslator
@@ -65,12 +66,14 @@ class TranslateQuery:
            appends: DeltaAppends | None = None, on_synced: Callable[[list[str]], None] = lambda actions: None,
            on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None,
            on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None,
+           on_forgotten: Callable[[int], None] = lambda positions: None,
            ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
         destination's Streams groups are described through `kafka4`. `on_synced` hears each
         round's sync outcomes, `on_round` its duration, positions and period, `on_upkeep` each
-        compaction of the translation log's (the metrics)."""
+        compaction of the translation log's, `on_forgotten` the positions gone from the source
+        it forgot (the metrics)."""
         returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
@@ -84,7 +87,7 @@ class TranslateQuery:
             if config.offsets.sync_to_destination
             else None,
             groups=config.group_filter, topics=config.topic_filter, log=log, on_synced=on_synced, on_round=on_round,
-            on_upkeep=on_upkeep,
+            on_upkeep=on_upkeep, gone=GonePositions(after_s=config.offsets.gone_after_s), on_forgotten=on_forgotten,
         )
         return cls(spark, config, translation, log)
 

@@ -4,10 +4,11 @@
 pending, and `failover` takes from it each group's last known source position when the source
 cluster is gone. A row is appended when a translation or its action changes, not on every pass.
 
-What is live is the newest row per (group, topic, partition): every reader wants that and
-nothing older. So the log is kept as that snapshot plus a short tail of rows appended since:
-`compact` rewrites it to the newest row per position (and, per source partition, the newest
-row that recorded the source's log end, which failover's RPO reads), through
+What is live is the newest row per (group, topic, partition), unless that row says the position
+is `gone` from the source (`gone_positions`): every reader wants that and nothing older. So the
+log is kept as that snapshot plus a short tail of rows appended since: `compact` rewrites it to
+the newest row per live position (and, per source partition that still has one, the newest row
+that recorded the source's log end, which failover's RPO reads), through
 `runtime.delta_upkeep`, which also removes replaced files and old log entries. An estate of
 1,000 groups on 10 partitions committing every 5 s appends 2,000 rows a second; compacted every
 minute, its log holds 10,000 rows and at most a minute of tail, however long the flow has run.
@@ -20,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.gone_positions import GONE
 from dr_stream.positions.translation_rule import Translation
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -65,18 +67,27 @@ def schema() -> StructType:
 
 
 _LATEST = ('SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" '
-           'ORDER BY translated_at DESC) AS _n FROM t) WHERE _n = 1 ORDER BY "group", topic, "partition"')
+           f'ORDER BY translated_at DESC) AS _n FROM t) WHERE _n = 1 AND method <> \'{GONE}\' '
+           'ORDER BY "group", topic, "partition"')
 _SOURCE_ENDS = ('SELECT topic, "partition", source_log_end FROM (SELECT topic, "partition", source_log_end, '
                 'row_number() OVER (PARTITION BY topic, "partition" ORDER BY translated_at DESC) AS _n FROM t '
                 'WHERE source_log_end IS NOT NULL) WHERE _n = 1')
 
 
-# What compaction keeps: each position's newest row, and each source partition's newest row with
-# the source's log end (a newer row of the same position may not have recorded it).
-_LIVE = ('SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" '
-         'ORDER BY translated_at DESC) AS _n, row_number() OVER (PARTITION BY topic, "partition", '
-         'source_log_end IS NULL ORDER BY translated_at DESC) AS _e FROM t) '
-         'WHERE _n = 1 OR (_e = 1 AND source_log_end IS NOT NULL)')
+# What compaction keeps: each live position's newest row, and each source partition's newest row
+# with the source's log end (a newer row of the same position may not have recorded it) while a
+# live position is on that partition. A position whose newest row is `gone` leaves with its rows,
+# unless an older one of them is its partition's log-end row: then the `gone` row stays too, or
+# that older row would read as the position's newest.
+_NUMBERED = ('SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" ORDER BY translated_at DESC) '
+             'AS _n, row_number() OVER (PARTITION BY topic, "partition", source_log_end IS NULL '
+             'ORDER BY translated_at DESC) AS _e FROM t')
+_MARKED = (f'SELECT *, max(CASE WHEN _n = 1 AND method <> \'{GONE}\' THEN 1 ELSE 0 END) '
+           'OVER (PARTITION BY topic, "partition") AS _live, '
+           'max(CASE WHEN _e = 1 AND source_log_end IS NOT NULL THEN 1 ELSE 0 END) '
+           f'OVER (PARTITION BY "group", topic, "partition") AS _ends FROM ({_NUMBERED}) AS numbered')
+_LIVE = (f'SELECT * FROM ({_MARKED}) AS marked WHERE (_e = 1 AND source_log_end IS NOT NULL AND _live = 1) '
+         f'OR (_n = 1 AND (method <> \'{GONE}\' OR (_ends = 1 AND _live = 1)))')
 
 
 class TranslationLog:

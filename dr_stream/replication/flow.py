@@ -43,7 +43,7 @@ from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.cluster_context import FlowClusters
-from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, flow_helper
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates, flow_helper
 from dr_stream.log_format import flow_logger
 from dr_stream.phase_clock import PhaseClock
 from dr_stream.positions import (
@@ -157,6 +157,9 @@ class ReplicationFlow:
                                             positions_from=config.offsets.positions_from,
                                             on_round=partial(self.metrics.loop_round, "poller"),
                                             on_stamped=self.translate_loop.offer,
+                                            on_source_groups=self.translate_loop.source_groups,
+                                            gone_check_s=min(60.0, config.offsets.gone_after_s / 2),
+                                            unlisted_groups=self._streams_groups,
                                             forward_except=self.destination_cluster_id if config.provenance.forward
                                             else None) \
             if self.translate_loop else None
@@ -243,9 +246,18 @@ class ReplicationFlow:
                                   origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends,
                                   on_synced=self.metrics.groups_synced,
                                   on_round=partial(self.metrics.loop_round, "translate"),
-                                  on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"))
+                                  on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"),
+                                  on_forgotten=self.metrics.positions_forgotten)
         query.resume()
         return query
+
+    def _streams_groups(self) -> list[str]:
+        """The source's Kafka Streams groups where the poller's reader does not list them (the
+        admin path's consumer-group listing): groups that exist, never taken as gone."""
+        config = self.config
+        if config.offsets.positions_from != "admin" or not config.offsets.streams_groups or self.kafka4 is None:
+            return []
+        return sorted(StreamsGroupStates(self.kafka4, config.source).listed())
 
     def queries(self) -> list[tuple[str, Callable[[], StreamingQuery]]]:
         out = [(self.config.replicate_query, in_pool(self.spark, "replicate", self.start))]

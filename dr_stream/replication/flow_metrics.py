@@ -60,6 +60,7 @@ class FlowMetrics(Collector):
         self._synced: dict[str, int] = {}
         self._share_unsynced: dict[str, int] = {}
         self._reread = 0
+        self._forgotten = 0
         self._spark_appends: dict[str, int] = {}
         self._active: dict[str, bool] = {}
         self._restarts: dict[str, int] = {}
@@ -154,6 +155,11 @@ class FlowMetrics(Collector):
             with self._lock:
                 self._reread += partitions
 
+    def positions_forgotten(self, positions: int) -> None:
+        """Group positions the flow forgot, gone from the source (`positions.gone_positions`)."""
+        with self._lock:
+            self._forgotten += positions
+
     def appended_through_spark(self, table: str) -> None:
         """An append to the Delta table at `table` that went through Spark: the driver could not
         write it (`runtime.delta_appends`)."""
@@ -243,9 +249,15 @@ class FlowMetrics(Collector):
                                      "from below their last copy: records there were not on the destination "
                                      "(a write failed and the producer went on with later ones)", labels=["flow"])
         reread.add_metric([self.flow], self._reread)
+        forgotten = CounterMetricFamily("dr_stream_positions_forgotten", "Group positions the flow forgot (driver "
+                                        "state, metric series, translation log rows) after the source held no "
+                                        "committed offset for them for `offsets.gone_after`: groups deleted or "
+                                        "expired, topics deleted", labels=["flow"])
+        forgotten.add_metric([self.flow], self._forgotten)
         return [
             lost,
             reread,
+            forgotten,
             self._family(CounterMetricFamily, "dr_stream_records_copied", "Records the destination acknowledged, per "
                          "source topic, since the process started (from the runs the sink publishes)", "topic",
                          self._copied),

@@ -87,6 +87,9 @@ class _Positions:
     def read(self, full):
         return 1, self.fetched
 
+    def unread(self):
+        return frozenset()
+
     def close(self):
         pass
 

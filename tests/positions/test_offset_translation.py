@@ -27,6 +27,7 @@ from tests.kafka_tools import (
     consume_and_commit,
     create_on_both,
     create_topic,
+    delete_groups,
     delete_records_before,
     delete_topics,
     end_offsets,
@@ -364,6 +365,42 @@ class TestTranslationLogCompaction:
             flow.translate_loop.compact_every_s = 60.0
         assert rows() == [{"source_offset": 40}]
         assert moved.row(flow.config).translation.source_offset == 40
+
+
+class TestGonePositions:
+    def test_a_deleted_group_and_a_deleted_topic_leave_the_flow_its_metrics_and_its_translation_log(
+            self, flow, dc1, dc2):
+        kept = copied(flow, dc1, dc2, "gone-kept", 50, {0: 10})
+        deleted = copied(flow, dc1, dc2, "gone-group", 50, {0: 20})
+        dropped = copied(flow, dc1, dc2, "gone-topic", 50, {0: 30})
+        scenarios = [(kept, 10), (deleted, 20), (dropped, 30)]
+        for s, offset in scenarios:
+            assert wait_until(lambda s=s, o=offset: committed(dc2.bootstrap, s.group, s.topic, 1).get(0) == o, 60)
+        loop, poller = flow.translate_loop, flow.poller
+        keys = {s.group: (s.group, s.topic, 0) for s, _ in scenarios}
+        assert wait_until(lambda: all(k in poller.reported for k in keys.values()), 30)
+        gone = {keys[deleted.group], keys[dropped.group]}
+        path = flow.config.streaming.translations
+
+        def logged() -> set[tuple]:
+            names = ", ".join(f"'{group}'" for group in keys)
+            return {(r["group"], r["topic"], r["partition"]) for r in DeltaReads(None).query(
+                path, f'SELECT "group", topic, "partition" FROM t WHERE "group" IN ({names})')}
+
+        assert wait_until(lambda: logged() == set(keys.values()), 30), logged()
+        delete_groups(dc1.bootstrap, [deleted.group])
+        delete_topics(dc1.bootstrap, [dropped.topic])
+        loop.gone.after_s, poller.gone_check_s, loop.compact_every_s = 2.0, 0.5, 0.5
+        try:
+            assert wait_until(lambda: not gone & set(loop.latest), 60), sorted(gone & set(loop.latest))
+            assert keys[kept.group] in loop.latest and not gone & set(poller.reported)
+            assert deleted.group not in loop.untranslated_ages() and dropped.group not in loop.untranslated_ages()
+            assert deleted.group not in poller._positions._topic.positions  # the reader's map follows the brokers
+            assert loop.totals["forgotten"] >= 2
+            assert wait_until(lambda: logged() == {keys[kept.group]}, 60), logged()
+        finally:
+            loop.gone.after_s, poller.gone_check_s, loop.compact_every_s = 600.0, 60.0, 60.0
+        assert kept.row(flow.config).translation.source_offset == 10
 
 
 class TestMalformedConsumerTimestamps:

@@ -5,7 +5,9 @@ compaction never loses a row appended while it ran. (delta-rs on local disk, no 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
+from dr_stream.positions.gone_positions import GONE
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -81,3 +83,38 @@ def test_rows_appended_while_a_compaction_runs_are_kept(tmp_path):
 
 def test_a_log_that_does_not_exist_yet_is_not_compacted(tmp_path):
     assert _log(tmp_path).compact() is None
+
+
+def gone(group: int, partition: int, at: int) -> tuple[Translation, str]:
+    t, _ = row(group, partition, 0, at)
+    return replace(t, method=GONE, offset=None, source_log_end=None), ""
+
+
+def test_a_gone_position_is_never_read_as_live_and_compaction_drops_its_rows(tmp_path):
+    log = _log(tmp_path)
+    log.append([row(0, 0, 10, 1), row(1, 0, 10, 1), row(1, 1, 10, 1)])
+    log.append([gone(1, 0, 2), gone(1, 1, 2)])
+    assert [(r["group"], r["partition"]) for r in log.latest()] == [("g0", 0)]
+    log.compact()
+    assert _rows(log) == 1
+    log.append([row(1, 0, 30, 3)])  # the group made again
+    log.reads = DeltaReads(None)
+    assert [(r["group"], r["source_offset"]) for r in log.latest()] == [("g0", 10), ("g1", 30)]
+
+
+def test_a_deleted_topic_s_log_ends_leave_with_its_last_position(tmp_path):
+    log = _log(tmp_path)
+    log.append([row(0, 0, 10, 1, source_end=50), row(0, 1, 10, 1, source_end=60)])
+    log.append([gone(0, 1, 2)])
+    log.compact()
+    assert log.last_source_ends() == {("orders", 0): 50}
+    assert _rows(log) == 1
+
+
+def test_a_gone_position_whose_old_row_holds_its_partition_s_log_end_stays_gone(tmp_path):
+    log = _log(tmp_path)
+    log.append([row(0, 0, 10, 1, source_end=50), row(1, 0, 20, 2)])  # g1 live on the partition
+    log.append([gone(0, 0, 3)])
+    log.compact()
+    assert [r["group"] for r in log.latest()] == ["g1"]
+    assert log.last_source_ends() == {("orders", 0): 50}

@@ -243,16 +243,18 @@ def test_a_translation_log_on_hdfs_is_compacted_through_spark_to_one_row_per_pos
     """delta-rs has no HDFS client: the log is appended to and compacted through Spark there."""
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.runtime.delta_reads import DeltaReads
-    from tests.positions.test_translation_log import row
+    from tests.positions.test_translation_log import gone, row
 
     log = TranslationLog(f"{hadoop.fs_uri}/dr-stream/{unique('translations-')}", DeltaReads(lambda: spark),
                          spark=spark)
     for round_ in range(5):
         log.append([row(group, 0, round_ * 10, 100 + round_) for group in range(3)])
+    log.append([gone(3, 0, 100), gone(2, 0, 200)])  # group 2 gone from the source
     before = log.latest()
+    assert [r["group"] for r in before] == ["g0", "g1"]
 
     done = log.compact()
 
-    assert done is not None and (done.rows_before, done.rows_after) == (15, 3)
+    assert done is not None and (done.rows_before, done.rows_after) == (17, 2)
     log.reads = DeltaReads(lambda: spark)
     assert log.latest() == before
