@@ -2,13 +2,16 @@
 
 The sink's producer publishes runs as it writes (`runs_topic`). The feed reads them as they
 come, so the translate loop sees a copied record's destination offset within milliseconds of
-its acknowledgement, and appends them to the Delta table every `write_every_s` for `status`,
-`failover` and the notebooks, the reports of one growing run as one row (`coalesced`). Every
-`maintenance_every_s` it looks whether the table needs its upkeep, which merges the table's
-rows and drops runs whose records the destination deleted: only when the destination deleted
-records of a known run, or the table took `merge_after_rows` rows (at least as many as the
-runs it knows) since it was last merged. The upkeep is a few Spark jobs of several seconds on
-a small driver; run every minute regardless, it took CPU from the copy in every minute.
+its acknowledgement. A second thread appends them to the Delta table every `write_every_s` for
+`status`, `failover` and the notebooks, the reports of one growing run as one row
+(`coalesced`), and every `maintenance_every_s` looks whether the table needs its upkeep, which
+rewrites it to what it keeps (`kept_runs`: runs of one stretch merged, runs whose records the
+destination deleted dropped) and deletes the files that rewrite replaced once no reader can
+need them (`runtime.delta_upkeep`): only when the destination deleted records of a known run,
+or the table took `merge_after_rows` rows (at least as many as the runs it knows) since it was
+last kept. The rewrite runs in delta-rs on the driver (milliseconds for thousands of rows), in
+Spark only where delta-rs cannot open the table, and never on the feed's own thread: a Spark
+upkeep there once held runs from the translate loop for seconds every minute.
 
 `catch_up` runs before the replicate query writes anything (at start and after a query
 restart): it reads the runs topic to its end, then scans each destination partition from just
@@ -46,12 +49,13 @@ from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
 from dr_stream.index.handled_offsets import HandledOffsets, Spans
-from dr_stream.index.index_table import OffsetIndex, drop_deleted_runs, merge_adjacent_runs, run_of
+from dr_stream.index.index_table import OffsetIndex, run_of
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader
-from dr_stream.runtime.local_frame import local_frame
 
 Partition = tuple[str, int]
+# How often the table's thread looks whether an append or an upkeep is due.
+TABLE_TURN_S = 1.0
 
 
 @dataclass
@@ -78,6 +82,8 @@ class IndexFeed:
     on_advanced: Callable[[], None] = lambda: None
     # told every run read from the runs topic, in publication order (not runs rebuilt at start)
     on_runs: Callable[[list[Run]], None] = lambda runs: None
+    # told each upkeep of the table: its duration, the rows it kept, how often it is looked at
+    on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None
     store: RunStore = field(default_factory=RunStore)
     malformed: int = 0
     # the table read without Spark while the session started (`IndexReads.runs_and_positions`);
@@ -266,18 +272,20 @@ class IndexFeed:
             return self.handled.next_to_handle(self.store.last_copied())
 
     def step(self, timeout: float = 0.1) -> bool:
-        """One round: read new reports, apply batch progress they complete, write and maintain when
-        due. True when the store or the processed offsets moved."""
+        """One round: read new reports and apply the batch progress they complete. True when the
+        store or the processed offsets moved."""
         with self._reading:
             got = self._started().read(timeout=timeout)
             self._take(got.runs, got.malformed)
-            moved = self._apply_progress() or bool(got.runs)
+            return self._apply_progress() or bool(got.runs)
+
+    def keep_table(self) -> None:
+        """The table's turn: appends what it does not hold yet and runs its upkeep, when due."""
         now = time.monotonic()
         if self._unwritten and now - self._last_write >= self.write_every_s:
             self.write()
         if now - self._last_maintenance >= self.maintenance_every_s:
             self.maintain_if_due()
-        return moved
 
     def _apply_progress(self) -> bool:
         """A batch's progress counts once the feed has read the runs topic as far as it reached
@@ -298,16 +306,31 @@ class IndexFeed:
                 moved = self.handled.count_first(self.store) or moved
 
     def run(self, stop: threading.Event) -> None:
-        """Feeds until `stop` is set, telling `on_advanced` each time something moved."""
+        """Feeds until `stop` is set, telling `on_advanced` each time something moved. The table
+        is kept by a second thread, so neither an append nor an upkeep delays a run's way from
+        the runs topic to the translate loop."""
+        table = threading.Thread(target=self._keep_table_until, args=(stop,), name="offset-index-table", daemon=True)
+        table.start()
         failed = summarised(self.log)
-        while not stop.is_set():
-            try:
-                if self.step():
-                    self.on_advanced()
-            except Exception as exc:  # the destination may be briefly unreachable: report, keep going
-                failed(f"offset index feed: {first_line(exc)}")
-                stop.wait(1.0)
+        try:
+            while not stop.is_set():
+                try:
+                    if self.step():
+                        self.on_advanced()
+                except Exception as exc:  # the destination may be briefly unreachable: report, keep going
+                    failed(f"offset index feed: {first_line(exc)}")
+                    stop.wait(1.0)
+        finally:
+            table.join(timeout=60)
         self.write()
+
+    def _keep_table_until(self, stop: threading.Event) -> None:
+        failed = summarised(self.log)
+        while not stop.wait(TABLE_TURN_S):
+            try:
+                self.keep_table()
+            except Exception as exc:  # storage briefly unavailable: what waits is written next time
+                failed(f"offset index table: {first_line(exc)}")
 
     # -- the Delta table -----------------------------------------------------------------------
 
@@ -351,22 +374,17 @@ class IndexFeed:
             return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}) > 0
 
     def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
-        """The table's rows of runs below the log starts dropped and rows of one run merged.
-        What waited for it is cleared only once it is done: a failed rewrite is tried again."""
+        """The table's rows of runs below the log starts dropped and rows of one run merged
+        (`kept_runs`). What waited for it is cleared only once it is done: a failed rewrite is
+        tried again."""
         with self._table:
             self._last_maintenance = began = time.monotonic()
-            if self.index.exists():
-                before = self.index.runs().count()
-                starts = local_frame(
-                    self.spark, [(t, p, start) for (t, p), (start, _) in bounds.items()],
-                    "dest_topic string, dest_partition int, log_start long",
-                )
-                kept = self.index.runs().transform(drop_deleted_runs(starts))
-                merged = kept.transform(merge_adjacent_runs).localCheckpoint()
-                after = merged.count()
-                if after != before:
-                    self.index.rewrite(merged)
-                    self.log(f"offset index: {before} rows -> {after} in {time.monotonic() - began:.1f} s (merged "
+            done = self.index.keep({dest: start for dest, (start, _) in bounds.items()})
+            if done is not None:
+                took = time.monotonic() - began
+                self.on_upkeep(took, done.rows_after, self.maintenance_every_s)
+                if done.rows_after != done.rows_before:
+                    self.log(f"offset index: {done.rows_before} rows -> {done.rows_after} in {took:.1f} s (merged "
                              "rows of one run, dropped runs whose records the destination deleted)")
             self._rows_unmerged, self._deleted_unkept = 0, False
 

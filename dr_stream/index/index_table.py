@@ -10,27 +10,29 @@ in the runs topic a row came from) and, after a crash, from the destination's ow
 Invariants: within a run, destination offset = dest_start + (origin offset - origin_start)
 for every origin offset in [origin_start, origin_end], so translation through runs is as
 exact as through single records; rows may repeat or overlap (a growing run is published
-again), and `merge_adjacent_runs` joins rows that overlap or continue each other with the same
-mapping; runs are deleted only once the destination has deleted every record they describe
-(the index follows the topics' retention).
+again), and the upkeep (`kept_runs`, `keep`) joins rows that overlap or continue each other with
+the same mapping; runs are deleted only once the destination has deleted every record they
+describe (the index follows the topics' retention).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
+from dr_stream.index.kept_runs import KEY, kept_runs_sql, merged_sql, on_destination_sql
 from dr_stream.index.run_store import Run
 from dr_stream.runtime.delta_appends import DeltaAppends
+from dr_stream.runtime.delta_upkeep import Rewritten, rewriter
 from dr_stream.runtime.local_frame import local_frame
 from dr_stream.runtime.step import Step
 
-RUN_KEY = ["origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition"]
+RUN_KEY = list(KEY)
 
 RUN_SCHEMA = StructType([
     StructField("origin_cluster", StringType(), False),
@@ -80,47 +82,18 @@ def run_of(row) -> Run:
                _ms(get("first_timestamp")), _ms(get("last_timestamp")), _ms(get("copied_at")))
 
 
-# How each column of runs that continue each other combines into the merged run.
-_MERGED = {
-    "origin_start": F.min, "origin_end": F.max, "dest_start": F.min, "dest_end": F.max,
-    "first_timestamp": F.min, "last_timestamp": F.max, "copied_at": F.max, "runs_topic_offset": F.max,
-}
-
-
 def merge_adjacent_runs(df: DataFrame) -> DataFrame:
-    """Joins runs that overlap or continue each other with the same mapping (gaps-and-islands):
-    a run continues the rows before it when it starts at most one past their furthest end and
-    its destination-minus-origin distance equals the previous row's."""
-    ordered = Window.partitionBy(*RUN_KEY).orderBy("dest_start", "origin_start")
-    before = ordered.rowsBetween(Window.unboundedPreceding, -1)
-    shift = F.col("dest_start") - F.col("origin_start")
-    continues = (
-        (F.col("dest_start") <= F.max("dest_end").over(before) + 1)
-        & (shift == F.lag(shift).over(ordered))
-    )
-    island = F.sum(F.when(continues, 0).otherwise(1)).over(
-        ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    return (
-        df.withColumn("_island", island)
-        .groupBy(*RUN_KEY, "_island")
-        .agg(*(merge(F.col(column)).alias(column) for column, merge in _MERGED.items()))
-        .withColumn("records", F.col("dest_end") - F.col("dest_start") + 1)
-        .drop("_island")
-        .select(*RUN_SCHEMA.fieldNames())
-    )
+    """Joins runs that overlap or continue each other with the same mapping (`kept_runs`, the
+    rule the table's upkeep runs, here through Spark)."""
+    return df.sparkSession.sql(merged_sql("SELECT * FROM {runs}"), runs=df).select(*RUN_SCHEMA.fieldNames())
 
 
-def drop_deleted_runs(log_starts: DataFrame) -> Step:
-    """Keeps runs with at least one record still in the destination (`log_starts`: dest_topic,
-    dest_partition, log_start). Partitions missing from `log_starts` keep all their runs."""
+def drop_deleted_runs(log_starts: Mapping[tuple[str, int], int]) -> Step:
+    """Keeps runs with at least one record still in the destination (`log_starts`: each
+    destination partition's log start). Partitions missing from `log_starts` keep all their runs."""
 
     def step(df: DataFrame) -> DataFrame:
-        return (
-            df.join(F.broadcast(log_starts), on=["dest_topic", "dest_partition"], how="left")
-            .where(F.col("log_start").isNull() | (F.col("dest_end") >= F.col("log_start")))
-            .drop("log_start")
-        )
+        return df.sparkSession.sql(on_destination_sql(log_starts, "{runs}"), runs=df)
 
     return step
 
@@ -157,8 +130,11 @@ class OffsetIndex:
         (runs.select(*RUN_SCHEMA.fieldNames()).write.format("delta").mode("append")
          .option("mergeSchema", "true").save(self.path))
 
-    def rewrite(self, runs: DataFrame) -> None:
-        runs.select(*RUN_SCHEMA.fieldNames()).write.format("delta").mode("overwrite").save(self.path)
+    def keep(self, log_starts: Mapping[tuple[str, int], int]) -> Rewritten | None:
+        """Rewrites the table to what it keeps (`kept_runs`) and deletes the files that replaced
+        (`runtime.delta_upkeep`): through delta-rs from the driver, through Spark where delta-rs
+        cannot open the table. None when there is no table yet."""
+        return rewriter(lambda: self.spark)(self.path, kept_runs_sql(log_starts), RUN_SCHEMA.fieldNames())
 
     def size_in_bytes(self) -> int:
         if not self.exists():

@@ -198,6 +198,7 @@ class ReplicationFlow:
             store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic),
                            rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
             on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
+            on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"),
         )
         feed.load()
         return feed

@@ -122,10 +122,15 @@ def rewrite_through_spark(spark: SparkSession, path: str, keep_sql: str, columns
     current.createOrReplaceTempView("t")
     before = current.count()
     kept = spark.sql(keep_sql.replace('"', "`")).select(*columns).localCheckpoint()
-    after = kept.count()
-    properties = ", ".join(f"'{k}' = '{v}'" for k, v in PROPERTIES.items())
-    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({properties})")
-    kept.write.format("delta").mode("overwrite").save(path)
+    try:
+        after = kept.count()
+        properties = ", ".join(f"'{k}' = '{v}'" for k, v in PROPERTIES.items())
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({properties})")
+        kept.write.format("delta").mode("overwrite").save(path)
+    finally:
+        # A local checkpoint's blocks stay in the block manager until unpersisted: an upkeep
+        # every minute would hold every version it ever kept (a bench's JVM died of it).
+        kept.unpersist()
     spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
     spark.sql(f"VACUUM delta.`{path}` RETAIN {FILE_RETENTION_HOURS} HOURS")
     return Rewritten(version, before, after, -1)

@@ -33,13 +33,11 @@ class TestMergeAdjacentRuns:
 
 class TestDropDeletedRuns:
     def test_runs_entirely_below_the_log_start_go_and_straddling_ones_stay(self, spark):
-        starts = spark.createDataFrame([("t", 0, 150)], "dest_topic string, dest_partition int, log_start long")
-        got = runs(spark, [(0, 99, 0, 99), (100, 199, 100, 199)]).transform(drop_deleted_runs(starts))
+        got = runs(spark, [(0, 99, 0, 99), (100, 199, 100, 199)]).transform(drop_deleted_runs({("t", 0): 150}))
         assert spans(got) == [(100, 199, 100, 199, 100)]
 
     def test_partitions_with_unknown_log_start_keep_their_runs(self, spark):
-        starts = spark.createDataFrame([], "dest_topic string, dest_partition int, log_start long")
-        got = runs(spark, [(0, 99, 0, 99)]).transform(drop_deleted_runs(starts))
+        got = runs(spark, [(0, 99, 0, 99)]).transform(drop_deleted_runs({("u", 0): 150}))
         assert spans(got) == [(0, 99, 0, 99, 100)]
 
 

@@ -258,3 +258,18 @@ def test_a_translation_log_on_hdfs_is_compacted_through_spark_to_one_row_per_pos
     assert done is not None and (done.rows_before, done.rows_after) == (17, 2)
     log.reads = DeltaReads(lambda: spark)
     assert log.latest() == before
+
+
+def test_an_offset_index_on_hdfs_is_kept_through_spark_by_the_same_rule(hadoop, spark):
+    """delta-rs has no HDFS client: the index's upkeep (`kept_runs`) runs through Spark there."""
+    from dr_stream.index.index_table import OffsetIndex
+    from dr_stream.index.run_store import Run
+
+    index = OffsetIndex(spark, f"{hadoop.fs_uri}/dr-stream/{unique('offset-index-')}")
+    index.append_runs([(Run("c1", "t", 0, "t", 0, start, start + 9, start, start + 9), None)
+                       for start in (0, 10, 20)])
+
+    done = index.keep({("t", 0): 10})
+
+    assert done is not None and (done.rows_before, done.rows_after) == (3, 1)
+    assert [(r.origin_start, r.origin_end) for r in index.runs().collect()] == [(10, 29)]

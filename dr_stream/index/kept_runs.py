@@ -1,0 +1,64 @@
+"""What the offset index table keeps: runs whose records the destination still holds, the rows
+of one run merged into one.
+
+The feed appends a row per run it reads, and a run that grows is published again at each batch
+(`run_store`), so the table's rows grow with the flow's age while what translation needs, one
+row per stretch of steady copying, grows only with the copying's breaks. The upkeep rewrites
+the table to `kept_runs_sql` over it: rows whose every record the destination deleted (its
+retention passed them) leave, and rows that overlap or continue each other with the same
+mapping (gaps-and-islands: a row continues the rows before it when it starts at most one past
+their furthest end and its destination-minus-origin distance equals the previous row's) become
+one. It is SQL so that the two engines that keep the table run the same rule: delta-rs
+(DataFusion) from the driver, and Spark where delta-rs cannot open the table.
+
+Invariant: every origin offset a row of the table maps is mapped to the same destination offset
+after the rewrite, unless the destination deleted that record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# A run's place: the rows of one run share it.
+KEY = ("origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition")
+
+_KEY = ", ".join(KEY)
+_ORDERED = f"PARTITION BY {_KEY} ORDER BY dest_start, origin_start"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def on_destination_sql(log_starts: Mapping[tuple[str, int], int], table: str = "t") -> str:
+    """The rows of `table` with at least one record still on the destination (`log_starts`:
+    each destination partition's log start; a partition not in it keeps all its rows)."""
+    if not log_starts:
+        return f"SELECT * FROM {table}"
+    values = ", ".join(f"({_literal(topic)}, {partition}, {start})"
+                       for (topic, partition), start in sorted(log_starts.items()))
+    return (f"SELECT r.* FROM {table} AS r LEFT JOIN (VALUES {values}) AS s(s_topic, s_partition, log_start) "
+            "ON r.dest_topic = s.s_topic AND r.dest_partition = s.s_partition "
+            "WHERE s.log_start IS NULL OR r.dest_end >= s.log_start")
+
+
+def merged_sql(rows_sql: str) -> str:
+    """The rows `rows_sql` selects, those of one run merged (this module's rule)."""
+    return (
+        f"WITH rows_ AS ({rows_sql}), "
+        f"ordered AS (SELECT *, max(dest_end) OVER ({_ORDERED} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) "
+        f"AS _reach, lag(dest_start - origin_start) OVER ({_ORDERED}) AS _prev_shift FROM rows_), "
+        "islands AS (SELECT *, sum(CASE WHEN dest_start <= _reach + 1 AND dest_start - origin_start = _prev_shift "
+        f"THEN 0 ELSE 1 END) OVER ({_ORDERED} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _island "
+        "FROM ordered) "
+        f"SELECT {_KEY}, min(origin_start) AS origin_start, max(origin_end) AS origin_end, "
+        "min(dest_start) AS dest_start, max(dest_end) AS dest_end, max(dest_end) - min(dest_start) + 1 AS records, "
+        "min(first_timestamp) AS first_timestamp, max(last_timestamp) AS last_timestamp, "
+        "max(copied_at) AS copied_at, max(runs_topic_offset) AS runs_topic_offset "
+        f"FROM islands GROUP BY {_KEY}, _island"
+    )
+
+
+def kept_runs_sql(log_starts: Mapping[tuple[str, int], int], table: str = "t") -> str:
+    """What the upkeep rewrites the table to: `merged_sql` over `on_destination_sql`."""
+    return merged_sql(on_destination_sql(log_starts, table))
