@@ -76,6 +76,12 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[
         consumer.close()
 
 
+# Errors a partition the caller knows of answers for a moment after its topic was made: no
+# leader yet, or this client's metadata does not hold it yet (a cluster of three nodes tells
+# the node this client asks a little after the one that made it).
+_SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION)
+
+
 def _watermarks(consumer, topic: str, partition: int) -> tuple[int, int]:
     deadline = time.monotonic() + 30
     while True:
@@ -83,8 +89,7 @@ def _watermarks(consumer, topic: str, partition: int) -> tuple[int, int]:
             return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
         except KafkaException as exc:
             error = exc.args[0]
-            leaderless = error.code() in (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
-            if not (leaderless or error.retriable()) or time.monotonic() > deadline:
+            if not (error.code() in _SETTLING or error.retriable()) or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
 

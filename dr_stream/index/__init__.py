@@ -4,7 +4,7 @@ The one face other wings use; what is behind it may change without them knowing.
 - `Run`, `RunKey`, `Located`, `RunStore`: a run of copied records and the look-up translation
   is built on (`run_store`, pure).
 - `IndexFeed`: keeps a running flow's index current, from the runs the sink's producer
-  publishes to the runs topic (`runs_topic`, `ensure_runs_topic`) to the Delta
+  publishes to the runs topic (`runs_topic`, `ensure_runs_topic`, `settle_runs_topic`) to the Delta
   table (`OffsetIndex`, `index_table`).
 - `IndexReads`: the table as the commands read it, without a JVM; `index_snapshot`: the table,
   the runs published since and the destination's uncovered tail, as one `RunStore`.
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from dr_stream.index.index_reads import IndexReads
     from dr_stream.index.index_table import OffsetIndex
     from dr_stream.index.run_store import Located, Run, RunKey, RunStore
-    from dr_stream.index.runs_topic import ensure_runs_topic
+    from dr_stream.index.runs_topic import ensure_runs_topic, settle_runs_topic
     from dr_stream.index.snapshot import index_snapshot
 
 # name on the face -> (module, name there)
@@ -37,6 +37,7 @@ _FACE = {
     "IndexReads": ("index_reads", "IndexReads"),
     "index_snapshot": ("snapshot", "index_snapshot"),
     "ensure_runs_topic": ("runs_topic", "ensure_runs_topic"),
+    "settle_runs_topic": ("runs_topic", "settle_runs_topic"),
 }
 __all__ = [
     "IndexFeed",
@@ -48,6 +49,7 @@ __all__ = [
     "RunStore",
     "ensure_runs_topic",
     "index_snapshot",
+    "settle_runs_topic",
 ]
 
 __getattr__ = resolver(__name__, _FACE)

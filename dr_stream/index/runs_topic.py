@@ -6,7 +6,13 @@ the run's first destination offset); value: JSON with the run's origin cluster, 
 partition, origin and destination start/end offsets, first/last record timestamps and the
 time of its newest acknowledgement (ms). A run that grows is published again under the same
 key, so compaction keeps only its newest version; `min.compaction.lag.ms` leaves a day for the
-flow to read every version before compaction may remove it.
+flow to read every version before compaction may remove it. Runs older than a week are deleted
+(`cleanup.policy` compact and delete): a run's key is new each time copying breaks (a
+transactional source's markers, identical topic names both ways), so compaction alone would
+keep a record for every run ever made. The flow reads the topic only from where its offset
+index table left off (appended every 30 s), and a reader that finds its start deleted (a flow
+stopped for longer than a week) reads from the topic's start, while the start-up scan of the
+destination rebuilds any run the topic no longer holds.
 
 Invariants: a report that does not parse is counted and skipped, never fatal; a reader sees
 reports in the order the producers published them (one partition).
@@ -24,13 +30,14 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import read_run
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import clients
-from dr_stream.kafka.admin import create_topic, partition_counts
+from dr_stream.kafka.admin import create_topic, partition_counts, settle_topic_configs
 from dr_stream.kafka.consumed import offset
 
 CONFIGS = {
-    "cleanup.policy": "compact",
+    "cleanup.policy": "compact,delete",
     "min.compaction.lag.ms": str(24 * 3600 * 1000),
-    # Compaction only cleans closed segments: roll hourly so a run's old versions can go.
+    "retention.ms": str(7 * 24 * 3600 * 1000),
+    # Compaction and deletion only take closed segments: roll hourly so a run's old versions can go.
     "segment.ms": str(3600 * 1000),
 }
 
@@ -40,6 +47,12 @@ def ensure_runs_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> 
     if topic in partition_counts(admin, timeout):
         return False
     return create_topic(admin, topic, 1, CONFIGS, timeout)
+
+
+def settle_runs_topic(admin: AdminClient, topic: str, timeout: float = 15.0) -> dict[str, str]:
+    """Gives a runs topic an older release made the configs this one makes (`CONFIGS`); returns
+    what it set."""
+    return settle_topic_configs(admin, topic, CONFIGS, timeout)
 
 
 def parse_run(value: bytes | None) -> Run | None:
@@ -65,7 +78,10 @@ class RunsReader:
         self.position = start
         self._consumer: clients.OnDemandConsumer | clients.LentConsumer = reader if reader is not None else \
             clients.OnDemandConsumer(destination, "dr-stream-runs", {"enable.partition.eof": True,
-                                                                     "fetch.wait.max.ms": 50})
+                                                                     "fetch.wait.max.ms": 50,
+                                                                     # a start retention deleted: from
+                                                                     # the first run still there
+                                                                     "auto.offset.reset": "earliest"})
         self._assigned = False
 
     def end(self, timeout: float = 10.0) -> int:

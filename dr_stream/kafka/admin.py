@@ -9,7 +9,16 @@ from __future__ import annotations
 import time
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 from dr_stream.core.policy import TopicFilter
 
@@ -104,6 +113,19 @@ def copyable_configs_of(admin: AdminClient, topics: list[str],
                       if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
                       and name not in CLUSTER_LOCAL_CONFIGS and entry.value is not None}
     return out
+
+
+def settle_topic_configs(admin: AdminClient, topic: str, wanted: dict[str, str],
+                         timeout: float = 15.0) -> dict[str, str]:
+    """Sets each of `wanted` that the topic does not have as its own override (a topic made by an
+    older release); returns what was set."""
+    have = copyable_configs(admin, topic, timeout)
+    changed = {k: v for k, v in wanted.items() if have.get(k) != v}
+    if changed:
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sorted(changed.items())])
+        admin.incremental_alter_configs([resource])[resource].result(timeout=timeout)
+    return changed
 
 
 def create_topic(admin: AdminClient, topic: str, partitions: int, configs: dict[str, str] | None = None,

@@ -39,7 +39,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
-from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic
+from dr_stream.failure_notes import first_line
+from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic, settle_runs_topic
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.cluster_context import FlowClusters
@@ -185,7 +186,10 @@ class ReplicationFlow:
 
     def _feed(self) -> IndexFeed:
         if ensure_runs_topic(self._dest_admin, self.runs_topic):
-            self.log(f"topic {self.runs_topic}: created on {self.config.destination.alias} (compacted)")
+            self.log(f"topic {self.runs_topic}: created on {self.config.destination.alias} (compacted, runs "
+                     "older than a week deleted)")
+        else:
+            self._settle_runs_topic()
 
         def dest_bounds() -> dict[tuple[str, int], tuple[int, int]]:
             return log_bounds(self._dest_admin, matching_partitions(self._dest_admin, self.config.remote_topic_filter))
@@ -251,6 +255,19 @@ class ReplicationFlow:
                                   on_forgotten=self.metrics.positions_forgotten)
         query.resume()
         return query
+
+    def _settle_runs_topic(self) -> None:
+        """A runs topic an older release made gets this one's configs; a refusal is said and the
+        flow goes on (the topic then keeps every run's newest version, as it did)."""
+        try:
+            changed = settle_runs_topic(self._dest_admin, self.runs_topic)
+        except Exception as exc:
+            self.log(f"topic {self.runs_topic}: configs not updated on {self.config.destination.alias} "
+                     f"({first_line(exc)}); it keeps a record for every run ever made until they are set")
+            return
+        if changed:
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
+            self.log(f"topic {self.runs_topic}: configs updated on {self.config.destination.alias} ({shown})")
 
     def _streams_groups(self) -> list[str]:
         """The source's Kafka Streams groups where the poller's reader does not list them (the

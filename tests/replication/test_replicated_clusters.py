@@ -11,6 +11,8 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -33,7 +35,9 @@ from tests.kafka_tools import (
 
 pytestmark = pytest.mark.integration
 
-TOTAL, CHUNK, PAUSE_S = 24_000, 800, 1.0  # about 30 s of writes, so both faults land mid-copy
+# Writes go on, 800 a second, until both faults are over (and at least 24,000 are written), so
+# both land mid-copy however long the flow takes to start; at most 5 minutes of them.
+AT_LEAST, AT_MOST, CHUNK, PAUSE_S = 24_000, 240_000, 800, 1.0
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +64,16 @@ def fully_replicated(cluster: ReplicatedCluster) -> bool:
     return all(len(p.isrs) == len(p.replicas) == cluster.brokers for t in topics for p in t.partitions.values())
 
 
+@contextmanager
+def _stopped_at_exit(writer: threading.Thread, given_up: threading.Event) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        given_up.set()
+        if writer.is_alive():
+            writer.join(timeout=150)
+
+
 def test_a_killed_source_leader_and_a_rolling_restart_of_the_destination_lose_and_repeat_nothing(
         spark, replicated, tmp_path):
     dc1, dc2 = replicated
@@ -69,11 +83,19 @@ def test_a_killed_source_leader_and_a_rolling_restart_of_the_destination_lose_an
     config = flow_config(dc1, dc2, tmp_path, name="replicated-dc1-to-dc2",
                          topics={"include": [topic.replace(".", r"\.")]})
 
+    # a test that fails stops its writer, which would otherwise outlive the clusters and fail a later test
+    given_up, faults_over = threading.Event(), threading.Event()
+    written: list[int] = []
+
     def paced():
-        for i in range(TOTAL):
+        for i in range(AT_MOST):
             if i and i % CHUNK == 0:
                 time.sleep(PAUSE_S)
+            if given_up.is_set() or (faults_over.is_set() and i >= AT_LEAST and i % 3 == 0):
+                written.append(i)
+                return
             yield {"value": f"{i:07d}".encode(), "partition": i % 3}
+        written.append(AT_MOST)
 
     writer = threading.Thread(target=produce, args=(dc1.all_bootstraps, topic, paced()),
                               kwargs={"enable.idempotence": True}, daemon=True)
@@ -82,7 +104,7 @@ def test_a_killed_source_leader_and_a_rolling_restart_of_the_destination_lose_an
         return count(dc2.all_bootstraps, topic) if topic in admin(dc2.all_bootstraps).list_topics(
             timeout=10).topics else 0
 
-    with running_flow(spark, config):
+    with running_flow(spark, config), _stopped_at_exit(writer, given_up):
         writer.start()
         assert wait_until(lambda: copied() >= 2_000, 90), copied()
         # the source's leader of partition 0 dies mid-copy; the partition moves to another node
@@ -97,9 +119,11 @@ def test_a_killed_source_leader_and_a_rolling_restart_of_the_destination_lose_an
             assert wait_until(lambda: fully_replicated(dc2), 90), f"dc2 not in sync before node {node.node_id}"
             node.stop()
             node.start()
+        faults_over.set()
         writer.join(timeout=120)
         assert not writer.is_alive()
-        assert wait_until(lambda: copied() >= TOTAL, 120), copied()
+        [total] = written
+        assert wait_until(lambda: copied() >= total, 120), copied()
         # dc2's copies sit at dc1's offsets (nothing else writes there), so a synced position is the same offset
         commit_groups(dc1.all_bootstraps, {group: {(topic, p): 5_000 + p for p in range(3)}})
         assert wait_until(lambda: group_positions(dc2.all_bootstraps, [group]).get(group) ==
@@ -107,10 +131,10 @@ def test_a_killed_source_leader_and_a_rolling_restart_of_the_destination_lose_an
 
     copies = consume_all(dc2.all_bootstraps, topic)
     seen = Counter(r.value for r in copies)
-    assert len(seen) == TOTAL and set(seen.values()) == {1}, Counter(seen.values())
+    assert len(seen) == total and set(seen.values()) == {1}, Counter(seen.values())
     for p in range(3):
         values = [int(r.value) for r in copies if r.partition == p]
-        assert values == sorted(values) == list(range(p, TOTAL, 3))
+        assert values == sorted(values) == list(range(p, total, 3))
     delete_groups(dc1.all_bootstraps, [group])
     delete_groups(dc2.all_bootstraps, [group])
 
