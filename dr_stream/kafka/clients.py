@@ -15,6 +15,8 @@ exception: its job is to tell at once whether a cluster answers.
 Invariants: callers name what they need a client for (a consumer's group, extra settings);
 a consumer or producer opened with `consuming`/`producing` is closed when the block ends,
 whatever happens inside it. Every client logs through `client_log`, never straight to stderr.
+Every admin client is destroyed on a thread of dr-stream's, never on librdkafka's own
+(`released_clients`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.kafka.client_log import client_log
+from dr_stream.kafka.released_clients import ReleasedOnOwnThread
 from dr_stream.kafka.retrying_clients import RetryingAdmin, RetryingConsumer
 from dr_stream.kafka.truststores import read_truststore
 
@@ -116,7 +119,11 @@ def probe_admin(cluster: ClusterConfig, on_error: Callable[[KafkaError], None]) 
     """A dedicated admin client whose error events reach `on_error` (served by its `poll`); the
     caller destroys it (`__exit__`) in its own thread when done."""
     with _refusals_reported(cluster):
-        return AdminClient(_config(cluster, {**PROBE_SETTINGS, "error_cb": on_error}))
+        return _ProbeAdmin(_config(cluster, {**PROBE_SETTINGS, "error_cb": on_error}))
+
+
+class _ProbeAdmin(ReleasedOnOwnThread, AdminClient):
+    """A plain admin client (no retries), released as every other one (`released_clients`)."""
 
 
 @contextmanager

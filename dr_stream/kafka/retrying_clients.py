@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from dr_stream.kafka.released_clients import ReleasedOnOwnThread
 from dr_stream.kafka.retry_rule import error_name, is_retriable, kafka_error, wait_before, worth_another
 from dr_stream.kafka.waits import WAITS, Waits
 
@@ -167,8 +168,10 @@ def _partition_errors(found: Any) -> list[BaseException]:
     return [KafkaException(tp.error) for tp in found if isinstance(tp, TopicPartition) and kafka_error(tp.error)]
 
 
-class RetryingAdmin(AdminClient):
-    """An admin client whose calls ride through a cluster settling (this module's docstring)."""
+class RetryingAdmin(ReleasedOnOwnThread, AdminClient):
+    """An admin client whose calls ride through a cluster settling (this module's docstring).
+    A request in flight keeps it alive: it is released on a thread of dr-stream's
+    (`released_clients`), never on the background thread that answers the request."""
 
     def __init__(self, conf: dict, cluster: str, waits: Waits = WAITS) -> None:
         super().__init__(conf)
