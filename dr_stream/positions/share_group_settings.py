@@ -68,6 +68,9 @@ class ShareGroupSettings:
         destination; how many groups it could not."""
         failed: dict[str, str] = {}
         changed: dict[str, dict[str, str]] = {}
+        listed = set(groups)  # a group the source no longer lists leaves nothing behind
+        self._equal = {g: equal for g, equal in self._equal.items() if g in listed}
+        self._failures.forget(self._failures.subjects - listed)
         for group, found in self.source.configs(groups).items():
             if isinstance(found, Exception):
                 failed[group] = f"reading them on the source: {first_line(found)}"

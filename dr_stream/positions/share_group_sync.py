@@ -139,18 +139,32 @@ class ShareGroupSync:
             self.not_synced("settings", self.settings.round(selected))
         failed: dict[str, str] = {}
         commits = []
+        read: dict[str, set[tuple[str, int]]] = {}
         for group, found in self.source.committed(selected).items():
             if isinstance(found, Exception):
                 failed[group] = f"reading its start offsets on the source: {first_line(found)}"
                 continue
+            read[group] = set(found)
             commits += [GroupCommit(group, t, p, c.offset, UNKNOWN_TIMESTAMP) for (t, p), c in sorted(found.items())
                         if self.topics.matches(t) and self._handled.get((group, t, p)) != c.offset]
+        self._forget_gone(selected, read)
         translations = self.translator.translate(commits)
         actions = sync_translations(self.sync, [t for t in translations if t.method != "waiting"])
         done = [(t, actions.get(t.key, "waiting")) for t in translations]
         self._said(done, failed)
         self.totals["rounds"] += 1
         return done
+
+    def _forget_gone(self, selected: list[str], read: dict[str, set[tuple[str, int]]]) -> None:
+        """What is kept per group holds only the groups the source lists, and per group only the
+        partitions it has a start offset for (`read`, for the groups read this round): a group
+        deleted, or a topic it no longer reads, leaves nothing behind."""
+        listed = set(selected)
+        self._handled = {k: v for k, v in self._handled.items()
+                         if k[0] in listed and (k[0] not in read or (k[1], k[2]) in read[k[0]])}
+        self._skips = {g: r for g, r in self._skips.items() if g in listed}
+        self._said_set &= listed
+        self._failures.forget(self._failures.subjects - listed)
 
     def _said(self, done: list[tuple[Translation, str]], failed: dict[str, str]) -> None:
         by_group: dict[str, list[tuple[Translation, str]]] = {}

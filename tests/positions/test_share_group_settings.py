@@ -86,3 +86,16 @@ def test_a_refused_setting_is_said_and_tried_again_next_round():
     sync.round(["g"])
     assert destination.config["g"] == {"share.auto.offset.reset": "earliest"}
     assert lines[0].endswith("GroupAuthorizationException: not authorized (tried again every 5 s)"), lines
+
+
+def test_a_group_the_source_no_longer_lists_leaves_nothing_kept_and_is_never_said_recovered():
+    source = _Groups({"g": {"share.auto.offset.reset": "earliest"}, "h": {"share.auto.offset.reset": "latest"}})
+    destination, lines = _Groups({}, {"h": ("STABLE", 1)}), []
+    sync = settings(source, destination, lines)
+    assert sync.round(["g", "h"]) == 1
+    assert set(sync._equal) == {"g"} and sync._failures.subjects == {"h"}
+    assert sync.round(["g"]) == 0  # h was deleted on the source
+    assert set(sync._equal) == {"g"} and not sync._failures.subjects
+    sync.round([])
+    assert not sync._equal
+    assert not any(line.endswith("on dc2 again") for line in lines)

@@ -100,3 +100,35 @@ def test_a_busy_share_group_is_said_set_once_and_again_only_after_it_was_held():
     assert lines[2:] == ["share group s: start offsets set on dc2: orders[0] 90 (exact, source 80)"]
     # counted every round it stays unlike the source, though said once
     assert unsynced == [("offsets", n) for n in (0, 0, 0, 1, 1, 0)]
+
+
+class _Shrinking(_Source):
+    """A source whose groups and partitions can go away."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.groups = {"s": [0, 1], "t": [0]}
+
+    def listed(self) -> dict[str, str]:
+        return {g: "EMPTY" for g in self.groups}
+
+    def committed(self, groups):
+        return {g: {("orders", p): Committed(self.offset, "") for p in self.groups[g]} for g in groups}
+
+
+def test_a_share_group_deleted_or_a_partition_it_left_leaves_nothing_kept_for_it():
+    source, destination = _Shrinking(), _Destination()
+    destination.state = ("STABLE", 1)  # t is said skipped, so a skip is kept for it too
+    sync = ShareGroupSync(source, _Translator(), destination, GroupFilter((".*",)), TopicFilter((".*",)), "dc2",
+                          log=lambda line: None)
+    sync.round()
+    assert set(sync._skips) == {"s", "t"}
+    destination.state = ("EMPTY", 0)
+    sync.round()
+    assert set(sync._handled) == {("s", "orders", 0), ("s", "orders", 1), ("t", "orders", 0)}
+    assert sync._said_set == {"s", "t"}
+    del source.groups["t"]
+    source.groups["s"] = [1]
+    sync.round()
+    assert set(sync._handled) == {("s", "orders", 1)}
+    assert sync._said_set == {"s"} and not sync._skips
