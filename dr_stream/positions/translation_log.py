@@ -66,8 +66,11 @@ def schema() -> StructType:
     ])
 
 
+# A position's newest row first; a `gone` row written in the same millisecond as the row before
+# it is the newer one (it is only ever written after that row).
+_NEWEST = f"translated_at DESC, CASE WHEN method = '{GONE}' THEN 1 ELSE 0 END DESC"
 _LATEST = ('SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" '
-           f'ORDER BY translated_at DESC) AS _n FROM t) WHERE _n = 1 AND method <> \'{GONE}\' '
+           f'ORDER BY {_NEWEST}) AS _n FROM t) WHERE _n = 1 AND method <> \'{GONE}\' '
            'ORDER BY "group", topic, "partition"')
 _SOURCE_ENDS = ('SELECT topic, "partition", source_log_end FROM (SELECT topic, "partition", source_log_end, '
                 'row_number() OVER (PARTITION BY topic, "partition" ORDER BY translated_at DESC) AS _n FROM t '
@@ -79,7 +82,7 @@ _SOURCE_ENDS = ('SELECT topic, "partition", source_log_end FROM (SELECT topic, "
 # live position is on that partition. A position whose newest row is `gone` leaves with its rows,
 # unless an older one of them is its partition's log-end row: then the `gone` row stays too, or
 # that older row would read as the position's newest.
-_NUMBERED = ('SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" ORDER BY translated_at DESC) '
+_NUMBERED = (f'SELECT *, row_number() OVER (PARTITION BY "group", topic, "partition" ORDER BY {_NEWEST}) '
              'AS _n, row_number() OVER (PARTITION BY topic, "partition", source_log_end IS NULL '
              'ORDER BY translated_at DESC) AS _e FROM t')
 _MARKED = (f'SELECT *, max(CASE WHEN _n = 1 AND method <> \'{GONE}\' THEN 1 ELSE 0 END) '

@@ -118,3 +118,15 @@ def test_a_gone_position_whose_old_row_holds_its_partition_s_log_end_stays_gone(
     log.compact()
     assert [r["group"] for r in log.latest()] == ["g1"]
     assert log.last_source_ends() == {("orders", 0): 50}
+
+
+def test_a_gone_row_in_the_same_millisecond_as_its_position_s_last_row_is_the_newer(tmp_path):
+    for first_appended in ("row", "gone"):  # whichever file a reader meets first
+        log = TranslationLog(str(tmp_path / first_appended), DeltaReads(None))
+        appends = [[row(0, 0, 10, 5), row(1, 0, 20, 5)], [gone(0, 0, 5)]]
+        for rows in appends if first_appended == "row" else appends[::-1]:
+            log.append(rows)
+        assert [r["group"] for r in log.latest()] == ["g1"], first_appended
+        log.compact()
+        log.reads = DeltaReads(None)
+        assert [r["group"] for r in log.latest()] == ["g1"] and _rows(log) == 1, first_appended
