@@ -15,6 +15,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -89,7 +90,20 @@ def report(producer: Producer, commits: Iterable[GroupCommit],
     return n
 
 
-def _delivered(tell: Callable[[GroupCommit, KafkaError | None], None], commit: GroupCommit,
+def report_gone(producer: Producer, positions: Iterable[tuple[str, str, int]],
+                on_delivery: Callable[[tuple[str, str, int], KafkaError | None], None]) -> int:
+    """Produces a tombstone for each position (group, topic, partition): compaction then
+    deletes the position's records, and a reader from the topic's start never meets it again."""
+    n = 0
+    for position in positions:
+        producer.produce(CONSUMER_TIMESTAMPS_TOPIC, key=position_key(*position), value=None,
+                         on_delivery=functools.partial(_delivered, on_delivery, position))
+        n += 1
+    producer.poll(0)
+    return n
+
+
+def _delivered(tell: Callable[[Any, KafkaError | None], None], commit: Any,
                error: KafkaError | None, _: Message) -> None:
     tell(commit, error)
 

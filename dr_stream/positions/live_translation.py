@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from dr_stream.core.config import OffsetsConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line, named, summarised
@@ -97,9 +98,10 @@ class LiveTranslation:
     # told each compaction of the log: its duration, the rows it kept, its period
     on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None
     # positions the source no longer holds are forgotten after `gone.after_s` (`offsets.gone_after`)
-    gone: GonePositions = field(default_factory=lambda: GonePositions(after_s=600.0))
-    # told how many positions each forgetting forgot
-    on_forgotten: Callable[[int], None] = lambda positions: None
+    gone: GonePositions = field(default_factory=lambda: GonePositions(after_s=OffsetsConfig().gone_after_s))
+    # told the positions each forgetting forgot (the metrics count them; the poller deletes their
+    # records from `__consumer_timestamps`)
+    on_forgotten: Callable[[set[Key]], None] = lambda positions: None
     # the poller's newest full read of the source, taken at the next step
     _source_groups: SourceGroups | None = None
     _round_ended: float | None = None
@@ -306,7 +308,7 @@ class LiveTranslation:
         groups = groups_of(gone)
         self._failures.forget(g for g in groups if g not in left)
         self.totals["forgotten"] += len(gone)
-        self.on_forgotten(len(gone))
+        self.on_forgotten(gone)
         self.log(f"{len(gone)} positions forgotten: no committed offset on the source for {self.gone.after_s:g} s "
                  f"(groups {named(groups)}: deleted, expired, or their topics deleted)")
 

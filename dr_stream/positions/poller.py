@@ -52,7 +52,7 @@ from dr_stream.kafka.group_offsets import Fetched
 from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets, list_groups
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
-from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report
+from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report, report_gone
 from dr_stream.positions.gone_positions import SourceGroups
 
 
@@ -146,6 +146,10 @@ class CommittedOffsetPoller:
     unlisted_groups: Callable[[], Iterable[str]] = lambda: ()
     reported: dict[tuple[str, str, int], int] = field(default_factory=dict)
     errors: int = 0
+    # positions the flow forgot (`forget`), whose records in `__consumer_timestamps` are deleted
+    # by the next full read that still lacks them
+    _forgetting: set[tuple[str, str, int]] = field(default_factory=set)
+    _forgetting_lock: threading.Lock = field(default_factory=threading.Lock)
     pace: LoopPace = field(init=False)
     _failures: FailureNotes = field(init=False)
     # the next fetch reads every selected group in full, not only what changed: the first round,
@@ -181,8 +185,7 @@ class CommittedOffsetPoller:
             self._positions.close()
             self._positions = AdminPositions(self.source, self.groups)
             selected, fetched = self._positions.read(True)
-        if full:
-            self._took_source_groups(fetched, began)
+        deleting = self._took_source_groups(fetched, began) if full else set()
         moved, unread = moved_commits(fetched, self.topics, self.reported, self.forward_except)
         self._failures.round({g: str(exc) for g, exc in unread.items()}, fetched)
         commits = stamped(moved, self._timestamps)
@@ -204,10 +207,18 @@ class CommittedOffsetPoller:
             else:
                 failed.append(error.str())
 
+        deleted: list[tuple[str, str, int]] = []
+
+        def told(position: tuple[str, str, int], error: KafkaError | None) -> None:
+            if error is None:  # one not deleted stays forgotten: deleted at the next full read
+                deleted.append(position)
+
         report(self._producer, commits, tell)
+        report_gone(self._producer, sorted(deleting), told)
         self._producer.flush(10)
         for c in delivered:
             self.reported[c.key] = c.offset
+        self._deleted(deleted, len(deleting))
         self._resend = len(delivered) < len(commits)
         self.pace.done(time.monotonic() - began)
         self.on_round(self.pace.last_round_s, selected, self.pace.period_s)
@@ -217,12 +228,21 @@ class CommittedOffsetPoller:
                                f"{CONSUMER_TIMESTAMPS_TOPIC} ({cause}); written again next round")
         return len(delivered)
 
-    def _took_source_groups(self, fetched: dict[str, Fetched], taken_at: float) -> None:
+    def forget(self, positions: set[tuple[str, str, int]]) -> None:
+        """The flow forgot these positions (`gone_positions`): their records in
+        `__consumer_timestamps` are deleted at the next full read that still lacks them, so the
+        topic keeps a record per position that exists, not per position ever committed."""
+        with self._forgetting_lock:
+            self._forgetting |= positions
+
+    def _took_source_groups(self, fetched: dict[str, Fetched], taken_at: float) -> set[tuple[str, str, int]]:
         """A full read: what it reported of groups the source no longer holds is dropped, and the
-        flow is told what the source holds, when the read is evidence of it."""
+        flow is told what the source holds, when the read is evidence of it. Returns the forgotten
+        positions whose records to delete: those the read still lacks (one held again, its group
+        made anew, keeps its records)."""
         unread = self._positions.unread()
         if unread is None:
-            return  # a reader still catching up, or records it could not decode: no evidence
+            return set()  # a reader still catching up, or records it could not decode: no evidence
         read = SourceGroups({g: frozenset(f) for g, f in fetched.items() if not isinstance(f, Exception)},
                             unread | {g for g, f in fetched.items() if isinstance(f, Exception)}
                             | set(self.unlisted_groups()), taken_at)
@@ -230,6 +250,19 @@ class CommittedOffsetPoller:
         self._checked_at = taken_at
         if self.on_source_groups is not None:
             self.on_source_groups(read)
+        with self._forgetting_lock:
+            self._forgetting = {key for key in self._forgetting if key[0] in read.unread or not read.holds(key)}
+            return {key for key in self._forgetting if not read.holds(key)}
+
+    def _deleted(self, positions: list[tuple[str, str, int]], tried: int) -> None:
+        if not tried:
+            return
+        with self._forgetting_lock:
+            self._forgetting.difference_update(positions)
+        left = f"; {tried - len(positions)} not acknowledged, tried again at the next full read" \
+            if len(positions) < tried else ""
+        self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: the records of {len(positions)} forgotten positions deleted on "
+                 f"{self.source.alias} (tombstones; compaction removes them){left}")
 
     def _open_positions(self) -> CommittedPositions:
         if self.positions_from == "admin":

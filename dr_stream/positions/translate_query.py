@@ -66,7 +66,7 @@ class TranslateQuery:
            appends: DeltaAppends | None = None, on_synced: Callable[[list[str]], None] = lambda actions: None,
            on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None,
            on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None,
-           on_forgotten: Callable[[int], None] = lambda positions: None,
+           on_forgotten: Callable[[set[tuple[str, str, int]]], None] = lambda positions: None,
            ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the

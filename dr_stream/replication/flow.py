@@ -252,9 +252,16 @@ class ReplicationFlow:
                                   on_synced=self.metrics.groups_synced,
                                   on_round=partial(self.metrics.loop_round, "translate"),
                                   on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"),
-                                  on_forgotten=self.metrics.positions_forgotten)
+                                  on_forgotten=self._forgotten)
         query.resume()
         return query
+
+    def _forgotten(self, positions: set[tuple[str, str, int]]) -> None:
+        """Positions gone from the source: counted, and their records in `__consumer_timestamps`
+        deleted by the poller (the source's writer of that topic)."""
+        self.metrics.positions_forgotten(len(positions))
+        if self.poller is not None:
+            self.poller.forget(positions)
 
     def _settle_runs_topic(self) -> None:
         """A runs topic an older release made gets this one's configs; a refusal is said and the

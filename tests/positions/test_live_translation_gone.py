@@ -22,7 +22,7 @@ def _read(at: float, offsets: dict[str, set[tuple[str, int]]], unread: frozenset
 
 def test_a_group_gone_from_the_source_leaves_the_maps_and_the_log_says_so_once():
     lines: list[str] = []
-    forgotten: list[int] = []
+    forgotten: list[set] = []
     translate = loop(_Destination(refusals=0), lines, translator=_Renaming(), gone=GonePositions(after_s=10),
                      on_forgotten=forgotten.append)
     translate.take_batch([GroupCommit("kept", "orders", 0, 40, 1000), GroupCommit("deleted", "orders", 0, 7, 900),
@@ -39,7 +39,7 @@ def test_a_group_gone_from_the_source_leaves_the_maps_and_the_log_says_so_once()
     assert set(translate.latest) == {("kept", "orders", 0)}
     assert set(translate.untranslated_ages()) == {"kept"}
     assert set(translate._recorded) == {("kept", "orders", 0)}
-    assert translate.totals["forgotten"] == 2 and forgotten == [2]
+    assert translate.totals["forgotten"] == 2 and forgotten == [{("deleted", "orders", 0), ("deleted", "orders", 1)}]
     assert [line for line in lines if "forgotten" in line] == [
         "2 positions forgotten: no committed offset on the source for 10 s (groups deleted: deleted, expired, or "
         "their topics deleted)"]

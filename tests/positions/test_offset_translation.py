@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from dr_stream.background import Background
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC as CONSUMER_TIMESTAMPS
+from dr_stream.core.contracts import position_key
 from dr_stream.core.provenance import newest_entry
 from dr_stream.operations.failover import failover, translate_positions
 from dr_stream.operations.flow_tables import FlowTables
@@ -400,9 +401,18 @@ class TestGonePositions:
             assert deleted.group not in poller._positions._topic.positions  # the reader's map follows the brokers
             assert loop.totals["forgotten"] >= 2
             assert wait_until(lambda: logged() == {keys[kept.group]}, 60), logged()
+            # their records in __consumer_timestamps end in a tombstone, which compaction keeps alone
+            assert wait_until(lambda: tombstoned(dc1.bootstrap, keys.values()) == gone, 60), \
+                tombstoned(dc1.bootstrap, keys.values())
         finally:
             loop.gone.after_s, poller.gone_check_s, loop.compact_every_s = 600.0, 60.0, 60.0
         assert kept.row(flow.config).translation.source_offset == 10
+
+
+def tombstoned(bootstrap: str, positions) -> set[tuple]:
+    """Which of the positions' newest record in `__consumer_timestamps` is a tombstone."""
+    newest = {r.key: r.value for r in consume_all(bootstrap, CONSUMER_TIMESTAMPS)}
+    return {p for p in positions if position_key(*p) in newest and newest[position_key(*p)] is None}
 
 
 class TestMalformedConsumerTimestamps:
