@@ -1,8 +1,15 @@
-"""The offset index table read by the commands (`runtime/delta_reads`: no JVM where possible)."""
+"""The offset index table read by the commands (`runtime/delta_reads`: no JVM where possible).
+
+A command reads the runs its lookups need, not the table whole: the table holds a run for every
+stretch of copying the destination still keeps (one per transaction of a transactional source),
+so a whole read grows with the flow's age, while a command asks about live positions only.
+`needed_runs_sql` is that rule.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from dr_stream.index.run_store import Run, RunStore
@@ -10,6 +17,44 @@ from dr_stream.runtime.delta_reads import DeltaReads, epoch_ms
 
 _RUN_COLUMNS = ("origin_cluster, origin_topic, origin_partition, dest_topic, dest_partition, origin_start, "
                 "origin_end, dest_start, dest_end, first_timestamp, last_timestamp, copied_at")
+_RUN_KEY = "origin_cluster, origin_topic, origin_partition, dest_topic, dest_partition"
+# Kafka's legal topic characters, and a cluster.id's (base64url): what may stand inside a literal
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+# (origin topic, origin partition) -> the lowest origin offset a command will look up there
+Asked = Mapping[tuple[str, int], int]
+
+
+def needed_runs_sql(origin_cluster: str | None, asked: Asked | None) -> str:
+    """The query (over the table as `t`) for the runs that answer lookups of `asked`, of
+    `origin_cluster`'s copies (any cluster's when None); `asked` None: every run.
+
+    A lookup of origin offset C answers from the first run, in destination order, that ends at or
+    past C (`RunStore.locate`), or from the partition's newest run when none does (where the copy
+    stands); runs that end below the lowest C asked of their partition never answer. So the query
+    keeps, per run key, the runs ending at or past that C, the newest run by destination offset
+    and the one furthest in origin offsets (which `last_copied` reports when a restart copied out
+    of order). A key may come twice; the store takes a run it already holds once.
+    """
+    if origin_cluster is not None and not _NAME.fullmatch(origin_cluster):
+        raise ValueError(f"not a cluster id: {origin_cluster!r}")
+    cluster = "" if origin_cluster is None else f"origin_cluster = '{origin_cluster}'"
+    if asked is None:
+        return f"SELECT {_RUN_COLUMNS} FROM t" + (f" WHERE {cluster}" if cluster else "")
+    newest = (f"SELECT {_RUN_COLUMNS} FROM (SELECT {_RUN_COLUMNS}, "
+              f"row_number() OVER (PARTITION BY {_RUN_KEY} ORDER BY dest_end DESC) AS by_dest, "
+              f"row_number() OVER (PARTITION BY {_RUN_KEY} ORDER BY origin_end DESC) AS by_origin "
+              f"FROM t{f' WHERE {cluster}' if cluster else ''}) AS k WHERE by_dest = 1 OR by_origin = 1")
+    wanted = [(topic, int(partition), int(offset)) for (topic, partition), offset in sorted(asked.items())
+              if _NAME.fullmatch(topic)]
+    if not wanted:
+        return newest
+    values = ", ".join(f"('{topic}', {partition}, {offset})" for topic, partition, offset in wanted)
+    columns = ", ".join(f"t.{c.strip()}" for c in _RUN_COLUMNS.split(","))
+    reached = (f"SELECT {columns} FROM t JOIN (VALUES {values}) AS w(topic, part, low) "
+               "ON t.origin_topic = w.topic AND t.origin_partition = w.part WHERE t.origin_end >= w.low"
+               + (f" AND t.{cluster}" if cluster else ""))
+    return f"{reached} UNION ALL {newest}"
 
 
 @dataclass
@@ -21,14 +66,14 @@ class IndexReads:
     # per destination partition, its source partition's rewinds (`RunStore.rewind`)
     rewinds: Callable[[], dict[tuple[str, int], list[tuple[int, int]]]] = field(default=dict)
 
-    def store(self, origin_cluster: str | None = None) -> RunStore:
-        """The table's runs of `origin_cluster` (all when None), less a recreated topic's old ones
-        and the records a rewound source wrote again."""
-        return RunStore(self.runs(origin_cluster), self.life_starts(), self.rewinds())
+    def store(self, origin_cluster: str | None = None, asked: Asked | None = None) -> RunStore:
+        """The table's runs of `origin_cluster` (all when None) that lookups of `asked` need
+        (`needed_runs_sql`; every run when None), less a recreated topic's old ones and the
+        records a rewound source wrote again."""
+        return RunStore(self.runs(origin_cluster, asked), self.life_starts(), self.rewinds())
 
-    def runs(self, origin_cluster: str | None = None) -> list[Run]:
-        where = "" if origin_cluster is None else f" WHERE origin_cluster = '{origin_cluster}'"
-        rows = self.reads.query(self.path, f"SELECT {_RUN_COLUMNS} FROM t{where}")
+    def runs(self, origin_cluster: str | None = None, asked: Asked | None = None) -> list[Run]:
+        rows = self.reads.query(self.path, needed_runs_sql(origin_cluster, asked))
         return [Run(r["origin_cluster"], r["origin_topic"], r["origin_partition"], r["dest_topic"], r["dest_partition"],
                     r["origin_start"], r["origin_end"], r["dest_start"], r["dest_end"], epoch_ms(r["first_timestamp"]),
                     epoch_ms(r["last_timestamp"]), epoch_ms(r["copied_at"])) for r in rows]

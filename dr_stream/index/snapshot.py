@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import runs_topic
 from dr_stream.index.destination_tail import read_tail
-from dr_stream.index.index_reads import IndexReads
+from dr_stream.index.index_reads import Asked, IndexReads
 from dr_stream.index.run_store import RunStore
 from dr_stream.index.runs_topic import RunsReader
 from dr_stream.kafka import clients
@@ -32,11 +32,13 @@ TAIL_LIMIT = 200_000
 
 def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | None,
                    partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print,
-                   admin: AdminClient | None = None, reader: LentConsumer | None = None) -> RunStore:
+                   admin: AdminClient | None = None, reader: LentConsumer | None = None,
+                   asked: Asked | None = None) -> RunStore:
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
-    runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail."""
-    store = index.store(origin_cluster)
+    runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail.
+    `asked`: of the table, only the runs lookups of these origin offsets need (`needed_runs_sql`)."""
+    store = index.store(origin_cluster, asked)
     if admin is None:  # else the command's (`kafka.cluster_context`); a client with nothing queued is falsy
         admin = clients.admin(config.destination)
     topic = runs_topic(config.name)
@@ -48,7 +50,8 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
             store.extend(run for _, run in got.runs if origin_cluster in (None, run.origin_cluster))
         finally:
             runs.close()
-        log(f"offset index: {len(store)} runs ({len(got.runs)} published since the table's last write)")
+        log(f"offset index: {len(store)} runs{'' if asked is None else ' the positions need'} "
+            f"({len(got.runs)} published since the table's last write)")
     else:
         log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
     if origin_cluster is not None:

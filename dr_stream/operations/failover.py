@@ -120,8 +120,11 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
             returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
                                        clusters.source.reader())
         dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
+        asked: dict[tuple[str, int], int] = {}
+        for c in found.commits:
+            asked[(c.topic, c.partition)] = min(c.offset, asked.get((c.topic, c.partition), c.offset))
         store = index_snapshot(config, tables.index, found.origin_cluster, dests, log,
-                               admin=clusters.destination.admin, reader=clusters.destination.reader())
+                               admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked)
         admins = {config.destination.alias: clusters.destination.admin}
         if found.live:
             admins[config.source.alias] = clusters.source.admin

@@ -58,10 +58,12 @@ def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowCluste
     """Lag per source partition (`lag.partition_lags`, the rule the running flow's metrics use);
     with the source down (`source_up` False), what the index knows."""
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
+        # no offset asked: of the table, each partition's newest runs, where its copy stands
         copied = index_snapshot(config, tables.index, None, (), log=lambda _: None,
-                                admin=clusters.destination.admin, reader=clusters.destination.reader()).last_copied()
+                                admin=clusters.destination.admin, reader=clusters.destination.reader(),
+                                asked={}).last_copied()
     else:
-        copied = tables.index.store().last_copied()
+        copied = tables.index.store(asked={}).last_copied()
     next_offsets = {key: last + 1 for key, last in copied.items()}
     bounds: dict[tuple[str, int], tuple[int, int]] = {}
     if source_up:
