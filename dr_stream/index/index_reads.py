@@ -41,16 +41,17 @@ def needed_runs_sql(origin_cluster: str | None, asked: Asked | None) -> str:
     cluster = "" if origin_cluster is None else f"origin_cluster = '{origin_cluster}'"
     if asked is None:
         return f"SELECT {_RUN_COLUMNS} FROM t" + (f" WHERE {cluster}" if cluster else "")
-    newest = (f"SELECT {_RUN_COLUMNS} FROM (SELECT {_RUN_COLUMNS}, "
-              f"row_number() OVER (PARTITION BY {_RUN_KEY} ORDER BY dest_end DESC) AS by_dest, "
-              f"row_number() OVER (PARTITION BY {_RUN_KEY} ORDER BY origin_end DESC) AS by_origin "
-              f"FROM t{f' WHERE {cluster}' if cluster else ''}) AS k WHERE by_dest = 1 OR by_origin = 1")
+    columns = ", ".join(f"t.{c.strip()}" for c in _RUN_COLUMNS.split(","))
+    # an aggregate, not a window: one pass over the table, no sort of it
+    same_key = " AND ".join(f"t.{k.strip()} = m.{k.strip()}" for k in _RUN_KEY.split(","))
+    newest = (f"SELECT {columns} FROM t JOIN (SELECT {_RUN_KEY}, max(dest_end) AS newest, max(origin_end) AS "
+              f"furthest FROM t{f' WHERE {cluster}' if cluster else ''} GROUP BY {_RUN_KEY}) AS m ON {same_key} "
+              "AND (t.dest_end = m.newest OR t.origin_end = m.furthest)")
     wanted = [(topic, int(partition), int(offset)) for (topic, partition), offset in sorted(asked.items())
               if _NAME.fullmatch(topic)]
     if not wanted:
         return newest
     values = ", ".join(f"('{topic}', {partition}, {offset})" for topic, partition, offset in wanted)
-    columns = ", ".join(f"t.{c.strip()}" for c in _RUN_COLUMNS.split(","))
     reached = (f"SELECT {columns} FROM t JOIN (VALUES {values}) AS w(topic, part, low) "
                "ON t.origin_topic = w.topic AND t.origin_partition = w.part WHERE t.origin_end >= w.low"
                + (f" AND t.{cluster}" if cluster else ""))
