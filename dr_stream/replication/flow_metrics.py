@@ -246,8 +246,9 @@ class FlowMetrics(Collector):
         for (topic, cause), records in sorted(self._lost.items()):
             lost.add_metric([self.flow, topic, cause], records)
         reread = CounterMetricFamily("dr_stream_partitions_reread", "Source partitions a query start read again "
-                                     "from below their last copy: records there were not on the destination "
-                                     "(a write failed and the producer went on with later ones)", labels=["flow"])
+                                     "from below their last copy: offsets there had no copy (a write failed while "
+                                     "later ones went on, or the query filters them out: transaction markers, "
+                                     "cycles)", labels=["flow"])
         reread.add_metric([self.flow], self._reread)
         forgotten = CounterMetricFamily("dr_stream_positions_forgotten", "Group positions the flow forgot (driver "
                                         "state, metric series, translation log rows) after the source held no "

@@ -257,12 +257,19 @@ def unwritten_at_start(spark: SparkSession, checkpoint: str, feed: IndexFeed, ma
     in a line and `counted`; a held or released partition's start (`starts`, updated) moves down
     with it."""
     found = unwritten_below(marks, next_to_read(spark, checkpoint), copied, feed.copied_from, left_out)
-    for (topic, partition), (first, last) in sorted(found.missing.items()):
-        past = sum(b - a + 1 for a, b in found.copied[(topic, partition)] if first <= a <= last)
-        log(f"{topic}[{partition}]: records from {first} on, below the last copied one ({last}), are not all on the "
-            "destination (a write failed and the producer went on with later ones): they are read again from "
-            f"{first}, and the {past} copied past it are not written twice")
-        if (topic, partition) in starts:
-            starts[(topic, partition)] = min(starts[(topic, partition)], first)
+    for key, (first, _) in found.missing.items():
+        if key in starts:
+            starts[key] = min(starts[key], first)
+    if found.missing:
+        # One line for all: a transactional source's markers leave such offsets in every partition
+        # it wrote to since the checkpoint, which at a thousand partitions would be a thousand lines.
+        past = sum(b - a + 1 for key, (first, last) in found.missing.items()
+                   for a, b in found.copied[key] if first <= a <= last)
+        shown = ", ".join(f"{t}[{p}] from {first} (last copied {last})"
+                          for (t, p), (first, last) in sorted(found.missing.items())[:6])
+        log(f"(re)start: {len(found.missing)} partition(s) hold offsets below their last copy that no run copied "
+            "(a write failed while later ones went on, or records the query filters out: transaction markers, "
+            f"cycles), read again: {shown}{' ...' if len(found.missing) > 6 else ''}; the {past} records copied "
+            "past them are not written twice")
     counted(len(found.missing))
     return found.marks, found.copied
