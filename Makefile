@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak down clean
 
 setup: $(STAMP) jars
 
@@ -110,6 +110,12 @@ bench-idle: setup
 # bench/results/scale/.
 bench-scale: setup
 	$(PY) -m bench.scale $(SCALE_ARGS)
+
+# A real flow for an hour under a steady mixed load (half the topics transactional), a broker
+# restart every 10 minutes; RSS, CPU per record, state on disk and the translation log's read
+# at each interval, and every record checked copied once; bench/results/soak/. SOAK_ARGS="--minutes 20".
+soak: setup
+	$(PY) -m bench.soak $(SOAK_ARGS)
 
 down:
 	-$(VENV)/bin/dr-stream dev down

@@ -84,6 +84,7 @@ class CostSampler:
     pid: int
     every_s: float = 0.5
     peak_rss: int = 0
+    rss: int = 0  # at the last sample
     cpu: dict[int, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
 
@@ -100,6 +101,7 @@ class CostSampler:
             if usage:
                 rss += usage[0] if p in own else 0
                 self.cpu[p] = max(self.cpu.get(p, 0.0), usage[1])
+        self.rss = rss
         self.peak_rss = max(self.peak_rss, rss)
 
     def _run(self) -> None:
