@@ -53,6 +53,17 @@ def write_results(out: Path, when: str, report: Callable[[str], str], data: obje
     return markdown
 
 
+def write_aging(name: str, data: object, markdown: str) -> Path:
+    """An aging bench's result, `bench/results/aging/<name>-<UTC time>.md` and `.json`; returns the report."""
+    out = Path(__file__).resolve().parent / "results" / "aging"
+    out.mkdir(parents=True, exist_ok=True)
+    when = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    (out / f"{name}-{when}.json").write_text(json.dumps(data, indent=1) + "\n")
+    report = out / f"{name}-{when}.md"
+    report.write_text(markdown)
+    return report
+
+
 @contextmanager
 def figure(png: Path, size: tuple[float, float] = (7, 4), grid: bool = True, columns: int = 1) -> Iterator:
     """An Agg figure's axes (a tuple of them with `columns` > 1); on leaving, each one's legend,

@@ -25,8 +25,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from bench.result_files import write_aging
+
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "aging"
 RUNS_PER_DAY = 86_400 * 1_000  # one transaction a second on each of 1,000 partitions
 
 
@@ -91,11 +92,7 @@ def main() -> None:
     for runs in (int(n) for n in args.runs.split(",")):
         rows.append(measure(args.partitions, runs))
         print(json.dumps(rows[-1]), flush=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"run-store-{stamp}.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (OUT / f"run-store-{stamp}.md").write_text(report(rows, args.partitions))
-    print(f"bench/results/aging/run-store-{stamp}.md")
+    print(write_aging("run-store", rows, report(rows, args.partitions)).relative_to(HERE.parent))
 
 
 if __name__ == "__main__":

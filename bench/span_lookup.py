@@ -30,12 +30,12 @@ import time
 from bisect import bisect_left
 from pathlib import Path
 
+from bench.result_files import write_aging
 from bench.workloads import bench_cluster
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.runtime.paths import cache_dir
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "aging"
 PORT = 29894
 HEADER = "__replicator_id"
 SOURCE_ID = "bench-source-cluster"
@@ -130,10 +130,7 @@ def main() -> None:
     finally:
         cluster.stop()
         shutil.rmtree(cluster.home, ignore_errors=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"span-lookup-{stamp}.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (OUT / f"span-lookup-{stamp}.md").write_text(report(rows, args.records))
-    print(f"bench/results/aging/span-lookup-{stamp}.md")
+    print(write_aging("span-lookup", rows, report(rows, args.records)).relative_to(HERE.parent))
 
 
 if __name__ == "__main__":
