@@ -39,7 +39,9 @@ def needed_runs_sql(origin_cluster: str | None, asked: Asked | None) -> str:
     if origin_cluster is not None and not _NAME.fullmatch(origin_cluster):
         raise ValueError(f"not a cluster id: {origin_cluster!r}")
     cluster = "" if origin_cluster is None else f"origin_cluster = '{origin_cluster}'"
-    if asked is None:
+    # A name that cannot stand in a literal is read as every run, not left out: a partition asked
+    # of and given only its newest runs would be answered from the wrong run.
+    if asked is None or not all(_NAME.fullmatch(topic) for topic, _ in asked):
         return f"SELECT {_RUN_COLUMNS} FROM t" + (f" WHERE {cluster}" if cluster else "")
     columns = ", ".join(f"t.{c.strip()}" for c in _RUN_COLUMNS.split(","))
     # an aggregate, not a window: one pass over the table, no sort of it
@@ -47,8 +49,7 @@ def needed_runs_sql(origin_cluster: str | None, asked: Asked | None) -> str:
     newest = (f"SELECT {columns} FROM t JOIN (SELECT {_RUN_KEY}, max(dest_end) AS newest, max(origin_end) AS "
               f"furthest FROM t{f' WHERE {cluster}' if cluster else ''} GROUP BY {_RUN_KEY}) AS m ON {same_key} "
               "AND (t.dest_end = m.newest OR t.origin_end = m.furthest)")
-    wanted = [(topic, int(partition), int(offset)) for (topic, partition), offset in sorted(asked.items())
-              if _NAME.fullmatch(topic)]
+    wanted = [(topic, int(partition), int(offset)) for (topic, partition), offset in sorted(asked.items())]
     if not wanted:
         return newest
     values = ", ".join(f"('{topic}', {partition}, {offset})" for topic, partition, offset in wanted)

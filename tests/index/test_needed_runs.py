@@ -80,10 +80,20 @@ def test_no_offset_asked_reads_where_each_partition_copy_stands(tmp_path):
     assert len(index.store("c2", None)) == 50
 
 
-def test_a_name_that_is_not_kafkas_never_reaches_the_query():
+def test_a_name_that_is_not_kafkas_never_reaches_the_query_and_the_answer_stays_exact(tmp_path):
     with pytest.raises(ValueError, match="not a cluster id"):
         needed_runs_sql("c1' OR '1'='1", {})
     assert "evil" not in needed_runs_sql("c1", {("evil'; --", 0): 5, ("orders", 0): 5})
+    rng = random.Random(11)
+    runs = [*_estate(rng), *transactional_runs("c1", "it's", 0, 40, rng)]
+    whole = RunStore(r for r in runs if r.origin_cluster == "c1")
+
+    read = _index(tmp_path, runs).store("c1", {("it's", 0): 5, ("orders", 0): 5})
+
+    # the partition whose name cannot stand in the query is still placed from the run holding its offset
+    key = ("it's", 0, "it's", 0)
+    assert read.locate(key, 5) == whole.locate(key, 5) and read.locate(key, 5).method == "exact"
+    assert read.locate(key, 5).offset < whole.last(key).dest_start
 
 
 def test_spark_reads_the_same_runs_as_delta_rs(spark, tmp_path):
