@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import Column
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 Partition = tuple[str, int]
 # per source partition, inclusive origin offset ranges
 Ranges = dict[Partition, list[tuple[int, int]]]
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -211,10 +212,16 @@ class Resume:
         return held_back(self.held)
 
 
-def shown_marks(marks: dict[Partition, int], most: int = 6) -> str:
-    """Marks as a log line shows them: the first few, `topic[partition]<=offset`."""
-    shown = ", ".join(f"{t}[{p}]<={o}" for (t, p), o in sorted(marks.items())[:most])
-    return shown + (" ..." if len(marks) > most else "")
+def shown_partitions(entries: Mapping[Partition, V], shown: Callable[[str, int, V], str], most: int = 6) -> str:
+    """Per-partition entries as a log line shows them: the first `most` in partition order, each
+    as `shown` gives it, then ` ...` when there are more (a line stays one line at any size)."""
+    text = ", ".join(shown(t, p, v) for (t, p), v in sorted(entries.items())[:most])
+    return text + (" ..." if len(entries) > most else "")
+
+
+def shown_marks(marks: Mapping[Partition, int]) -> str:
+    """Marks as a log line shows them, `topic[partition]<=offset`."""
+    return shown_partitions(marks, lambda t, p, o: f"{t}[{p}]<={o}")
 
 
 def marks_at_start(feed: IndexFeed, config: FlowConfig, source_admin: AdminClient, destination_cluster_id: str,
@@ -265,11 +272,10 @@ def unwritten_at_start(spark: SparkSession, checkpoint: str, feed: IndexFeed, ma
         # it wrote to since the checkpoint, which at a thousand partitions would be a thousand lines.
         past = sum(b - a + 1 for key, (first, last) in found.missing.items()
                    for a, b in found.copied[key] if first <= a <= last)
-        shown = ", ".join(f"{t}[{p}] from {first} (last copied {last})"
-                          for (t, p), (first, last) in sorted(found.missing.items())[:6])
+        shown = shown_partitions(found.missing, lambda t, p, span: f"{t}[{p}] from {span[0]} (last copied {span[1]})")
         log(f"(re)start: {len(found.missing)} partition(s) hold offsets below their last copy that no run copied "
             "(a write failed while later ones went on, or records the query filters out: transaction markers, "
-            f"cycles), read again: {shown}{' ...' if len(found.missing) > 6 else ''}; the {past} records copied "
+            f"cycles), read again: {shown}; the {past} records copied "
             "past them are not written twice")
     counted(len(found.missing))
     return found.marks, found.copied
