@@ -119,9 +119,12 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         if found.live and maps_back(config):
             returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
                                        clusters.source.reader())
-        dests = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
+        # per destination partition a group commits to, and per source partition the lowest offset
+        # asked there: what the index snapshot reads
+        dests: set[tuple[str, int]] = set()
         asked: dict[tuple[str, int], int] = {}
         for c in found.commits:
+            dests.add((config.renamer.format_remote_topic(c.topic), c.partition))
             asked[(c.topic, c.partition)] = min(c.offset, asked.get((c.topic, c.partition), c.offset))
         store = index_snapshot(config, tables.index, found.origin_cluster, dests, log,
                                admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked)
