@@ -49,7 +49,8 @@ from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
 from dr_stream.index.handled_offsets import HandledOffsets, Spans
-from dr_stream.index.index_table import OffsetIndex, run_of
+from dr_stream.index.index_reads import run_of
+from dr_stream.index.index_table import OffsetIndex
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader
 

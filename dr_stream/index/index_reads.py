@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from dr_stream.index.run_store import Run, RunStore
 from dr_stream.runtime.delta_reads import DeltaReads, epoch_ms
 
 _RUN_COLUMNS = ("origin_cluster, origin_topic, origin_partition, dest_topic, dest_partition, origin_start, "
-                "origin_end, dest_start, dest_end, first_timestamp, last_timestamp, copied_at")
+                "origin_end, dest_start, dest_end, records, first_timestamp, last_timestamp, copied_at")
 _RUN_KEY = "origin_cluster, origin_topic, origin_partition, dest_topic, dest_partition"
 # Kafka's legal topic characters, and a cluster.id's (base64url): what may stand inside a literal
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -59,6 +60,20 @@ def needed_runs_sql(origin_cluster: str | None, asked: Asked | None) -> str:
     return f"{reached} UNION ALL {newest}"
 
 
+def run_of(row) -> Run:
+    """A row of the index table (a Spark Row or a dict from `deltalake`) -> a Run."""
+    get: Callable[[str], Any] = row.get if isinstance(row, dict) else row.__getitem__
+    origin_start, origin_end, dest_start, dest_end = (get("origin_start"), get("origin_end"), get("dest_start"),
+                                                      get("dest_end"))
+    records = get("records")
+    # a span's records are the copies it stands for, fewer than one of its ranges (`spans`)
+    one_to_one = records is None or records == dest_end - dest_start + 1 == origin_end - origin_start + 1
+    return Run(get("origin_cluster"), get("origin_topic"), get("origin_partition"), get("dest_topic"),
+               get("dest_partition"), origin_start, origin_end, dest_start, dest_end,
+               epoch_ms(get("first_timestamp")), epoch_ms(get("last_timestamp")), epoch_ms(get("copied_at")),
+               None if one_to_one else records)
+
+
 @dataclass
 class IndexReads:
     path: str
@@ -76,9 +91,7 @@ class IndexReads:
 
     def runs(self, origin_cluster: str | None = None, asked: Asked | None = None) -> list[Run]:
         rows = self.reads.query(self.path, needed_runs_sql(origin_cluster, asked))
-        return [Run(r["origin_cluster"], r["origin_topic"], r["origin_partition"], r["dest_topic"], r["dest_partition"],
-                    r["origin_start"], r["origin_end"], r["dest_start"], r["dest_end"], epoch_ms(r["first_timestamp"]),
-                    epoch_ms(r["last_timestamp"]), epoch_ms(r["copied_at"])) for r in rows]
+        return [run_of(r) for r in rows]
 
     def newest_origin_cluster(self) -> str | None:
         rows = self.reads.query(self.path, "SELECT origin_cluster FROM t ORDER BY copied_at DESC LIMIT 1")

@@ -17,9 +17,8 @@ describe (the index follows the topics' retention).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -68,18 +67,6 @@ def runs_frame(spark: SparkSession, runs: list[tuple[Run, int | None]]) -> DataF
         F.timestamp_millis("first_ms").alias("first_timestamp"), F.timestamp_millis("last_ms").alias("last_timestamp"),
         F.timestamp_millis("copied_ms").alias("copied_at"), "runs_topic_offset",
     )
-
-
-def _ms(value) -> int | None:
-    return None if value is None else int(value.timestamp() * 1000)
-
-
-def run_of(row) -> Run:
-    """A row of the index table (a Spark Row or a dict from `deltalake`) -> a Run."""
-    get: Callable[[str], Any] = row.get if isinstance(row, dict) else row.__getitem__
-    return Run(get("origin_cluster"), get("origin_topic"), get("origin_partition"), get("dest_topic"),
-               get("dest_partition"), get("origin_start"), get("origin_end"), get("dest_start"), get("dest_end"),
-               _ms(get("first_timestamp")), _ms(get("last_timestamp")), _ms(get("copied_at")))
 
 
 def merge_adjacent_runs(df: DataFrame) -> DataFrame:

@@ -46,6 +46,9 @@ class Run:
     first_timestamp: int | None = None
     last_timestamp: int | None = None
     copied_at: int | None = None
+    # a span (`spans`): at least this many of the offsets on each side are copies; None: a run,
+    # one to one
+    copies: int | None = None
 
     @property
     def key(self) -> RunKey:
@@ -53,7 +56,7 @@ class Run:
 
     @property
     def records(self) -> int:
-        return self.dest_end - self.dest_start + 1
+        return self.dest_end - self.dest_start + 1 if self.copies is None else self.copies
 
     @property
     def shift(self) -> int:
@@ -61,8 +64,10 @@ class Run:
         return self.dest_start - self.origin_start
 
     def joins(self, later: Run) -> bool:
-        """`later` starts inside or right after this run and maps offsets the same way."""
-        return later.dest_start <= self.dest_end + 1 and later.shift == self.shift
+        """`later` starts inside or right after this run and maps offsets the same way (a span
+        maps no one offset: it joins nothing)."""
+        return (later.dest_start <= self.dest_end + 1 and later.shift == self.shift
+                and self.copies is None and later.copies is None)
 
     def merged(self, later: Run) -> Run:
         last = later if later.dest_end >= self.dest_end else self
@@ -78,12 +83,15 @@ class Located:
 
     method: `exact` (a copied record at or after C), `next` (everything before C was copied and
     nothing at or after it yet: just after the last copied record), `waiting` (records before C
-    may still be on their way, so no position is safe yet), `unknown` (no run for the partition).
+    may still be on their way, so no position is safe yet), `unknown` (no run for the partition),
+    `within` (inside a span: the copy is in `window`, destination offsets [first, last], and
+    `spans.resolved` places it once they are read).
     """
 
     offset: int | None
     method: str
     last_copied: int | None
+    window: tuple[int, int] | None = None
 
 
 def gaps_between(first: int, end: int, copied: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -154,6 +162,12 @@ class RunStore:
             run = kept
         runs = self._runs.setdefault(run.key, [])
         at = bisect_left(runs, run.dest_start, key=lambda r: r.dest_start)
+        if at > 0 and runs[at - 1].copies is not None and run.dest_start <= runs[at - 1].dest_end:
+            # a report of copies a span already stands for: only what lies past the span is new
+            rest = past(run, runs[at - 1].dest_end)
+            if rest is None:
+                return
+            run = rest
         if at < len(runs) and runs[at].dest_start == run.dest_start:
             if run.shift != runs[at].shift:
                 runs[at] = run  # the destination was recreated: the newer report describes it
@@ -285,6 +299,8 @@ class RunStore:
             at = bisect_left(runs, offset, key=lambda r: r.origin_end)
             if at < len(runs):
                 found = runs[at]
+                if found.copies is not None and offset > found.origin_start:
+                    return Located(None, "within", furthest, span_window(found, offset))
                 return Located(found.dest_start + max(offset - found.origin_start, 0), "exact", furthest)
         if behind:
             return Located(None, "waiting", furthest)
@@ -295,15 +311,41 @@ class RunStore:
         return max(r.origin_end for r in runs) if key in self._disordered else runs[-1].origin_end
 
 
+def span_window(span: Run, offset: int) -> tuple[int, int]:
+    """The destination offsets [first, last] of `span` that hold the first copy at or after origin
+    offset `offset` (inside its origin range): with c copies before it in the span, u uncopied
+    origin offsets and f foreign destination offsets, it sits at dest_start + c + f, where
+    c = offset - origin_start - u; u and f are at most what the span's ranges hold beyond its
+    copies (`spans`)."""
+    at = offset - span.origin_start
+    uncopied = span.origin_end - span.origin_start + 1 - span.records
+    foreign = span.dest_end - span.dest_start + 1 - span.records
+    return (max(span.dest_start, span.dest_start + at - uncopied), min(span.dest_end, span.dest_start + at + foreign))
+
+
 def cut(run: Run, origin_first: int, dest_offset: int) -> Run | None:
     """`run` less its records at or past `origin_first`, if it lies below `dest_offset` (copies
-    of records the source took back); None when nothing is left of it."""
+    of records the source took back); None when nothing is left of it. A span cut keeps its
+    destination range (where its last kept copy is is not known) and lowers its copies by the
+    origin offsets it loses, so its windows stay right."""
     if run.dest_start >= dest_offset or run.origin_end < origin_first:
         return run
     if run.origin_start >= origin_first:
         return None
     end = origin_first - 1
+    if run.copies is not None:
+        return replace(run, origin_end=end, copies=max(1, run.copies - (run.origin_end - end)))
     return replace(run, origin_end=end, dest_end=run.dest_start + (end - run.origin_start))
+
+
+def past(run: Run, dest_offset: int) -> Run | None:
+    """The part of `run` (one to one) above destination offset `dest_offset`; None if none."""
+    if run.dest_end <= dest_offset:
+        return None
+    if run.dest_start > dest_offset:
+        return run
+    skipped = dest_offset + 1 - run.dest_start
+    return replace(run, origin_start=run.origin_start + skipped, dest_start=dest_offset + 1)
 
 
 def coalesced(reports: Iterable[tuple[Run, int | None]]) -> list[tuple[Run, int | None]]:

@@ -1,0 +1,145 @@
+"""Spans: the runs below every live position, kept as a few ranges whose exact places are read
+back from the destination when asked.
+
+Copies that never continue each other are the normal case: a transactional source's commit
+marker takes an origin offset after every transaction, and with identical topic names in
+active-active the destination partition holds the other side's records between ours. Each break
+starts a new run, so runs grow with the flow's age (a run per partition per transaction). What a
+lookup needs exactly is only the runs at and above the live positions (the groups' committed
+offsets and the copy's own): below them, a lookup is rare (a group reset to an old offset, a new
+group) and may read the destination.
+
+A *span* is a `Run` that stands for consecutive runs of one key: origin offsets [origin_start,
+origin_end] were copied in order into destination offsets [dest_start, dest_end], and at least
+`copies` of the offsets on each side are copies. So at most `uncopied` origin offsets (markers,
+records filtered as cycles or accounted as a loss) and `foreign` destination offsets (another
+writer's records) are not, and their sum, the span's *slack*, is at most `MAX_SLACK`.
+
+The rule that makes a span exact: the first copy at or after origin offset C (os <= C <= oe)
+has `C - os - u` copies before it in the span (u in [0, uncopied]) and `f` foreign records
+before it (f in [0, foreign]), so it sits within [ds + C - os - uncopied, ds + C - os + foreign]:
+that range clamped to the span, at most slack + 1 records, is the window `RunStore.locate` gives
+with its `within` answer (`run_store.span_window`). Reading it back and taking runs of the copies
+there (`destination_tail.runs_of_records`) places C exactly (`resolved`).
+
+A span's offsets that are not copies were handled all the same (skipped as markers or cycles, or
+recorded as a loss when they were found missing), so `RunStore.copied_from` and `uncopied` count
+its whole origin range as copied.
+
+`MAX_SLACK` is 10,000: a lookup inside a span reads at most 10,001 records (0.27 s on a local
+broker, bench/span_lookup.py), and a week of 1,000 transactional partitions (a marker every 5-50
+records) keeps about 60,000 spans (21 MiB in the driver) instead of 30 million runs.
+
+Invariants: a span is made only from runs of one key in destination order whose origin offsets
+also ascend (a key copied out of order keeps its runs), and only from runs wholly below the
+floor given; its `copies` is a lower bound of the copies it stands for, so a cut can lower it and
+the window stays right, only wider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from itertools import pairwise
+
+from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut
+
+MAX_SLACK = 10_000
+
+
+def is_span(run: Run) -> bool:
+    return run.copies is not None
+
+
+def uncopied(run: Run) -> int:
+    """Origin offsets inside `run` that may not be copies (at most)."""
+    return run.origin_end - run.origin_start + 1 - run.records
+
+
+def foreign(run: Run) -> int:
+    """Destination offsets inside `run` that may not be copies of ours (at most)."""
+    return run.dest_end - run.dest_start + 1 - run.records
+
+
+def slack(run: Run) -> int:
+    return uncopied(run) + foreign(run)
+
+
+def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK) -> list[Run]:
+    """The runs of one key, in destination order, those wholly below origin offset `floor` joined
+    into spans of less than `max_slack` (`kept_runs.spans_sql` is the same rule in SQL); the runs
+    are kept as they are when their origin offsets do not ascend with their destination offsets
+    (a restart copied out of order)."""
+    if any(b.origin_start <= a.origin_end for a, b in pairwise(runs)):
+        return list(runs)
+    out: list[Run] = []
+    last_island = None
+    for run, island in zip(runs, islands(runs, floor, max_slack), strict=True):
+        if island is not None and island == last_island:
+            out[-1] = spanned(out[-1], run)
+        else:
+            out.append(run)
+        last_island = island
+    return out
+
+
+def islands(runs: list[Run], floor: int, max_slack: int) -> list[tuple[int, int] | None]:
+    """Per run, the span it joins (equal values in a row join), None for a run kept as it is.
+
+    The rule, chosen so that SQL computes it in one pass and a second upkeep never grows a span
+    past the bound: with half the bound `g`, a run's *before* is the slack of the key's runs up to
+    it (the offsets between them, either side, and the slack inside earlier spans); runs below the
+    floor whose own slack is under `g` join while `before // g` is the same. Such a span's slack
+    is below g (between its runs) plus its last run's own (below g): under the bound. A run whose
+    own slack is `g` or more (a span made earlier) stays alone."""
+    half = max(max_slack // 2, 1)
+    out: list[tuple[int, int] | None] = []
+    before, previous = 0, None
+    for at, run in enumerate(runs):
+        if previous is not None:
+            before += (run.origin_start - previous.origin_end - 1) + (run.dest_start - previous.dest_end - 1)
+        own = slack(run)
+        if run.origin_end >= floor:
+            out.append(None)
+        else:
+            out.append((before // half, -1) if own < half else (before // half, at))
+        before += own
+        previous = run
+    return out
+
+
+def spanned(first: Run, later: Run) -> Run:
+    """`first` and `later` (the next run of the key in destination order) as one span."""
+    return replace(first, origin_end=later.origin_end, dest_end=later.dest_end, last_timestamp=later.last_timestamp,
+                   copied_at=max(first.copied_at or 0, later.copied_at or 0) or None,
+                   copies=first.records + later.records)
+
+
+def resolved(span: Run, offset: int, read: Iterable[Run]) -> Located:
+    """Where `offset` lands inside `span`, from the runs of the copies read back in its `window`:
+    the first copy at or after it. None of them (the destination deleted the window, or it does
+    not hold what the span says): just past the span, said as `next` so the caller notes it."""
+    # copies of origin offsets past the span's end are a rewound source's, which a cut took off it
+    store = RunStore(kept for r in read if r.key == span.key
+                     if (kept := cut(r, span.origin_end + 1, span.dest_end + 1)) is not None)
+    found = store.locate(span.key, offset)
+    if found.method == "exact" and found.offset is not None and span.dest_start <= found.offset <= span.dest_end:
+        return Located(found.offset, "exact", span.origin_end)
+    return Located(span.dest_end + 1, "next", span.origin_end)
+
+
+def floors_of(positions: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
+    """(origin topic, partition, offset) of every live position -> per partition the lowest: runs
+    wholly below it may become spans."""
+    out: dict[tuple[str, int], int] = {}
+    for topic, partition, offset in positions:
+        out[(topic, partition)] = min(offset, out.get((topic, partition), offset))
+    return out
+
+
+def store_in_spans(runs: Mapping[RunKey, list[Run]], floors: Mapping[tuple[str, int], int],
+                   max_slack: int = MAX_SLACK) -> dict[RunKey, list[Run]]:
+    """Each key's runs `in_spans` below its origin partition's floor (a partition with no floor
+    keeps its runs)."""
+    return {key: in_spans(kept, floors[key[:2]], max_slack) if key[:2] in floors else list(kept)
+            for key, kept in runs.items()}
