@@ -47,6 +47,8 @@ class CommittedBatch:
 @dataclass
 class HandledOffsets:
     through: dict[Partition, int] = field(default_factory=dict)
+    # the end of the last batch counted, per partition: no offset below it is asked again
+    counted: dict[Partition, int] = field(default_factory=dict)
     _batches: list[CommittedBatch] = field(default_factory=list)
     _uncopied: dict[Partition, list[tuple[int, int]]] = field(default_factory=dict)
 
@@ -72,6 +74,8 @@ class HandledOffsets:
             gaps = store.uncopied(key, first, end)
             if gaps:
                 self._uncopied.setdefault(key, []).extend(gaps)
+        for key, offset in batch.ends.items():
+            self.counted[key] = offset  # a recreated topic's next batch ends lower
         return moved
 
     def take_uncopied(self) -> dict[Partition, list[tuple[int, int]]]:

@@ -53,6 +53,7 @@ from dr_stream.index.index_reads import run_of
 from dr_stream.index.index_table import OffsetIndex
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader
+from dr_stream.index.spans import MAX_SLACK, span_floors, span_store
 
 Partition = tuple[str, int]
 # How often the table's thread looks whether an append or an upkeep is due.
@@ -85,6 +86,10 @@ class IndexFeed:
     on_runs: Callable[[list[Run]], None] = lambda runs: None
     # told each upkeep of the table: its duration, the rows it kept, how often it is looked at
     on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None
+    # per source partition, the lowest position a group of the flow's holds there: runs below it
+    # and below the copy's own become spans at the upkeep (`spans`)
+    live_positions: Callable[[], Mapping[Partition, int]] = dict
+    max_slack: int = MAX_SLACK
     store: RunStore = field(default_factory=RunStore)
     malformed: int = 0
     # the table read without Spark while the session started (`IndexReads.runs_and_positions`);
@@ -247,7 +252,10 @@ class IndexFeed:
         """The destination offset of the copy of a source record, or None when the index knows none."""
         with self._lock:
             for run in self.store.runs_of((*origin, *dest)):
-                if run.origin_start <= offset <= run.origin_end:
+                if run.copies is not None:  # a span maps its two ends only (`spans`)
+                    if offset in (run.origin_start, run.origin_end):
+                        return run.dest_start if offset == run.origin_start else run.dest_end
+                elif run.origin_start <= offset <= run.origin_end:
                     return run.dest_start + offset - run.origin_start
         return None
 
@@ -357,6 +365,7 @@ class IndexFeed:
         bounds = self.dest_bounds()
         if self._forget_deleted(bounds):
             self._deleted_unkept = True
+        self._span()
         with self._lock:
             known = len(self.store)
         if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
@@ -367,6 +376,7 @@ class IndexFeed:
         rows of one run."""
         bounds = self.dest_bounds()
         self._forget_deleted(bounds)
+        self._span()
         self._keep_table(bounds)
 
     def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
@@ -374,19 +384,32 @@ class IndexFeed:
         with self._lock:
             return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}) > 0
 
+    def _floors(self) -> dict[Partition, int]:
+        with self._lock:
+            counted = dict(self.handled.counted)
+        return span_floors(self.live_positions(), counted)
+
+    def _span(self) -> None:
+        """The store's runs below the floors joined into spans (the table's at its next rewrite)."""
+        wanted = self._floors()
+        with self._lock:
+            span_store(self.store, self.source_cluster_id, wanted, self.max_slack)
+
     def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
         """The table's rows of runs below the log starts dropped and rows of one run merged
         (`kept_runs`). What waited for it is cleared only once it is done: a failed rewrite is
         tried again."""
         with self._table:
             self._last_maintenance = began = time.monotonic()
-            done = self.index.keep({dest: start for dest, (start, _) in bounds.items()})
+            done = self.index.keep({dest: start for dest, (start, _) in bounds.items()}, self.source_cluster_id,
+                                   self._floors(), self.max_slack)
             if done is not None:
                 took = time.monotonic() - began
                 self.on_upkeep(took, done.rows_after, self.maintenance_every_s)
                 if done.rows_after != done.rows_before:
                     self.log(f"offset index: {done.rows_before} rows -> {done.rows_after} in {took:.1f} s (merged "
-                             "rows of one run, dropped runs whose records the destination deleted)")
+                             "rows of one run, joined rows below every live position into spans, dropped runs "
+                             "whose records the destination deleted)")
             self._rows_unmerged, self._deleted_unkept = 0, False
 
     def close(self) -> None:

@@ -7,6 +7,9 @@ destination offsets advance together, so one row stands for every record of a st
 in the runs topic a row came from) and, after a crash, from the destination's own records
 (`destination_tail`; `runs_topic_offset` is null there).
 
+Below every live position the upkeep joins runs into *spans* (`spans`): a row whose `records`
+is fewer than its ranges hold, placed exactly by reading a window of the destination back.
+
 Invariants: within a run, destination offset = dest_start + (origin offset - origin_start)
 for every origin offset in [origin_start, origin_end], so translation through runs is as
 exact as through single records; rows may repeat or overlap (a growing run is published
@@ -24,8 +27,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-from dr_stream.index.kept_runs import KEY, kept_runs_sql, merged_sql, on_destination_sql
+from dr_stream.index.kept_runs import KEY, kept_runs_sql, merged_sql, on_destination_sql, spans_sql
 from dr_stream.index.run_store import Run
+from dr_stream.index.spans import MAX_SLACK
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_upkeep import Rewritten, rewriter
 from dr_stream.runtime.local_frame import local_frame
@@ -117,11 +121,16 @@ class OffsetIndex:
         (runs.select(*RUN_SCHEMA.fieldNames()).write.format("delta").mode("append")
          .option("mergeSchema", "true").save(self.path))
 
-    def keep(self, log_starts: Mapping[tuple[str, int], int]) -> Rewritten | None:
-        """Rewrites the table to what it keeps (`kept_runs`) and deletes the files that replaced
-        (`runtime.delta_upkeep`): through delta-rs from the driver, through Spark where delta-rs
-        cannot open the table. None when there is no table yet."""
-        return rewriter(lambda: self.spark)(self.path, kept_runs_sql(log_starts), RUN_SCHEMA.fieldNames())
+    def keep(self, log_starts: Mapping[tuple[str, int], int], origin_cluster: str | None = None,
+             floors: Mapping[tuple[str, int], int] | None = None, max_slack: int = MAX_SLACK) -> Rewritten | None:
+        """Rewrites the table to what it keeps (`kept_runs`; with `floors`, `origin_cluster`'s rows
+        below them joined into spans) and deletes the files that replaced (`runtime.delta_upkeep`):
+        through delta-rs from the driver, through Spark where delta-rs cannot open the table. None
+        when there is no table yet."""
+        kept = kept_runs_sql(log_starts)
+        if origin_cluster is not None and floors:
+            kept = spans_sql(kept, origin_cluster, floors, max_slack)
+        return rewriter(lambda: self.spark)(self.path, kept, RUN_SCHEMA.fieldNames())
 
     def size_in_bytes(self) -> int:
         if not self.exists():

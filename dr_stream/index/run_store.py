@@ -25,7 +25,7 @@ claimed.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 # (origin topic, origin partition, destination topic, destination partition)
@@ -92,6 +92,7 @@ class Located:
     method: str
     last_copied: int | None
     window: tuple[int, int] | None = None
+    span: Run | None = None  # the span a `within` answer is inside
 
 
 def gaps_between(first: int, end: int, copied: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -206,6 +207,15 @@ class RunStore:
             runs[:] = kept
         return dropped
 
+    def regroup(self, regrouped: Callable[[RunKey, list[Run]], list[Run]]) -> int:
+        """Each key's runs replaced by `regrouped(key, runs)`, which stands for the same copies in
+        fewer runs (`spans.span_store`); returns how many runs fewer the store holds."""
+        before = len(self)
+        for key, runs in self._runs.items():
+            if key not in self._disordered:
+                runs[:] = regrouped(key, runs)
+        return before - len(self)
+
     def extend(self, runs: Iterable[Run]) -> None:
         for run in runs:
             self.add(run)
@@ -300,7 +310,7 @@ class RunStore:
             if at < len(runs):
                 found = runs[at]
                 if found.copies is not None and offset > found.origin_start:
-                    return Located(None, "within", furthest, span_window(found, offset))
+                    return Located(None, "within", furthest, span_window(found, offset), found)
                 return Located(found.dest_start + max(offset - found.origin_start, 0), "exact", furthest)
         if behind:
             return Located(None, "waiting", furthest)

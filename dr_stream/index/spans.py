@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import pairwise
 
-from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut
+from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut, span_window
 
 MAX_SLACK = 10_000
 
@@ -65,16 +65,17 @@ def slack(run: Run) -> int:
     return uncopied(run) + foreign(run)
 
 
-def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK) -> list[Run]:
-    """The runs of one key, in destination order, those wholly below origin offset `floor` joined
-    into spans of less than `max_slack` (`kept_runs.spans_sql` is the same rule in SQL); the runs
-    are kept as they are when their origin offsets do not ascend with their destination offsets
-    (a restart copied out of order)."""
+def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK, origin_cluster: str | None = None
+             ) -> list[Run]:
+    """The runs of one key, in destination order, those wholly below origin offset `floor` (and
+    of `origin_cluster`, when given) joined into spans of less than `max_slack`
+    (`kept_runs.spans_sql` is the same rule in SQL); the runs are kept as they are when their
+    origin offsets do not ascend with their destination offsets (a restart copied out of order)."""
     if any(b.origin_start <= a.origin_end for a, b in pairwise(runs)):
         return list(runs)
     out: list[Run] = []
     last_island = None
-    for run, island in zip(runs, islands(runs, floor, max_slack), strict=True):
+    for run, island in zip(runs, islands(runs, floor, max_slack, origin_cluster), strict=True):
         if island is not None and island == last_island:
             out[-1] = spanned(out[-1], run)
         else:
@@ -83,7 +84,8 @@ def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK) -> list[Ru
     return out
 
 
-def islands(runs: list[Run], floor: int, max_slack: int) -> list[tuple[int, int] | None]:
+def islands(runs: list[Run], floor: int, max_slack: int, origin_cluster: str | None = None
+            ) -> list[tuple[int, int] | None]:
     """Per run, the span it joins (equal values in a row join), None for a run kept as it is.
 
     The rule, chosen so that SQL computes it in one pass and a second upkeep never grows a span
@@ -99,7 +101,7 @@ def islands(runs: list[Run], floor: int, max_slack: int) -> list[tuple[int, int]
         if previous is not None:
             before += (run.origin_start - previous.origin_end - 1) + (run.dest_start - previous.dest_end - 1)
         own = slack(run)
-        if run.origin_end >= floor:
+        if run.origin_end >= floor or origin_cluster not in (None, run.origin_cluster):
             out.append(None)
         else:
             out.append((before // half, -1) if own < half else (before // half, at))
@@ -117,15 +119,33 @@ def spanned(first: Run, later: Run) -> Run:
 
 def resolved(span: Run, offset: int, read: Iterable[Run]) -> Located:
     """Where `offset` lands inside `span`, from the runs of the copies read back in its `window`:
-    the first copy at or after it. None of them (the destination deleted the window, or it does
-    not hold what the span says): just past the span, said as `next` so the caller notes it."""
+    the first copy at or after it. None of them (retention deleted the window): just past the
+    window, said as `next`; every record the destination still holds from there on is a copy of
+    one at or after `offset`, and the caller moves the answer up to the log start."""
     # copies of origin offsets past the span's end are a rewound source's, which a cut took off it
     store = RunStore(kept for r in read if r.key == span.key
                      if (kept := cut(r, span.origin_end + 1, span.dest_end + 1)) is not None)
     found = store.locate(span.key, offset)
     if found.method == "exact" and found.offset is not None and span.dest_start <= found.offset <= span.dest_end:
         return Located(found.offset, "exact", span.origin_end)
-    return Located(span.dest_end + 1, "next", span.origin_end)
+    return Located(span_window(span, offset)[1] + 1, "next", span.origin_end)
+
+
+def reads_of(windows: Iterable[tuple[str, int, int, int]], close: int = MAX_SLACK
+             ) -> list[dict[tuple[str, int], tuple[int, int]]]:
+    """Windows (destination topic, partition, first, last) -> the reads that cover them, in
+    rounds of one range [first, last] per partition (a round is read side by side): windows of a
+    partition that overlap or lie within `close` offsets of each other are read as one range,
+    so a hundred positions inside one span cost one read, and positions days apart two."""
+    by_partition: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for topic, partition, first, last in sorted(windows):
+        ranges = by_partition.setdefault((topic, partition), [])
+        if ranges and first <= ranges[-1][1] + close:
+            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], last))
+        else:
+            ranges.append((first, last))
+    rounds = max((len(r) for r in by_partition.values()), default=0)
+    return [{tp: ranges[i] for tp, ranges in by_partition.items() if i < len(ranges)} for i in range(rounds)]
 
 
 def floors_of(positions: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
@@ -138,8 +158,25 @@ def floors_of(positions: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int]
 
 
 def store_in_spans(runs: Mapping[RunKey, list[Run]], floors: Mapping[tuple[str, int], int],
-                   max_slack: int = MAX_SLACK) -> dict[RunKey, list[Run]]:
+                   max_slack: int = MAX_SLACK, origin_cluster: str | None = None) -> dict[RunKey, list[Run]]:
     """Each key's runs `in_spans` below its origin partition's floor (a partition with no floor
     keeps its runs)."""
-    return {key: in_spans(kept, floors[key[:2]], max_slack) if key[:2] in floors else list(kept)
+    return {key: in_spans(kept, floors[key[:2]], max_slack, origin_cluster) if key[:2] in floors else list(kept)
             for key, kept in runs.items()}
+
+
+def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, int], int],
+               max_slack: int = MAX_SLACK) -> int:
+    """`store`'s runs of `origin_cluster` below the floors joined into spans; returns how many
+    runs fewer it holds."""
+    return store.regroup(lambda key, runs: in_spans(runs, floors[key[:2]], max_slack, origin_cluster)
+                         if key[:2] in floors else runs)
+
+
+def span_floors(live: Mapping[tuple[str, int], int], counted: Mapping[tuple[str, int], int]
+           ) -> dict[tuple[str, int], int]:
+    """Per source partition, the origin offset below which runs may become spans: the copy's own
+    counted position (every batch below it committed and its gaps told apart, so nothing below it
+    is read again or asked of the store as a batch's own) lowered to the lowest live position
+    there. A partition the copy has not counted has none."""
+    return {key: min(at, live.get(key, at)) for key, at in counted.items()}

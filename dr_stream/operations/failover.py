@@ -134,7 +134,8 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         translator = OffsetTranslator(store.locate, config.renamer, config.destination,
                                       source=config.source if found.live else None,
                                       known_source_ends=found.known_ends, returned=returned, admins=admins,
-                                      destination_reader=clusters.destination.reader())
+                                      destination_reader=clusters.destination.reader(),
+                                      header=config.provenance.header)
         try:
             translations = translator.translate(found.commits)
         finally:

@@ -122,7 +122,8 @@ class ShareGroupSync:
             log("warning: offsets.share_groups is ignored: offsets.sync_to_destination is off, and setting "
                 "share groups' start offsets is all the share-group sync does")
             return None
-        translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source)
+        translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
+                                      header=config.provenance.header)
         on_source = ShareGroupOffsets(helper, config.source)
         on_destination = ShareGroupOffsets(helper, config.destination)
         sync = GroupSync(config.destination, config.name, batched=True, offsets=on_destination)

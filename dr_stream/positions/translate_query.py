@@ -77,7 +77,7 @@ class TranslateQuery:
         returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
-                                      returned=returned)
+                                      returned=returned, header=config.provenance.header)
         translation = LiveTranslation(
             translator=translator, record=TranslationLog(config.streaming.translations, spark=spark,
                                                          appends=appends or DeltaAppends(log)),

@@ -41,6 +41,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
 from dr_stream.failure_notes import first_line
 from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic, settle_runs_topic
+from dr_stream.index.spans import floors_of
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.cluster_context import FlowClusters
@@ -202,10 +203,18 @@ class ReplicationFlow:
             store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic),
                            rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
             on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
-            on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"),
+            on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"), live_positions=self._live_positions,
         )
         feed.load()
         return feed
+
+    def _live_positions(self) -> dict[tuple[str, int], int]:
+        """Per source partition, the lowest position a group holds there (the translate loop's
+        newest): runs below it may become spans."""
+        if self.translate_loop is None:
+            return {}
+        latest = dict(self.translate_loop.latest)  # one copy under the GIL: the loop's thread writes it
+        return floors_of((c.topic, c.partition, c.offset) for c in latest.values())
 
     def _index_advanced(self) -> None:
         """The live index moved: positions waiting for it may translate now."""

@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 from dr_stream.index.index_table import RUN_SCHEMA
 from dr_stream.index.kept_runs import spans_sql
 from dr_stream.index.run_store import Run, RunStore, cut
-from dr_stream.index.spans import in_spans, resolved, slack, store_in_spans
+from dr_stream.index.spans import in_spans, reads_of, resolved, slack, store_in_spans
 from dr_stream.runtime.delta_appends import arrow_table
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -187,3 +187,15 @@ def test_spark_spans_the_table_as_delta_rs_does(spark, tmp_path):
 
     assert through_spark == _shape(DeltaReads().query(path, sql))
     assert len(through_spark) < 300
+
+
+def test_windows_of_one_partition_close_together_are_read_once_and_far_apart_in_rounds():
+    rounds = reads_of([("t", 0, 100, 200), ("t", 0, 150, 260), ("t", 0, 50_000, 50_100), ("u", 1, 5, 9)], close=1_000)
+    assert rounds == [{("t", 0): (100, 260), ("u", 1): (5, 9)}, {("t", 0): (50_000, 50_100)}]
+
+
+def test_a_window_retention_deleted_places_the_position_just_past_it():
+    runs = _runs(_copies(random.Random(8), 3_000, (2, 20), 0.1))
+    span = in_spans(runs, 10**9, 10**6)[0]
+    placed = resolved(span, 1_500, [])
+    assert placed.method == "next" and placed.offset == RunStore([span]).locate(KEY, 1_500).window[1] + 1
