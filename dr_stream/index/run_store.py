@@ -302,6 +302,9 @@ class RunStore:
         if key in self._disordered:
             # the first destination offset holding a record at or past `offset`: a consumer from
             # there misses none of them (it may read again records copied late, below `offset`)
+            inside = [r for r in runs if r.copies is not None and r.origin_start < offset <= r.origin_end]
+            if inside:  # a span made before a late copy arrived below it: its window places the offset
+                return Located(None, "within", furthest, span_window(inside[0], offset), inside[0])
             places = [r.dest_start + max(offset - r.origin_start, 0) for r in runs if r.origin_end >= offset]
             if places:
                 return Located(min(places), "exact", furthest)

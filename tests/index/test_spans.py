@@ -199,3 +199,13 @@ def test_a_window_retention_deleted_places_the_position_just_past_it():
     span = in_spans(runs, 10**9, 10**6)[0]
     placed = resolved(span, 1_500, [])
     assert placed.method == "next" and placed.offset == RunStore([span]).locate(KEY, 1_500).window[1] + 1
+
+
+def test_a_span_still_answers_through_its_window_once_a_late_copy_makes_its_key_out_of_order():
+    store = RunStore(in_spans([Run("c1", *KEY, 0, 9, 0, 9), Run("c1", *KEY, 11, 20, 10, 19),
+                               Run("c1", *KEY, 30, 39, 20, 29)], 25))
+    store.add(Run("c1", *KEY, 22, 24, 30, 32))  # copied after 30-39, below them: a failed write's records
+    found = store.locate(KEY, 12)
+    assert (found.method, found.window) == ("within", (11, 12))
+    # the first destination offset holding a record at or past 23: a consumer from there misses none
+    assert store.locate(KEY, 23).offset == 20
