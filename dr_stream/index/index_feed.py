@@ -391,9 +391,7 @@ class IndexFeed:
 
     def _span(self) -> None:
         """The store's runs below the floors joined into spans (the table's at its next rewrite)."""
-        wanted = self._floors()
-        with self._lock:
-            span_store(self.store, self.source_cluster_id, wanted, self.max_slack)
+        span_store(self.store, self.source_cluster_id, self._floors(), self.max_slack, self._lock)
 
     def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
         """The table's rows of runs below the log starts dropped and rows of one run merged

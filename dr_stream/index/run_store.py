@@ -25,7 +25,7 @@ claimed.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 # (origin topic, origin partition, destination topic, destination partition)
@@ -207,14 +207,20 @@ class RunStore:
             runs[:] = kept
         return dropped
 
-    def regroup(self, regrouped: Callable[[RunKey, list[Run]], list[Run]]) -> int:
-        """Each key's runs replaced by `regrouped(key, runs)`, which stands for the same copies in
-        fewer runs (`spans.span_store`); returns how many runs fewer the store holds."""
-        before = len(self)
-        for key, runs in self._runs.items():
-            if key not in self._disordered:
-                runs[:] = regrouped(key, runs)
-        return before - len(self)
+    def snapshot(self) -> dict[RunKey, list[Run]]:
+        """Each key's runs as they stand (copies of the lists, not of the runs)."""
+        return {key: list(runs) for key, runs in self._runs.items()}
+
+    def regroup(self, key: RunKey, held: list[Run], fewer: list[Run]) -> bool:
+        """`key`'s first runs `held` (from a `snapshot`) replaced by `fewer`, which stand for the
+        same copies (`spans.span_store`), unless those runs changed since or the key was copied out
+        of order; runs after them (the copy goes on there) are kept. True if replaced."""
+        runs = self._runs.get(key)
+        if runs is None or key in self._disordered or len(runs) < len(held) \
+                or any(a is not b for a, b in zip(runs, held, strict=False)):
+            return False
+        runs[:len(held)] = fewer
+        return True
 
     def extend(self, runs: Iterable[Run]) -> None:
         for run in runs:

@@ -39,6 +39,7 @@ the window stays right, only wider.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from itertools import pairwise
 
@@ -166,11 +167,25 @@ def store_in_spans(runs: Mapping[RunKey, list[Run]], floors: Mapping[tuple[str, 
 
 
 def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, int], int],
-               max_slack: int = MAX_SLACK) -> int:
+               max_slack: int = MAX_SLACK, lock: AbstractContextManager | None = None) -> int:
     """`store`'s runs of `origin_cluster` below the floors joined into spans; returns how many
-    runs fewer it holds."""
-    return store.regroup(lambda key, runs: in_spans(runs, floors[key[:2]], max_slack, origin_cluster)
-                         if key[:2] in floors else runs)
+    runs fewer it holds. `lock` (the store's) is held only to take the runs and to put the spans
+    back, not while they are made: a key that changed meanwhile keeps its runs until next time."""
+    lock = lock or nullcontext()
+    with lock:
+        held = store.snapshot()
+    wanted = {key: runs for key, runs in held.items() if key[:2] in floors}
+    joined = store_in_spans(wanted, floors, max_slack, origin_cluster)
+    fewer = 0
+    with lock:
+        for key, runs in joined.items():
+            # runs above the floor are kept as they were (the same objects), and only what lies
+            # below is put back: the copy may have grown the newest run meanwhile
+            kept_above = sum(1 for r in held[key] if r.origin_end >= floors[key[:2]])
+            below, joined_below = held[key][:len(held[key]) - kept_above], runs[:len(runs) - kept_above]
+            if len(joined_below) < len(below) and store.regroup(key, below, joined_below):
+                fewer += len(below) - len(joined_below)
+    return fewer
 
 
 def span_floors(live: Mapping[tuple[str, int], int], counted: Mapping[tuple[str, int], int]

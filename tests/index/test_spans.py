@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 from dr_stream.index.index_table import RUN_SCHEMA
 from dr_stream.index.kept_runs import spans_sql
 from dr_stream.index.run_store import Run, RunStore, cut
-from dr_stream.index.spans import in_spans, reads_of, resolved, slack, store_in_spans
+from dr_stream.index.spans import in_spans, reads_of, resolved, slack, span_store, store_in_spans
 from dr_stream.runtime.delta_appends import arrow_table
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -209,3 +209,28 @@ def test_a_span_still_answers_through_its_window_once_a_late_copy_makes_its_key_
     assert (found.method, found.window) == ("within", (11, 12))
     # the first destination offset holding a record at or past 23: a consumer from there misses none
     assert store.locate(KEY, 23).offset == 20
+
+
+def test_the_upkeep_spans_a_partition_whose_newest_run_grew_while_the_spans_were_made():
+    runs = _runs(_copies(random.Random(9), 3_000, (3, 9), 0.0))
+    store = RunStore(runs)
+    newest = runs[-1]
+
+    class GrowsAfterTheSnapshot:
+        """The store's lock, with the copy growing its newest run as the snapshot's hold ends."""
+        entered = 0
+
+        def __enter__(self):
+            self.entered += 1
+
+        def __exit__(self, *exc):
+            if self.entered == 1:
+                store.add(Run(**{**newest.__dict__, "origin_end": newest.origin_end + 5,
+                                 "dest_end": newest.dest_end + 5}))
+
+    fewer = span_store(store, "c1", {KEY[:2]: newest.origin_start}, 1_000, GrowsAfterTheSnapshot())
+
+    held = store.runs_of(KEY)
+    assert fewer > len(runs) / 2 and held[-1].origin_end == newest.origin_end + 5
+    assert all(r.copies is not None for r in held[:-1])
+    assert [r.dest_start for r in held] == sorted(r.dest_start for r in held)
