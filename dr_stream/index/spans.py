@@ -48,10 +48,6 @@ from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut, span_
 MAX_SLACK = 10_000
 
 
-def is_span(run: Run) -> bool:
-    return run.copies is not None
-
-
 def uncopied(run: Run) -> int:
     """Origin offsets inside `run` that may not be copies (at most)."""
     return run.origin_end - run.origin_start + 1 - run.records
@@ -189,7 +185,7 @@ def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, 
 
 
 def span_floors(live: Mapping[tuple[str, int], int], counted: Mapping[tuple[str, int], int]
-           ) -> dict[tuple[str, int], int]:
+                ) -> dict[tuple[str, int], int]:
     """Per source partition, the origin offset below which runs may become spans: the copy's own
     counted position (every batch below it committed and its gaps told apart, so nothing below it
     is read again or asked of the store as a batch's own) lowered to the lowest live position
