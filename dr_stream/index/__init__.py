@@ -8,6 +8,8 @@ The one face other wings use; what is behind it may change without them knowing.
   table (`OffsetIndex`, `index_table`).
 - `IndexReads`: the table as the commands read it, without a JVM; `index_snapshot`: the table,
   the runs published since and the destination's uncovered tail, as one `RunStore`.
+- `SpanReads`: a translation round's reads of the destination inside spans (`spans`: runs below
+  every live position joined; `floors_of`: the lowest live position per source partition).
 
 Names resolve at first use, so a command that reads the table does not import Spark.
 """
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from dr_stream.index.run_store import Located, Run, RunKey, RunStore
     from dr_stream.index.runs_topic import ensure_runs_topic, settle_runs_topic
     from dr_stream.index.snapshot import index_snapshot
+    from dr_stream.index.span_reads import SpanReads
+    from dr_stream.index.spans import floors_of
 
 # name on the face -> (module, name there)
 _FACE = {
@@ -38,6 +42,8 @@ _FACE = {
     "index_snapshot": ("snapshot", "index_snapshot"),
     "ensure_runs_topic": ("runs_topic", "ensure_runs_topic"),
     "settle_runs_topic": ("runs_topic", "settle_runs_topic"),
+    "SpanReads": ("span_reads", "SpanReads"),
+    "floors_of": ("spans", "floors_of"),
 }
 __all__ = [
     "IndexFeed",
@@ -47,7 +53,9 @@ __all__ = [
     "Run",
     "RunKey",
     "RunStore",
+    "SpanReads",
     "ensure_runs_topic",
+    "floors_of",
     "index_snapshot",
     "settle_runs_topic",
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from functools import partial
 
 from confluent_kafka import TopicPartition
@@ -23,10 +22,7 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.policy import TopicRenamer
-from dr_stream.index import Located, RunKey
-from dr_stream.index.destination_tail import read_tail
-from dr_stream.index.run_store import Run
-from dr_stream.index.spans import reads_of, resolved
+from dr_stream.index import Located, RunKey, SpanReads
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds
 from dr_stream.positions.consumer_timestamps import GroupCommit
@@ -52,9 +48,6 @@ class OffsetTranslator:
                  returned: ReturnedRecords | None = None, admins: Mapping[str, AdminClient] | None = None,
                  destination_reader: clients.LentConsumer | None = None, header: str = PROVENANCE_HEADER) -> None:
         self.locate = locate
-        self.header = header  # the provenance header, read on copies inside a span's window
-        # the round's reads of span windows: ((destination topic, partition), (first, last)), runs
-        self._windows: list[tuple[tuple[tuple[str, int], tuple[int, int]], list[Run]]] = []
         self.renamer = renamer
         self.destination = destination
         # None when the source is gone: the log ends it last reported stand in for the live ones.
@@ -65,6 +58,8 @@ class OffsetTranslator:
         self._admins: dict[str, AdminClient] = dict(admins or {})
         self._dest_consumer: clients.OnDemandConsumer | clients.LentConsumer = destination_reader \
             if destination_reader is not None else clients.OnDemandConsumer(destination, "dr-stream-translate")
+        # copies inside span windows, read with the same consumer (`header`: the provenance header)
+        self._spans = SpanReads(destination, header, renamer, self._lent_reader)
 
     def _admin(self, cluster: ClusterConfig) -> AdminClient:
         if cluster.alias not in self._admins:
@@ -81,7 +76,7 @@ class OffsetTranslator:
         consulted."""
         dest_topic = self.renamer.format_remote_topic(commit.topic)
         if found.method == "within":
-            found = self._inside_span(found, commit.offset)
+            found = self._spans.place(found, commit.offset)
         method = "timestamp" if found.method == "unknown" else found.method
         return Translation(group=commit.group, topic=commit.topic, partition=commit.partition,
                            source_offset=commit.offset, source_timestamp=commit.timestamp, dest_topic=dest_topic,
@@ -96,7 +91,7 @@ class OffsetTranslator:
             return []
         source_ends = self._source_ends(sorted({(c.topic, c.partition) for c in commits}))
         founds = [self._found(c) for c in commits]
-        self._read_windows([f for f in founds if f.method == "within"])
+        self._spans.read(f for f in founds if f.method == "within")
         placed = [self.located(c, f, now, source_ends.get((c.topic, c.partition))) for c, f in zip(commits, founds,
                                                                                                     strict=True)]
         bounds = log_bounds(self._admin(self.destination), sorted({(t.dest_topic, t.dest_partition) for t in placed}))
@@ -118,29 +113,9 @@ class OffsetTranslator:
         return self.returned.originals({(t.topic, t.partition, o, t.dest_topic) for t in placed
                                         for o in returned_look_ups(t)}, source_ends)
 
-    def _read_windows(self, inside: list[Located]) -> None:
-        """The copies in the windows of positions inside spans, read from the destination in as
-        few reads as cover them (`spans.reads_of`), each span's origin cluster's copies."""
-        self._windows = []
-        windows = {(f.span.dest_topic, f.span.dest_partition, *f.window): f.span.origin_cluster
-                   for f in inside if f.span is not None and f.window is not None}
-        for origin in sorted(set(windows.values())):
-            for ranges in reads_of(w for w, cluster in windows.items() if cluster == origin):
-                reader = self._dest_consumer if isinstance(self._dest_consumer, clients.LentConsumer) \
-                    else clients.LentConsumer(self._dest_consumer)
-                runs = read_tail(self.destination, {tp: (first, last + 1) for tp, (first, last) in ranges.items()},
-                                 self.header, origin, self.renamer, reader=reader)
-                self._windows.extend(((tp, span), runs) for tp, span in ranges.items())
-
-    def _inside_span(self, found: Located, offset: int) -> Located:
-        """A position inside a span (`spans`), placed exactly from the copies read in its window
-        (at most the span's slack + 1 records)."""
-        span, window = found.span, found.window
-        assert span is not None and window is not None
-        read = [r for (tp, (first, last)), runs in self._windows
-                if tp == (span.dest_topic, span.dest_partition) and first <= window[0] and window[1] <= last
-                for r in runs]
-        return replace(resolved(span, offset, read), last_copied=found.last_copied)
+    def _lent_reader(self) -> clients.LentConsumer:
+        consumer = self._dest_consumer
+        return consumer if isinstance(consumer, clients.LentConsumer) else clients.LentConsumer(consumer)
 
     def _offset_for_time(self, t: Translation) -> int | None:
         wanted = TopicPartition(t.dest_topic, t.dest_partition, t.source_timestamp)

@@ -40,8 +40,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
 from dr_stream.failure_notes import first_line
-from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic, settle_runs_topic
-from dr_stream.index.spans import floors_of
+from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic, floors_of, settle_runs_topic
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.cluster_context import FlowClusters
