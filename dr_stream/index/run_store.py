@@ -59,6 +59,22 @@ class Run:
         return self.dest_end - self.dest_start + 1 if self.copies is None else self.copies
 
     @property
+    def uncopied(self) -> int:
+        """Origin offsets inside the run that may not be copies (at most; 0 for a one-to-one run)."""
+        return self.origin_end - self.origin_start + 1 - self.records
+
+    @property
+    def foreign(self) -> int:
+        """Destination offsets inside the run that may not be copies of ours (at most)."""
+        return self.dest_end - self.dest_start + 1 - self.records
+
+    @property
+    def slack(self) -> int:
+        """Offsets on the two sides together that may not be copies: a span's window is at most
+        this plus one records wide."""
+        return self.uncopied + self.foreign
+
+    @property
     def shift(self) -> int:
         """Destination offset minus origin offset, the same for every record of the run."""
         return self.dest_start - self.origin_start
@@ -334,12 +350,10 @@ def span_window(span: Run, offset: int) -> tuple[int, int]:
     """The destination offsets [first, last] of `span` that hold the first copy at or after origin
     offset `offset` (inside its origin range): with c copies before it in the span, u uncopied
     origin offsets and f foreign destination offsets, it sits at dest_start + c + f, where
-    c = offset - origin_start - u; u and f are at most what the span's ranges hold beyond its
-    copies (`spans`)."""
+    c = offset - origin_start - u; u and f are at most `Run.uncopied` and `Run.foreign`."""
     at = offset - span.origin_start
-    uncopied = span.origin_end - span.origin_start + 1 - span.records
-    foreign = span.dest_end - span.dest_start + 1 - span.records
-    return (max(span.dest_start, span.dest_start + at - uncopied), min(span.dest_end, span.dest_start + at + foreign))
+    return (max(span.dest_start, span.dest_start + at - span.uncopied),
+            min(span.dest_end, span.dest_start + at + span.foreign))
 
 
 def cut(run: Run, origin_first: int, dest_offset: int) -> Run | None:

@@ -11,8 +11,8 @@ group) and may read the destination.
 
 A *span* is a `Run` that stands for consecutive runs of one key: origin offsets [origin_start,
 origin_end] were copied in order into destination offsets [dest_start, dest_end], and at least
-`copies` of the offsets on each side are copies. So at most `uncopied` origin offsets (markers,
-records filtered as cycles or accounted as a loss) and `foreign` destination offsets (another
+`copies` of the offsets on each side are copies. So at most `Run.uncopied` origin offsets (markers,
+records filtered as cycles or accounted as a loss) and `Run.foreign` destination offsets (another
 writer's records) are not, and their sum, the span's *slack*, is at most `MAX_SLACK`.
 
 The rule that makes a span exact: the first copy at or after origin offset C (os <= C <= oe)
@@ -47,19 +47,6 @@ from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut, span_
 
 MAX_SLACK = 10_000
 
-
-def uncopied(run: Run) -> int:
-    """Origin offsets inside `run` that may not be copies (at most)."""
-    return run.origin_end - run.origin_start + 1 - run.records
-
-
-def foreign(run: Run) -> int:
-    """Destination offsets inside `run` that may not be copies of ours (at most)."""
-    return run.dest_end - run.dest_start + 1 - run.records
-
-
-def slack(run: Run) -> int:
-    return uncopied(run) + foreign(run)
 
 
 def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK, origin_cluster: str | None = None
@@ -97,7 +84,7 @@ def islands(runs: list[Run], floor: int, max_slack: int, origin_cluster: str | N
     for at, run in enumerate(runs):
         if previous is not None:
             before += (run.origin_start - previous.origin_end - 1) + (run.dest_start - previous.dest_end - 1)
-        own = slack(run)
+        own = run.slack
         if run.origin_end >= floor or origin_cluster not in (None, run.origin_cluster):
             out.append(None)
         else:

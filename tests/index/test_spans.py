@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 from dr_stream.index.index_table import RUN_SCHEMA
 from dr_stream.index.kept_runs import spans_sql
 from dr_stream.index.run_store import Run, RunStore, cut
-from dr_stream.index.spans import in_spans, reads_of, resolved, slack, span_store, store_in_spans
+from dr_stream.index.spans import in_spans, reads_of, resolved, span_store, store_in_spans
 from dr_stream.runtime.delta_appends import arrow_table
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -77,7 +77,7 @@ def test_every_origin_offset_lands_where_the_runs_say_after_its_window_is_read_b
 
         below = [r for r in runs if r.origin_end < floor]
         assert len([r for r in spanned.runs_of(KEY) if r.origin_end < floor]) < len(below) / 20
-        assert all(slack(r) <= 500 for r in spanned.runs_of(KEY))
+        assert all(r.slack <= 500 for r in spanned.runs_of(KEY))
         assert all(r.copies is None for r in spanned.runs_of(KEY) if r.origin_end >= floor)
         for offset in range(0, 6_050):
             expected = whole.locate(KEY, offset)
@@ -137,7 +137,7 @@ def test_upkeep_after_upkeep_and_after_retention_keeps_every_span_under_the_boun
     kept = in_spans(runs, 35_000, 1_000)
     for _ in range(3):
         kept = in_spans(kept[2:], 35_000, 1_000)  # retention took the oldest, then upkeep again
-        assert all(slack(r) < 1_000 for r in kept)
+        assert all(r.slack < 1_000 for r in kept)
     assert len([r for r in kept if r.copies is not None]) > 10
 
 
