@@ -365,19 +365,21 @@ class IndexFeed:
         bounds = self.dest_bounds()
         if self._forget_deleted(bounds):
             self._deleted_unkept = True
-        self._span()
+        floors = self._floors()
+        self._span(floors)
         with self._lock:
             known = len(self.store)
         if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
-            self._keep_table(bounds)
+            self._keep_table(bounds, floors)
 
     def maintain(self) -> None:
         """The upkeep now, due or not: drops runs whose records retention removed, and merges
         rows of one run."""
         bounds = self.dest_bounds()
         self._forget_deleted(bounds)
-        self._span()
-        self._keep_table(bounds)
+        floors = self._floors()
+        self._span(floors)
+        self._keep_table(bounds, floors)
 
     def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
         """The store forgets runs below each destination partition's log start; True if any."""
@@ -385,22 +387,25 @@ class IndexFeed:
             return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}) > 0
 
     def _floors(self) -> dict[Partition, int]:
+        """Per source partition, the offset spans may not reach: the lowest live position, and
+        no further than the copy's last counted batch (one look serves the store and the table,
+        so both join the same runs)."""
         with self._lock:
             counted = dict(self.handled.counted)
         return span_floors(self.live_positions(), counted)
 
-    def _span(self) -> None:
-        """The store's runs below the floors joined into spans (the table's at its next rewrite)."""
-        span_store(self.store, self.source_cluster_id, self._floors(), self.max_slack, self._lock)
+    def _span(self, floors: dict[Partition, int]) -> None:
+        """The store's runs below `floors` joined into spans (the table's at its next rewrite)."""
+        span_store(self.store, self.source_cluster_id, floors, self.max_slack, self._lock)
 
-    def _keep_table(self, bounds: dict[Partition, tuple[int, int]]) -> None:
+    def _keep_table(self, bounds: dict[Partition, tuple[int, int]], floors: dict[Partition, int]) -> None:
         """The table's rows of runs below the log starts dropped and rows of one run merged
         (`kept_runs`). What waited for it is cleared only once it is done: a failed rewrite is
         tried again."""
         with self._table:
             self._last_maintenance = began = time.monotonic()
             done = self.index.keep({dest: start for dest, (start, _) in bounds.items()}, self.source_cluster_id,
-                                   self._floors(), self.max_slack)
+                                   floors, self.max_slack)
             if done is not None:
                 took = time.monotonic() - began
                 self.on_upkeep(took, done.rows_after, self.maintenance_every_s)
