@@ -101,7 +101,8 @@ class Located:
     nothing at or after it yet: just after the last copied record), `waiting` (records before C
     may still be on their way, so no position is safe yet), `unknown` (no run for the partition),
     `within` (inside a span: the copy is in `window`, destination offsets [first, last], and
-    `spans.resolved` places it once they are read).
+    `spans.resolved` places it once they are read), `window` (a window read back held no copy:
+    its first offset, not exact).
     """
 
     offset: int | None

@@ -103,16 +103,17 @@ def spanned(first: Run, later: Run) -> Run:
 
 def resolved(span: Run, offset: int, read: Iterable[Run]) -> Located:
     """Where `offset` lands inside `span`, from the runs of the copies read back in its `window`:
-    the first copy at or after it. None of them (retention deleted the window): just past the
-    window, said as `next`; every record the destination still holds from there on is a copy of
-    one at or after `offset`, and the caller moves the answer up to the log start."""
+    the first copy at or after it. None of them (retention deleted the window, or its records
+    carry no provenance of ours): the window's first offset, said as `window`, not exact; it
+    reads again at most the window's records rather than skip one, and the caller moves it up to
+    the log start."""
     # copies of origin offsets past the span's end are a rewound source's, which a cut took off it
     store = RunStore(kept for r in read if r.key == span.key
                      if (kept := cut(r, span.origin_end + 1, span.dest_end + 1)) is not None)
     found = store.locate(span.key, offset)
     if found.method == "exact" and found.offset is not None and span.dest_start <= found.offset <= span.dest_end:
         return Located(found.offset, "exact", span.origin_end)
-    return Located(span_window(span, offset)[1] + 1, "next", span.origin_end)
+    return Located(span_window(span, offset)[0], "window", span.origin_end, span_window(span, offset), span)
 
 
 def reads_of(windows: Iterable[tuple[str, int, int, int]], close: int = MAX_SLACK

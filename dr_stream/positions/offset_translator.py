@@ -78,9 +78,15 @@ class OffsetTranslator:
         if found.method == "within":
             found = self._spans.place(found, commit.offset)
         method = "timestamp" if found.method == "unknown" else found.method
+        note = ""
+        if found.method == "window" and found.window is not None:
+            first, last = found.window
+            note = (f"fallback: inside a span, destination offsets {first}-{last} held no copy of ours (deleted, "
+                    f"or their provenance is not this flow's); resumes at {first}, reading at most "
+                    f"{last - first + 1} records again")
         return Translation(group=commit.group, topic=commit.topic, partition=commit.partition,
                            source_offset=commit.offset, source_timestamp=commit.timestamp, dest_topic=dest_topic,
-                           dest_partition=commit.partition, offset=found.offset, method=method, note="",
+                           dest_partition=commit.partition, offset=found.offset, method=method, note=note,
                            clamped=False, log_start=None, log_end=None, last_copied=found.last_copied,
                            source_log_end=source_log_end, translated_at=now)
 

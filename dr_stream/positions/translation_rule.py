@@ -12,6 +12,9 @@ For a group committed at C on source partition P (C = next record to read):
   the source log, just after the original of the last such copy, unless `next` is further on;
 - `timestamp`: the index has nothing for P: the earliest destination offset whose timestamp is
   >= the timestamp of the last record the group consumed;
+- `window`: C lies in the part of the index kept as spans, and the destination records read
+  back where its copy must be held none of ours: the first offset the copy could be at, so
+  nothing is skipped (`index.spans`);
 - `none`: not translatable (no index and no timestamp, or no destination partition).
 Then every offset is clamped to the destination's [log start, log end], and a clamp is
 reported in `note`.
@@ -111,7 +114,7 @@ def settle(t: Translation, bounds: tuple[int, int] | None, by_timestamp: int | N
     if t.method == "waiting":
         return replace(t, note=f"waiting: records before source offset {t.source_offset} are still being copied "
                                "or indexed; nothing is synced until they are")
-    notes = []
+    notes = [t.note] if t.note else []  # what placing it said (a span window's fallback)
     if t.method == "timestamp":
         if t.source_timestamp == UNKNOWN_TIMESTAMP:
             return replace(t, offset=None, method="none",

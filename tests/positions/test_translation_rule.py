@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dr_stream.positions.translation_rule import (
     Translation,
     clamp,
@@ -79,6 +81,12 @@ class TestSettle:
         t = settle(translation(5, 250, "next"), self.BOUNDS)
         assert (t.offset, t.clamped) == (200, True)
         assert "clamped 250 -> 200" in t.note
+
+    def test_a_note_from_placing_the_offset_is_kept_beside_a_clamp(self):
+        t = replace(translation(5, 50, "window"), note="fallback: inside a span")
+        settled = settle(t, self.BOUNDS)
+        assert (settled.offset, settled.method, settled.note) == (
+            100, "window", "fallback: inside a span; clamped 50 -> 100 (destination log start)")
 
     def test_a_missing_destination_partition_is_not_translated(self):
         t = settle(translation(5, 150, "exact"), None)
