@@ -4,8 +4,8 @@ The one face other wings use; what is behind it may change without them knowing.
 - `Run`, `RunKey`, `Located`, `RunStore`: a run of copied records and the look-up translation
   is built on (`run_store`, pure).
 - `IndexFeed`: keeps a running flow's index current, from the runs the sink's producer
-  publishes to the runs topic (`runs_topic`, `ensure_runs_topic`, `settle_runs_topic`) to the Delta
-  table (`OffsetIndex`, `index_table`).
+  publishes to the runs topic (`runs_topic`, `ensure_runs_topic`, `settle_runs_topic`; `runs_trim`
+  deletes what the table holds) to the Delta table (`OffsetIndex`, `index_table`).
 - `IndexReads`: the table as the commands read it, without a JVM; `index_snapshot`: the table,
   the runs published since and the destination's uncovered tail, as one `RunStore`.
 - `SpanReads`: a translation round's reads of the destination inside spans (`spans`: runs below
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from dr_stream.index.index_reads import IndexReads
     from dr_stream.index.index_table import OffsetIndex
     from dr_stream.index.run_store import Located, Run, RunKey, RunStore
-    from dr_stream.index.runs_topic import ensure_runs_topic, settle_runs_topic
+    from dr_stream.index.runs_topic import ensure_runs_topic, runs_trim, settle_runs_topic
     from dr_stream.index.snapshot import index_snapshot
     from dr_stream.index.span_reads import SpanReads
     from dr_stream.index.spans import floors_of
@@ -42,6 +42,7 @@ _FACE = {
     "index_snapshot": ("snapshot", "index_snapshot"),
     "ensure_runs_topic": ("runs_topic", "ensure_runs_topic"),
     "settle_runs_topic": ("runs_topic", "settle_runs_topic"),
+    "runs_trim": ("runs_topic", "runs_trim"),
     "SpanReads": ("span_reads", "SpanReads"),
     "floors_of": ("spans", "floors_of"),
 }
@@ -57,6 +58,7 @@ __all__ = [
     "ensure_runs_topic",
     "floors_of",
     "index_snapshot",
+    "runs_trim",
     "settle_runs_topic",
 ]
 

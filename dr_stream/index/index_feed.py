@@ -52,7 +52,7 @@ from dr_stream.index.handled_offsets import HandledOffsets, Spans
 from dr_stream.index.index_reads import run_of
 from dr_stream.index.index_table import OffsetIndex
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
-from dr_stream.index.runs_topic import RunsRead, RunsReader
+from dr_stream.index.runs_topic import RunsRead, RunsReader, RunsTrim
 from dr_stream.index.spans import MAX_SLACK, span_floors, span_store
 
 Partition = tuple[str, int]
@@ -90,6 +90,9 @@ class IndexFeed:
     # and below the copy's own become spans at the upkeep (`spans`)
     live_positions: Callable[[], Mapping[Partition, int]] = dict
     max_slack: int = MAX_SLACK
+    # deletes from the runs topic what the table has held a while (None: the topic's retention
+    # alone bounds it)
+    trim: RunsTrim | None = None
     store: RunStore = field(default_factory=RunStore)
     malformed: int = 0
     # the table read without Spark while the session started (`IndexReads.runs_and_positions`);
@@ -357,6 +360,9 @@ class IndexFeed:
                         self._unwritten = pending + self._unwritten
                     raise
                 self._rows_unmerged += len(rows)
+                published = [at for _, at in pending if at is not None]
+                if published and self.trim is not None:
+                    self.trim.appended(max(published))
 
     def maintain_if_due(self) -> None:
         """The upkeep, when the destination deleted records of a known run or enough rows wait
@@ -367,18 +373,22 @@ class IndexFeed:
             self._deleted_unkept = True
         floors = self._floors()
         self._span(floors)
+        if self.trim is not None:
+            self.trim.trim()
         with self._lock:
             known = len(self.store)
         if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
             self._keep_table(bounds, floors)
 
     def maintain(self) -> None:
-        """The upkeep now, due or not: drops runs whose records retention removed, and merges
-        rows of one run."""
+        """The upkeep now, due or not: drops runs whose records retention removed, joins spans,
+        trims the runs topic and merges rows of one run."""
         bounds = self.dest_bounds()
         self._forget_deleted(bounds)
         floors = self._floors()
         self._span(floors)
+        if self.trim is not None:
+            self.trim.trim()
         self._keep_table(bounds, floors)
 
     def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:

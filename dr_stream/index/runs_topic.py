@@ -5,23 +5,31 @@ it was published in. Key: JSON `{"topic", "partition", "dest_start"}` (destinati
 the run's first destination offset); value: JSON with the run's origin cluster, topic and
 partition, origin and destination start/end offsets, first/last record timestamps and the
 time of its newest acknowledgement (ms). A run that grows is published again under the same
-key, so compaction keeps only its newest version; `min.compaction.lag.ms` leaves a day for the
-flow to read every version before compaction may remove it. Runs older than a week are deleted
-(`cleanup.policy` compact and delete): a run's key is new each time copying breaks (a
-transactional source's markers, identical topic names both ways), so compaction alone would
-keep a record for every run ever made. The flow reads the topic only from where its offset
-index table left off (appended every 30 s), and a reader that finds its start deleted (a flow
-stopped for longer than a week) reads from the topic's start, while the start-up scan of the
-destination rebuilds any run the topic no longer holds.
+key, so compaction keeps only its newest version.
+
+The topic is a queue between the sink and the offset index table, not a store: the flow reads
+it only from where its table left off (appended every 30 s), and once the table holds a run
+the topic's record of it has no reader left. So the flow deletes the records the table held
+`TRIM_AFTER_S` ago (`RunsTrim`, a delete-records request): what the topic keeps follows the
+table's lag, not the flow's age, even where every batch makes new keys (a transactional
+source's markers, identical topic names both ways). The wait leaves a command that read the
+table time to read the topic from where it stops. Where the flow may not delete records,
+compaction (every version but the newest of a run, soon after its segment rolls) and a day's
+retention bound it instead. A reader that finds its start deleted (the table was older than
+the topic's start) reads from the topic's start, and the start-up scan of the destination
+rebuilds any run the topic no longer holds.
 
 Invariants: a report that does not parse is counted and skipped, never fatal; a reader sees
-reports in the order the producers published them (one partition).
+reports in the order the producers published them (one partition); no record is deleted that
+the table did not hold `TRIM_AFTER_S` before.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -31,15 +39,23 @@ from dr_stream.core.contracts import read_run
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts, settle_topic_configs
+from dr_stream.kafka.authorization import denied
 from dr_stream.kafka.consumed import offset
 
+# What bounds the topic where the flow may not delete records (`RunsTrim`): a run's versions
+# are compacted once their segment rolls, and what the table has not taken in a day (a flow
+# stopped that long) is rebuilt from the destination at its start.
 CONFIGS = {
     "cleanup.policy": "compact,delete",
-    "min.compaction.lag.ms": str(24 * 3600 * 1000),
-    "retention.ms": str(7 * 24 * 3600 * 1000),
-    # Compaction and deletion only take closed segments: roll hourly so a run's old versions can go.
-    "segment.ms": str(3600 * 1000),
+    "min.compaction.lag.ms": "0",
+    "retention.ms": str(24 * 3600 * 1000),
+    # Compaction and deletion only take closed segments.
+    "segment.ms": str(10 * 60 * 1000),
 }
+
+# How long the topic keeps a run after the table holds it: a command reads the table, then the
+# topic from where the table stops, well within this.
+TRIM_AFTER_S = 600.0
 
 
 def ensure_runs_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> bool:
@@ -53,6 +69,68 @@ def settle_runs_topic(admin: AdminClient, topic: str, timeout: float = 15.0) -> 
     """Gives a runs topic an older release made the configs this one makes (`CONFIGS`); returns
     what it set."""
     return settle_topic_configs(admin, topic, CONFIGS, timeout)
+
+
+def trim_runs_topic(admin: AdminClient, topic: str, through: int, timeout: float = 15.0) -> int:
+    """Deletes the topic's records at and below offset `through`; returns its log start after."""
+    done = admin.delete_records([TopicPartition(topic, 0, through + 1)], request_timeout=timeout)
+    return next(iter(done.values())).result(timeout=timeout).low_watermark
+
+
+@dataclass
+class RunsTrim:
+    """Deletes from the runs topic what the offset index table has held for `after_s`.
+
+    The feed tells it each position it appended through (`appended`) and asks it at each upkeep
+    (`trim`). A refusal for want of the DELETE ACL is said once and trimming stops (compaction and
+    retention bound the topic then); any other failure is said and tried at the next upkeep.
+
+    Invariant: it never deletes past a position the table held `after_s` before.
+    """
+
+    delete_through: Callable[[int], int]  # `trim_runs_topic` bound to the topic: through -> log start
+    log: Callable[[str], None]
+    where: str  # the topic and its cluster, as the log lines name them
+    after_s: float = TRIM_AFTER_S
+    clock: Callable[[], float] = time.monotonic
+    trimmed_through: int = -1
+    refused: bool = False
+    _appended: deque[tuple[float, int]] = field(default_factory=deque)
+    _ready: int = -1  # the newest position held `after_s` (kept until a delete through it succeeds)
+
+    def appended(self, position: int) -> None:
+        """The table now holds every run published at or below runs-topic offset `position`."""
+        if not self._appended or position > self._appended[-1][1]:
+            self._appended.append((self.clock(), position))
+
+    def due(self) -> int | None:
+        """The newest position the table held at least `after_s` ago, if past what was trimmed;
+        older marks are dropped, so the marks kept span at most `after_s`."""
+        now = self.clock()
+        while self._appended and now - self._appended[0][0] >= self.after_s:
+            self._ready = max(self._ready, self._appended.popleft()[1])
+        return self._ready if self._ready > self.trimmed_through else None
+
+    def trim(self) -> None:
+        through = None if self.refused else self.due()
+        if through is None:
+            return
+        try:
+            self.delete_through(through)
+            self.trimmed_through = through
+        except Exception as exc:
+            if denied(exc):
+                self.refused = True
+                self.log(f"{self.where}: not trimmed, DELETE on the topic refused ({exc}); compaction and a day's "
+                         "retention bound it instead")
+            else:
+                self.log(f"{self.where}: not trimmed through offset {through} ({exc}); tried again at the next "
+                         "upkeep")
+
+
+def runs_trim(admin: AdminClient, topic: str, cluster: str, log: Callable[[str], None]) -> RunsTrim:
+    """The trimming of a flow's runs topic on the destination (`cluster`: its alias)."""
+    return RunsTrim(lambda through: trim_runs_topic(admin, topic, through), log, f"{topic} on {cluster}")
 
 
 def parse_run(value: bytes | None) -> Run | None:
@@ -88,6 +166,14 @@ class RunsReader:
         """The runs topic's current end offset."""
         _, high = self._consumer.get().get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout)
         return high
+
+    def deleted_past_start(self, timeout: float = 10.0) -> int | None:
+        """The topic's first offset when it lies past where this reader starts (the records
+        between were trimmed or retention deleted them), else None."""
+        if self.position is None:
+            return None
+        low, _ = self._consumer.get().get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout)
+        return low if low > self.position else None
 
     def read(self, timeout: float = 0.2, most: int = 10000) -> RunsRead:
         """What was published since the last read, waiting at most `timeout` for something new."""

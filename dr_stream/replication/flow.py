@@ -40,7 +40,15 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
 from dr_stream.failure_notes import first_line
-from dr_stream.index import IndexFeed, OffsetIndex, RunStore, ensure_runs_topic, floors_of, settle_runs_topic
+from dr_stream.index import (
+    IndexFeed,
+    OffsetIndex,
+    RunStore,
+    ensure_runs_topic,
+    floors_of,
+    runs_trim,
+    settle_runs_topic,
+)
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.cluster_context import FlowClusters
@@ -186,8 +194,8 @@ class ReplicationFlow:
 
     def _feed(self) -> IndexFeed:
         if ensure_runs_topic(self._dest_admin, self.runs_topic):
-            self.log(f"topic {self.runs_topic}: created on {self.config.destination.alias} (compacted, runs "
-                     "older than a week deleted)")
+            self.log(f"topic {self.runs_topic}: created on {self.config.destination.alias} (compacted; runs the "
+                     "offset index holds are deleted after 10 minutes, any left after a day)")
         else:
             self._settle_runs_topic()
 
@@ -203,6 +211,7 @@ class ReplicationFlow:
                            rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
             on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
             on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"), live_positions=self._live_positions,
+            trim=runs_trim(self._dest_admin, self.runs_topic, self.config.destination.alias, self.log),
         )
         feed.load()
         return feed

@@ -1,24 +1,26 @@
 """A flow joins the runs of a transactional source below every live position into spans, in its
-store and in its offset index table, and still places every group position exactly: the live
-translation and a command with the flow stopped both read the span's window back from the
-destination."""
+store and in its offset index table, deletes from its runs topic what the table holds, and still
+places every group position exactly: the live translation and a command with the flow stopped
+both read the span's window back from the destination."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.index.destination_tail import read_tail
 from dr_stream.index.index_reads import IndexReads
 from dr_stream.index.run_store import RunStore
+from dr_stream.index.snapshot import index_snapshot
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.runtime.delta_reads import DeltaReads
 from tests.flows import flow_config, running_flow
-from tests.kafka_tools import count, create_topic, unique, wait_until
+from tests.kafka_tools import admin, count, create_topic, unique, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +46,11 @@ def _exact(config: FlowConfig, source_id: str, topic: str, end: int) -> RunStore
     """Every copy on the destination read back: the runs the answers must agree with."""
     return RunStore(read_tail(config.destination, {(topic, 0): (0, end)}, config.provenance.header, source_id,
                               config.renamer))
+
+
+def _runs_topic_start(bootstrap: str, topic: str) -> int:
+    found = admin(bootstrap).list_offsets({TopicPartition(topic, 0): OffsetSpec.earliest()})
+    return next(iter(found.values())).result().offset
 
 
 def _commits(topic: str, origin_end: int) -> list[GroupCommit]:
@@ -72,9 +79,13 @@ def test_runs_below_every_live_position_become_spans_and_every_position_stays_ex
         assert wait_until(lambda: feed.handled.counted.get((topic, 0), 0) >= written + TRANSACTIONS - 1, 60)
         runs_before = len(feed.store.runs_of(key))
         feed.max_slack = 60
+        assert feed.trim is not None
+        feed.trim.after_s = 0.0  # the runs topic keeps nothing the table holds
         feed.write()  # the table holds every run, so its rewrite spans them too
 
         feed.maintain()
+
+        assert feed.trim.trimmed_through > 0 and _runs_topic_start(dc2.bootstrap, flow.runs_topic) > 0
 
         held = feed.store.runs_of(key)
         assert len(held) < runs_before / 4, (len(held), runs_before)
@@ -92,7 +103,10 @@ def test_runs_below_every_live_position_become_spans_and_every_position_stays_ex
     index = IndexReads(config.streaming.offset_index, DeltaReads())
     rows = index.runs(dc1.cluster_id())
     assert any(r.copies is not None for r in rows) and len(rows) < runs_before / 4
-    stored = index.store(dc1.cluster_id(), {(topic, 0): 0})
+    said: list[str] = []
+    # a command's view: the table, the runs topic past it (trimmed) and the destination's tail
+    stored = index_snapshot(config, index, dc1.cluster_id(), [(topic, 0)], said.append, asked={(topic, 0): 0})
+    assert not any("starts at offset" in line for line in said), said
     translator = OffsetTranslator(stored.locate, config.renamer, config.destination,
                                   header=config.provenance.header)
     try:
