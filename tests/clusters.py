@@ -39,7 +39,8 @@ SOURCE_ACLS = [("TOPIC", "*", "LITERAL", op) for op in ("READ", "DESCRIBE", "DES
 DESTINATION_ACLS = [("TOPIC", "*", "LITERAL", op) for op in
                     ("CREATE", "ALTER", "ALTER_CONFIGS", "DESCRIBE", "DESCRIBE_CONFIGS", "WRITE", "READ")] + [
     ("GROUP", "*", "LITERAL", op) for op in ("DESCRIBE", "READ")] + [
-    ("CLUSTER", "kafka-cluster", "LITERAL", op) for op in ("DESCRIBE", "IDEMPOTENT_WRITE")]
+    ("CLUSTER", "kafka-cluster", "LITERAL", op) for op in ("DESCRIBE", "IDEMPOTENT_WRITE")] + [
+    ("TOPIC", "__dr_stream_runs.", "PREFIXED", "DELETE")]
 
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -39,7 +39,7 @@ from dr_stream.core.contracts import read_run
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts, settle_topic_configs
-from dr_stream.kafka.authorization import denied
+from dr_stream.kafka.authorization import NotAuthorized, denied, not_authorized
 from dr_stream.kafka.consumed import offset
 
 # What bounds the topic where the flow may not delete records (`RunsTrim`): a run's versions
@@ -82,8 +82,9 @@ class RunsTrim:
     """Deletes from the runs topic what the offset index table has held for `after_s`.
 
     The feed tells it each position it appended through (`appended`) and asks it at each upkeep
-    (`trim`). A refusal for want of the DELETE ACL is said once and trimming stops (compaction and
-    retention bound the topic then); any other failure is said and tried at the next upkeep.
+    (`trim`). A refusal (`NotAuthorized`: no DELETE on the topic) is said once and trimming stops
+    (compaction and retention bound the topic then); any other failure is said and tried at the
+    next upkeep.
 
     Invariant: it never deletes past a position the table held `after_s` before.
     """
@@ -118,19 +119,25 @@ class RunsTrim:
         try:
             self.delete_through(through)
             self.trimmed_through = through
+        except NotAuthorized as exc:
+            self.refused = True
+            self.log(f"{exc}; compaction and a day's retention bound the topic instead")
+        except Exception as exc:
+            self.log(f"{self.where}: not trimmed through offset {through} ({exc}); tried again at the next upkeep")
+
+
+def runs_trim(admin: AdminClient, topic: str, destination: ClusterConfig, log: Callable[[str], None]) -> RunsTrim:
+    """The trimming of a flow's runs topic on the destination."""
+    def delete_through(through: int) -> int:
+        try:
+            return trim_runs_topic(admin, topic, through)
         except Exception as exc:
             if denied(exc):
-                self.refused = True
-                self.log(f"{self.where}: not trimmed, DELETE on the topic refused ({exc}); compaction and a day's "
-                         "retention bound it instead")
-            else:
-                self.log(f"{self.where}: not trimmed through offset {through} ({exc}); tried again at the next "
-                         "upkeep")
+                raise not_authorized(destination.alias, destination.kafka, "DELETE", f"TOPIC {topic}",
+                                     "deleting the runs the offset index holds") from exc
+            raise
 
-
-def runs_trim(admin: AdminClient, topic: str, cluster: str, log: Callable[[str], None]) -> RunsTrim:
-    """The trimming of a flow's runs topic on the destination (`cluster`: its alias)."""
-    return RunsTrim(lambda through: trim_runs_topic(admin, topic, through), log, f"{topic} on {cluster}")
+    return RunsTrim(delete_through, log, f"{topic} on {destination.alias}")
 
 
 def parse_run(value: bytes | None) -> Run | None:

@@ -66,7 +66,7 @@ def test_the_flow_deletes_the_runs_its_table_held_a_while_ago_and_a_reader_sees_
     try:
         produce(dc2.bootstrap, topic, ({"key": f"k{i}".encode(), "value": b"not a run", "partition": 0}
                                        for i in range(10)))
-        trim = runs_trim(admin(dc2.bootstrap), topic, "dc2", said.append)
+        trim = runs_trim(admin(dc2.bootstrap), topic, ClusterConfig("dc2", dc2.bootstrap), said.append)
         trim.after_s = 0.0
         trim.appended(6)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 
 from dr_stream.index.runs_topic import RunsTrim
+from dr_stream.kafka.authorization import not_authorized
 
 
 class Clock:
@@ -61,7 +62,8 @@ def test_a_position_the_table_went_back_to_is_never_deleted_again_or_past():
 
 
 def test_a_refused_delete_is_said_once_and_trimming_stops():
-    denied = KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+    denied = not_authorized("dc2", {"security.protocol": "SASL_SSL", "sasl.jaas.config": 'x required username="drs";'},
+                            "DELETE", "TOPIC __dr_stream_runs.f", "deleting the runs the offset index holds")
     trim, clock, deleted, said = _trim([denied])
     trim.appended(100)
     clock.now = 601.0
@@ -70,7 +72,8 @@ def test_a_refused_delete_is_said_once_and_trimming_stops():
     clock.now = 1300.0
     trim.trim()
     assert deleted == [] and trim.refused
-    assert len(said) == 1 and "runs on dc2: not trimmed, DELETE on the topic refused" in said[0]
+    assert said == [f"{denied}; compaction and a day's retention bound the topic instead"]
+    assert said[0].startswith("dc2: User:drs may not DELETE TOPIC __dr_stream_runs.f")
 
 
 def test_a_failed_delete_is_said_and_tried_again_at_the_next_upkeep():
