@@ -48,6 +48,7 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
+from dr_stream.index.gone_partitions import GONE, gone_partitions
 from dr_stream.index.handled_offsets import HandledOffsets, Spans
 from dr_stream.index.index_reads import run_of
 from dr_stream.index.index_table import OffsetIndex
@@ -71,6 +72,9 @@ class IndexFeed:
     renamer: TopicRenamer
     # (destination topic, partition) -> (log start, log end) of the flow's destination partitions
     dest_bounds: Callable[[], dict[Partition, tuple[int, int]]]
+    # every destination topic and its partition count: runs of partitions it lost go
+    # (`gone_partitions`; the default lists nothing, so nothing goes)
+    dest_topics: Callable[[], Mapping[str, int]] = dict
     log: Callable[[str], None] = print
     write_every_s: float = 30.0
     maintenance_every_s: float = 60.0
@@ -104,6 +108,8 @@ class IndexFeed:
     _last_maintenance: float = field(default_factory=time.monotonic)
     _rows_unmerged: int = 0  # rows the table holds that no upkeep has merged yet (at most)
     _deleted_unkept: bool = False  # the store forgot deleted runs the table still holds
+    _missed: set[Partition] = field(default_factory=set)  # partitions the last look did not find
+    _gone_unkept: set[Partition] = field(default_factory=set)  # gone partitions the table still holds
     handled: HandledOffsets = field(default_factory=HandledOffsets)
     # `_reading` is held while the runs topic is read (the feed thread, and `catch_up` from the
     # replicate query's start); `_lock` only while the store changes or is asked, so a
@@ -369,6 +375,7 @@ class IndexFeed:
         to be merged; otherwise only the look, from memory and one request for log starts."""
         self._last_maintenance = time.monotonic()
         bounds = self.dest_bounds()
+        self._forget_gone()
         if self._forget_deleted(bounds):
             self._deleted_unkept = True
         floors = self._floors()
@@ -384,6 +391,7 @@ class IndexFeed:
         """The upkeep now, due or not: drops runs whose records retention removed, joins spans,
         trims the runs topic and merges rows of one run."""
         bounds = self.dest_bounds()
+        self._forget_gone()
         self._forget_deleted(bounds)
         floors = self._floors()
         self._span(floors)
@@ -395,6 +403,22 @@ class IndexFeed:
         """The store forgets runs below each destination partition's log start; True if any."""
         with self._lock:
             return self.store.drop_deleted({dest: start for dest, (start, _) in bounds.items()}) > 0
+
+    def _forget_gone(self) -> None:
+        """The store forgets the destination partitions deleted topics took (`gone_partitions`);
+        the table drops their rows at its rewrite, which this makes due."""
+        with self._lock:
+            held = self.store.destinations()
+        gone, self._missed = gone_partitions(held, self.dest_topics(), self.runs_topic, self._missed)
+        if not gone:
+            return
+        with self._lock:
+            dropped = self.store.forget(gone)
+        self._gone_unkept |= gone
+        self._deleted_unkept = True
+        topics = sorted({topic for topic, _ in gone})
+        self.log(f"offset index: {len(gone)} destination partitions of deleted topics forgotten ({dropped} runs): "
+                 f"{', '.join(topics[:6])}{', ...' if len(topics) > 6 else ''}")
 
     def _floors(self) -> dict[Partition, int]:
         """Per source partition, the offset spans may not reach: the lowest live position, and
@@ -414,8 +438,10 @@ class IndexFeed:
         tried again."""
         with self._table:
             self._last_maintenance = began = time.monotonic()
-            done = self.index.keep({dest: start for dest, (start, _) in bounds.items()}, self.source_cluster_id,
-                                   floors, self.max_slack)
+            gone = set(self._gone_unkept)
+            starts = {dest: start for dest, (start, _) in bounds.items()} | dict.fromkeys(gone, GONE)
+            done = self.index.keep(starts, self.source_cluster_id, floors, self.max_slack)
+            self._gone_unkept -= gone
             if done is not None:
                 took = time.monotonic() - began
                 self.on_upkeep(took, done.rows_after, self.maintenance_every_s)

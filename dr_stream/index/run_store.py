@@ -215,14 +215,34 @@ class RunStore:
         """Forgets runs whose every record is below its destination partition's log start (retention
         removed them); returns how many went."""
         dropped = 0
-        for key, runs in self._runs.items():
+        for key, runs in list(self._runs.items()):
             start = log_starts.get((key[2], key[3]))
             if start is None:
                 continue
             kept = [r for r in runs if r.dest_end >= start]
             dropped += len(runs) - len(kept)
             runs[:] = kept
+            if not kept:  # a key is kept only while it has runs: the store follows what is live
+                del self._runs[key]
+                self._disordered.discard(key)
         return dropped
+
+    def forget(self, dests: Iterable[tuple[str, int]]) -> int:
+        """Forgets destination partitions `dests` (their topic was deleted): their runs and what
+        the store held of them; returns how many runs went."""
+        gone = set(dests)
+        dropped = 0
+        for key in [k for k in self._runs if (k[2], k[3]) in gone]:
+            dropped += len(self._runs.pop(key))
+            self._disordered.discard(key)
+        for dest in gone:
+            self._life_starts.pop(dest, None)
+            self._rewinds.pop(dest, None)
+        return dropped
+
+    def destinations(self) -> set[tuple[str, int]]:
+        """The destination partitions the store holds runs of."""
+        return {(key[2], key[3]) for key in self._runs}
 
     def snapshot(self) -> dict[RunKey, list[Run]]:
         """Each key's runs as they stand (copies of the lists, not of the runs)."""

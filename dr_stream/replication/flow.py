@@ -50,7 +50,7 @@ from dr_stream.index import (
     settle_runs_topic,
 )
 from dr_stream.kafka import spark_options
-from dr_stream.kafka.admin import log_bounds, matching_partitions
+from dr_stream.kafka.admin import log_bounds, matching_partitions, partition_counts
 from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates, flow_helper
 from dr_stream.log_format import flow_logger
@@ -211,7 +211,8 @@ class ReplicationFlow:
                            rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
             on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
             on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"), live_positions=self._live_positions,
-            trim=runs_trim(self._dest_admin, self.runs_topic, self.config.destination.alias, self.log),
+            trim=runs_trim(self._dest_admin, self.runs_topic, self.config.destination, self.log),
+            dest_topics=lambda: partition_counts(self._dest_admin),
         )
         feed.load()
         return feed
