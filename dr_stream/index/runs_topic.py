@@ -49,13 +49,14 @@ CONFIGS = {
     "cleanup.policy": "compact,delete",
     "min.compaction.lag.ms": "0",
     "retention.ms": str(24 * 3600 * 1000),
-    # Compaction and deletion only take closed segments.
-    "segment.ms": str(10 * 60 * 1000),
+    # Compaction, retention and a trim's deletion on disk only take closed segments: a segment
+    # a minute keeps what the topic holds on disk within minutes of what it holds.
+    "segment.ms": str(60 * 1000),
 }
 
 # How long the topic keeps a run after the table holds it: a command reads the table, then the
-# topic from where the table stops, well within this.
-TRIM_AFTER_S = 600.0
+# topic from where the table stops, well within this (and reads the table again if not).
+TRIM_AFTER_S = 60.0
 
 
 def ensure_runs_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> bool:

@@ -34,7 +34,7 @@ def test_a_runs_topic_an_older_release_made_is_given_this_ones_configs_once(dc2)
     try:
         assert settle_runs_topic(admin(dc2.bootstrap), topic) == {
             "cleanup.policy": "compact,delete", "retention.ms": str(24 * 3600 * 1000), "min.compaction.lag.ms": "0",
-            "segment.ms": str(10 * 60 * 1000)}
+            "segment.ms": str(60 * 1000)}
         found = topic_config(dc2.bootstrap, topic)
         assert {k: found.get(k) for k in CONFIGS} == CONFIGS
         assert settle_runs_topic(admin(dc2.bootstrap), topic) == {}
