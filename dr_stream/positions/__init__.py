@@ -1,7 +1,7 @@
 """Group positions: where consumer groups stand on the source, and the same place on the destination.
 
 The one face other wings use; what is behind it may change without them knowing.
-- `GroupCommit`, `RecordTimestamps`, `ensure_consumer_timestamps`: the
+- `GroupCommit`, `RecordTimestamps`, `ensure_consumer_timestamps`, `settle_consumer_timestamps`: the
   topic of group positions and the timestamps of the records they point at
   (`consumer_timestamps`); `CommittedOffsetPoller`, `current_commits`, `stamped`: dr-stream's
   own writer of it, from committed offsets (`poller`).
@@ -28,6 +28,7 @@ from dr_stream.face import resolver
 if TYPE_CHECKING:
     from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps
     from dr_stream.positions.consumer_timestamps import ensure_topic as ensure_consumer_timestamps
+    from dr_stream.positions.consumer_timestamps import settle_topic as settle_consumer_timestamps
     from dr_stream.positions.group_sync import GroupSync, SyncAction, sync_translations
     from dr_stream.positions.live_translation import LiveTranslation
     from dr_stream.positions.offset_translator import OffsetTranslator
@@ -44,6 +45,7 @@ _FACE = {
     "GroupCommit": ("consumer_timestamps", "GroupCommit"),
     "RecordTimestamps": ("consumer_timestamps", "RecordTimestamps"),
     "ensure_consumer_timestamps": ("consumer_timestamps", "ensure_topic"),
+    "settle_consumer_timestamps": ("consumer_timestamps", "settle_topic"),
     "CommittedOffsetPoller": ("poller", "CommittedOffsetPoller"),
     "current_commits": ("poller", "current_commits"),
     "stamped": ("poller", "stamped"),
@@ -77,6 +79,7 @@ __all__ = [
     "current_commits",
     "ensure_consumer_timestamps",
     "maps_back",
+    "settle_consumer_timestamps",
     "stamped",
     "sync_translations",
 ]

@@ -28,7 +28,7 @@ from dr_stream.core.contracts import (
     position_value,
 )
 from dr_stream.kafka import clients, consumed
-from dr_stream.kafka.admin import create_topic, partition_counts
+from dr_stream.kafka.admin import create_topic, partition_counts, settle_topic_configs
 
 # Records between two wanted ones that a look-up reads through rather than seek again: a seek
 # costs a fetch round trip, a record in the same fetch costs nothing.
@@ -69,12 +69,23 @@ class GroupCommit:
         return position_value(self.offset, self.timestamp)
 
 
+# Compaction keeps a position's newest record only, but takes only closed segments: with the
+# broker's default roll (a week, or 1 GiB) a thousand groups committing every few seconds would
+# keep hours of every position's records before the first compaction.
+CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": str(5 * 60 * 1000)}
+
+
 def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0) -> bool:
     """Creates the compacted topic on the source if missing; True when it was created."""
     if CONSUMER_TIMESTAMPS_TOPIC in partition_counts(admin, timeout):
         return False
-    config = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0"}
-    return create_topic(admin, CONSUMER_TIMESTAMPS_TOPIC, partitions, config, timeout)
+    return create_topic(admin, CONSUMER_TIMESTAMPS_TOPIC, partitions, CONFIGS, timeout)
+
+
+def settle_topic(admin: AdminClient, timeout: float = 15.0) -> dict[str, str]:
+    """Gives the topic an older release made the configs this one makes (`CONFIGS`); returns what
+    it set."""
+    return settle_topic_configs(admin, CONSUMER_TIMESTAMPS_TOPIC, CONFIGS, timeout)
 
 
 def report(producer: Producer, commits: Iterable[GroupCommit],

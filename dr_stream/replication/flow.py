@@ -61,6 +61,7 @@ from dr_stream.positions import (
     ShareGroupSync,
     TranslateQuery,
     ensure_consumer_timestamps,
+    settle_consumer_timestamps,
 )
 from dr_stream.replication.acl_sync import AclSync
 from dr_stream.replication.flow_metrics import FlowMetrics
@@ -195,9 +196,11 @@ class ReplicationFlow:
     def _feed(self) -> IndexFeed:
         if ensure_runs_topic(self._dest_admin, self.runs_topic):
             self.log(f"topic {self.runs_topic}: created on {self.config.destination.alias} (compacted; runs the "
-                     "offset index holds are deleted after 10 minutes, any left after a day)")
+                     "offset index holds are deleted after a minute, any left after a day)")
         else:
-            self._settle_runs_topic()
+            self._settle(self.runs_topic, self.config.destination.alias,
+                         partial(settle_runs_topic, self._dest_admin, self.runs_topic),
+                         "it keeps a day of runs until they are set")
 
         def dest_bounds() -> dict[tuple[str, int], tuple[int, int]]:
             return log_bounds(self._dest_admin, matching_partitions(self._dest_admin, self.config.remote_topic_filter))
@@ -265,6 +268,10 @@ class ReplicationFlow:
             return None
         if ensure_consumer_timestamps(self._source_admin):
             self.log(f"topic {CONSUMER_TIMESTAMPS_TOPIC}: created on {config.source.alias} (compacted)")
+        else:
+            self._settle(CONSUMER_TIMESTAMPS_TOPIC, config.source.alias,
+                         partial(settle_consumer_timestamps, self._source_admin),
+                         "it keeps every record of a segment until the broker rolls it")
         query = TranslateQuery.of(self.spark, config, feed.locate, self.destination_cluster_id, self.log,
                                   origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends,
                                   on_synced=self.metrics.groups_synced,
@@ -281,18 +288,17 @@ class ReplicationFlow:
         if self.poller is not None:
             self.poller.forget(positions)
 
-    def _settle_runs_topic(self) -> None:
-        """A runs topic an older release made gets this one's configs; a refusal is said and the
-        flow goes on (the topic then keeps every run's newest version, as it did)."""
+    def _settle(self, topic: str, cluster: str, settle: Callable[[], dict[str, str]], until: str) -> None:
+        """A topic of the flow's that an older release made gets this one's configs (`settle`); a
+        refusal is said, with what holds `until` they are set, and the flow goes on."""
         try:
-            changed = settle_runs_topic(self._dest_admin, self.runs_topic)
+            changed = settle()
         except Exception as exc:
-            self.log(f"topic {self.runs_topic}: configs not updated on {self.config.destination.alias} "
-                     f"({first_line(exc)}); it keeps a record for every run ever made until they are set")
+            self.log(f"topic {topic}: configs not updated on {cluster} ({first_line(exc)}); {until}")
             return
         if changed:
             shown = ", ".join(f"{k}={v}" for k, v in sorted(changed.items()))
-            self.log(f"topic {self.runs_topic}: configs updated on {self.config.destination.alias} ({shown})")
+            self.log(f"topic {topic}: configs updated on {cluster} ({shown})")
 
     def _streams_groups(self) -> list[str]:
         """The source's Kafka Streams groups where the poller's reader does not list them (the

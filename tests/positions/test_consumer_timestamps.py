@@ -1,4 +1,6 @@
-"""`__consumer_timestamps` records as written, and the timestamps of the records positions point at.
+"""`__consumer_timestamps` records as written, the topic as the flow makes it (compacted, its
+segments rolled often enough for compaction to keep it near a record per position), and the
+timestamps of the records positions point at.
 
 (The topic is read only by the translate query, through the JVM: tests/test_contracts.py and
 tests/positions/test_position_records.py.)"""
@@ -11,8 +13,17 @@ from contextlib import contextmanager
 import pytest
 
 from dr_stream.core.config import ClusterConfig
-from dr_stream.positions.consumer_timestamps import UNKNOWN_TIMESTAMP, GroupCommit, RecordTimestamps, read_spans
-from tests.kafka_tools import create_topic, delete_topics, produce, unique
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
+from dr_stream.positions.consumer_timestamps import (
+    CONFIGS,
+    UNKNOWN_TIMESTAMP,
+    GroupCommit,
+    RecordTimestamps,
+    ensure_topic,
+    read_spans,
+    settle_topic,
+)
+from tests.kafka_tools import admin, create_topic, delete_topics, produce, topic_config, unique
 
 
 def test_a_commit_is_written_in_the_topic_s_key_and_value_format():
@@ -66,3 +77,14 @@ def test_record_timestamps_are_read_for_many_partitions_at_once_and_again_at_lat
         # the partitions read last time are read again (a look-up must not leave them paused)
         assert stamps.of_records({(topic, 0): 5, (topic, 1): 9}) == {(topic, 0): 1_000_010, (topic, 1): 1_000_019}
         assert stamps.of_records({(topic, 0): 10}, timeout=1.0) == {}  # past the log end: left out
+
+
+@pytest.mark.integration
+def test_the_topic_rolls_its_segments_every_few_minutes_so_compaction_can_take_them(dc1):
+    ensure_topic(admin(dc1.bootstrap))
+    settle_topic(admin(dc1.bootstrap))  # made by an older release in an earlier test run: given them now
+
+    found = topic_config(dc1.bootstrap, CONSUMER_TIMESTAMPS_TOPIC)
+
+    assert {k: found.get(k) for k in CONFIGS} == CONFIGS and int(found["segment.ms"]) <= 10 * 60 * 1000
+    assert settle_topic(admin(dc1.bootstrap)) == {}
