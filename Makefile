@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak down clean
+.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak aging down clean
 
 setup: $(STAMP) jars
 
@@ -116,6 +116,12 @@ bench-scale: setup
 # at each interval, and every record checked copied once; bench/results/soak/. SOAK_ARGS="--minutes 20".
 soak: setup
 	$(PY) -m bench.soak $(SOAK_ARGS)
+
+# A real flow aged to day 1, 7 and 30 in compressed time (a day a minute, 7 days' retention):
+# failover with the source gone, status, drill, start-up, peak RSS and state on disk at each age;
+# bench/results/aging/flow-*. AGING_ARGS="--day-seconds 20" for a quick look.
+aging: setup
+	$(PY) -m bench.aging $(AGING_ARGS)
 
 down:
 	-$(VENV)/bin/dr-stream dev down

@@ -176,7 +176,7 @@ class Writer:
         self.txn.close()
 
 
-def _log_ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
+def log_ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
@@ -186,36 +186,41 @@ def _log_ends(bootstrap: str, topics: list[str]) -> dict[tuple[str, int], int]:
     return {(tp.topic, tp.partition): f.result(timeout=60).offset for tp, f in futures.items()}
 
 
-def _commit_at_ends(bootstrap: str, load: Load) -> None:
-    ends = _log_ends(bootstrap, load.topics)
+def commit_at_ends(bootstrap: str, load: Load) -> None:
+    ends = log_ends(bootstrap, load.topics)
     positions: Positions = {g: {(t, p): ends[(t, p)] for p in range(PER_TOPIC)} for g, t in load.groups_of().items()}
     commit_positions(bootstrap, positions, timeout_s=60)
 
 
-def _on_disk(path: Path) -> tuple[int, int]:
+def on_disk(path: Path) -> tuple[int, int]:
     """Bytes allocated (a broker's index files are sparse, preallocated to 10 MiB) and files."""
     files = [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
     return sum(p.stat().st_blocks * 512 for p in files), len(files)
 
 
-def _state(work: Path, source: LocalCluster, target: LocalCluster) -> dict[str, tuple[int, int]]:
-    state = {piece.name: _on_disk(piece) for piece in sorted((work / "state").iterdir()) if piece.is_dir()} \
+def state_on_disk(work: Path, source: LocalCluster, target: LocalCluster) -> dict[str, tuple[int, int]]:
+    """(bytes, files) of each table and of the checkpoints, and of each topic the flow keeps on
+    the destination and `__consumer_timestamps` on the source."""
+    state = {piece.name: on_disk(piece) for piece in sorted((work / "state").iterdir()) if piece.is_dir()} \
         if (work / "state").exists() else {}
     for cluster, prefix in ((target, "__dr_stream"), (source, "__consumer_timestamps")):
-        dirs = [d for d in (cluster.home / "data").iterdir() if d.name.startswith(prefix)]
-        sizes = [_on_disk(d) for d in dirs]
-        state[f"{prefix} ({cluster.alias})"] = (sum(b for b, _ in sizes), sum(f for _, f in sizes))
+        for d in sorted((cluster.home / "data").iterdir()):
+            if d.name.startswith(prefix):
+                name = f"{d.name.rsplit('-', 1)[0]} ({cluster.alias})"
+                size, files = state.get(name, (0, 0))
+                found = on_disk(d)
+                state[name] = (size + found[0], files + found[1])
     return state
 
 
-def _failover(work: Path, target: LocalCluster) -> tuple[float | None, int]:
-    """`failover --dry-run` of every group with the source gone (its address a closed port):
-    seconds, groups it would move."""
-    env = {**os.environ, **_flow_env(work, "127.0.0.1:1", target)}
+def failover_dry_run(work: Path, target: LocalCluster, group: str | None = None) -> tuple[float | None, int]:
+    """`failover --dry-run` of every group (or those `group` matches) with the source gone (its
+    address a closed port): seconds, groups it would move."""
+    env = {**os.environ, **flow_env(work, "127.0.0.1:1", target)}
     began = time.monotonic()
     done = subprocess.run([str(project_root() / ".venv" / "bin" / "dr-stream"), "failover", "--config",
-                           str(HERE / "flow.yaml"), "--dry-run", "--json"], capture_output=True, text=True,
-                          cwd=project_root(), env=env, timeout=600)
+                           str(HERE / "flow.yaml"), "--dry-run", "--json", *(["--group", group] if group else [])],
+                          capture_output=True, text=True, cwd=project_root(), env=env, timeout=600)
     seconds = time.monotonic() - began
     try:
         plan = json.loads(done.stdout)
@@ -234,11 +239,11 @@ def _failover_read(work: Path) -> float | None:
     return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
 
 
-def _values(bootstrap: str, topics: list[str]) -> list[bytes]:
+def values(bootstrap: str, topics: list[str]) -> list[bytes]:
     """Every committed record's value on the cluster's copies of `topics`."""
     from confluent_kafka import TopicPartition
 
-    ends = _log_ends(bootstrap, topics)
+    ends = log_ends(bootstrap, topics)
     consumer = clients.consumer(bench_cluster(bootstrap), "soak-check",
                                 {"isolation.level": "read_committed", "enable.partition.eof": True})
     out: list[bytes] = []
@@ -259,18 +264,18 @@ def _values(bootstrap: str, topics: list[str]) -> list[bytes]:
     return out
 
 
-def _flow_env(work: Path, source: str, target: LocalCluster) -> dict[str, str]:
+def flow_env(work: Path, source: str, target: LocalCluster) -> dict[str, str]:
     return {"BENCH_SOURCE": source, "BENCH_TARGET": target.bootstrap, "BENCH_WORK": str(work / "state"),
             "BENCH_TOPICS": r"sc\..*", "BENCH_TRIGGER": "1s", "BENCH_MAX_TRIGGER": "30s", "BENCH_MODE": "microbatch",
             "DR_STREAM_MASTER": "local[2]", "DR_STREAM_DRIVER_MEMORY": "2g"}
 
 
-def _await_copied(bootstrap: str, topics: list[str], log: Log, quiet_s: float = 30, limit_s: float = 300) -> None:
+def await_copied(bootstrap: str, topics: list[str], log: Log, quiet_s: float = 30, limit_s: float = 300) -> None:
     """Until the destination's copies stop growing for `quiet_s`: the source's log ends are no
     measure of what must arrive, its commit markers take offsets that are never copied."""
     began, ends, since = time.monotonic(), -1, time.monotonic()
     while time.monotonic() - since < quiet_s:
-        now = sum(_log_ends(bootstrap, topics).values())
+        now = sum(log_ends(bootstrap, topics).values())
         if now != ends:
             ends, since = now, time.monotonic()
         if time.monotonic() - began > limit_s:
@@ -279,8 +284,8 @@ def _await_copied(bootstrap: str, topics: list[str], log: Log, quiet_s: float = 
         time.sleep(5)
 
 
-def _dr_stream(work: Path, source: LocalCluster, target: LocalCluster, log_file: Path) -> Replicator:
-    env = _flow_env(work, source.bootstrap, target)
+def dr_stream(work: Path, source: LocalCluster, target: LocalCluster, log_file: Path) -> Replicator:
+    env = flow_env(work, source.bootstrap, target)
     python = project_root() / ".venv" / "bin" / "python"
     return Replicator("dr-stream", [str(python), "-m", "dr_stream.cli", "run", "--config", str(HERE / "flow.yaml")],
                       env, log_file)
@@ -294,7 +299,7 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
     with bench_clusters("soak", when, PORTS) as (source, target, work, logs):
         create_topics(source.bootstrap, {t: PER_TOPIC for t in load.topics})
         writer = Writer(source.bootstrap, load, log)
-        flow = _dr_stream(work, source, target, logs / "flow.log")
+        flow = dr_stream(work, source, target, logs / "flow.log")
         threads = [threading.Thread(target=writer.run, name="soak-writer", daemon=True)]
         flow.start()
         began = time.monotonic()
@@ -310,7 +315,7 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
                 if now >= next_commit:
                     next_commit = now + COMMIT_EVERY_S
                     try:
-                        _commit_at_ends(source.bootstrap, load)
+                        commit_at_ends(source.bootstrap, load)
                     except Exception as exc:  # the source restarting: the next commit is 5 s away
                         log(f"  groups: not committed this time ({str(exc).splitlines()[0][:120]})")
                 # measured before a restart due at the same moment: a failover read of a broker coming
@@ -320,13 +325,13 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
                     cost = flow.cost
                     assert cost is not None  # started
                     cost.sample()
-                    copied = sum(_log_ends(target.bootstrap, load.topics).values())
+                    copied = sum(log_ends(target.bootstrap, load.topics).values())
                     cpu = cost.cpu_seconds
                     step = Interval((now - began) / 60, cost.rss / 2**20, cpu, copied,
                                     (cpu - cpu_before) * 1000 / ((copied - copied_before) / 1000)
                                     if copied > copied_before else None,
-                                    _state(work, source, target), _failover_read(work),
-                                    *_failover(work, target), len(result.restarts))
+                                    state_on_disk(work, source, target), _failover_read(work),
+                                    *failover_dry_run(work, target), len(result.restarts))
                     copied_before, cpu_before = copied, cpu
                     result.intervals.append(step)
                     total = sum(b for b, _ in step.state.values()) / 2**20
@@ -346,9 +351,9 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
             for t in threads:
                 t.join(120)
             result.written, result.not_written = writer.written, writer.not_written
-            _await_copied(target.bootstrap, load.topics, log)
-            on_source = _values(source.bootstrap, load.topics)
-            on_destination = _values(target.bootstrap, load.topics)
+            await_copied(target.bootstrap, load.topics, log)
+            on_source = values(source.bootstrap, load.topics)
+            on_destination = values(target.bootstrap, load.topics)
             result.source_records, result.destination_records = len(on_source), len(on_destination)
             seen = set(on_destination)
             result.missing = len(set(on_source) - seen)
