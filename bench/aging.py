@@ -49,7 +49,7 @@ from bench.soak import (
     Load,
     Log,
     Writer,
-    commit_at_ends,
+    commit_when_due,
     dr_stream,
     failover_dry_run,
     flow_env,
@@ -122,7 +122,8 @@ def _timed(work: Path, target: LocalCluster, source: str, *args: str) -> tuple[f
 
 
 def _start_up(flow: Replicator, target: LocalCluster, topics: list[str], limit_s: float = 300) -> float | None:
-    """The flow stopped and started again: seconds from its start until the destination grows."""
+    """The flow stopped and started again: seconds from its start until its copies of `topics`
+    (none the local writer writes to) grow."""
     flow.stop()
     before = sum(log_ends(target.bootstrap, topics).values())
     flow.start()
@@ -136,7 +137,7 @@ def _start_up(flow: Replicator, target: LocalCluster, topics: list[str], limit_s
 
 
 def _measure(day: float, flow: Replicator, work: Path, source: LocalCluster, target: LocalCluster,
-             load: Load, log: Log) -> Age:
+             copied_only: list[str], log: Log) -> Age:
     cost = flow.cost
     assert cost is not None  # started
     cost.sample()
@@ -146,7 +147,7 @@ def _measure(day: float, flow: Replicator, work: Path, source: LocalCluster, tar
     every, groups = failover_dry_run(work, target)
     status_s, status_rc = _timed(work, target, source.bootstrap, "status")
     drill_s, drill_rc = _timed(work, target, source.bootstrap, "drill")
-    start_up = _start_up(flow, target, load.topics)
+    start_up = _start_up(flow, target, copied_only)
     age = Age(day, one, every, groups, status_s, status_rc, drill_s, drill_rc, start_up, peak, state)
     log(f"  day {day:.1f}: failover (source gone) {one or 0:.1f} s for 1 group, {every or 0:.1f} s for {groups}; "
         f"status {status_s:.1f} s; drill {drill_s:.1f} s (exit {drill_rc}); start-up to the first copy "
@@ -181,16 +182,12 @@ def age(load: Load, day_s: float, days: list[float], log: Log) -> Aging:
             while pending:
                 flow.check_alive()
                 now = time.monotonic()
-                if now >= next_commit:
-                    next_commit = now + COMMIT_EVERY_S
-                    try:
-                        commit_at_ends(source.bootstrap, load)
-                    except Exception as exc:  # a broker busy: the next commit is 5 s away
-                        log(f"  groups: not committed this time ({str(exc).splitlines()[0][:120]})")
+                next_commit = commit_when_due(next_commit, now, source.bootstrap, load, log)
                 day = (now - began) / day_s
                 if day >= pending[0]:
                     pending.pop(0)
-                    result.ages.append(_measure(day, flow, work, source, target, load, log))
+                    result.ages.append(_measure(day, flow, work, source, target,
+                                                [t for t in load.topics if t not in local.topics], log))
                 time.sleep(0.5)
         finally:
             writer.stop.set()

@@ -192,6 +192,17 @@ def commit_at_ends(bootstrap: str, load: Load) -> None:
     commit_positions(bootstrap, positions, timeout_s=60)
 
 
+def commit_when_due(next_commit: float, now: float, bootstrap: str, load: Load, log: Log) -> float:
+    """Every group committed at its topic's log end once `next_commit` has come; the next one's time."""
+    if now < next_commit:
+        return next_commit
+    try:
+        commit_at_ends(bootstrap, load)
+    except Exception as exc:  # a broker restarting or busy: the next commit is 5 s away
+        log(f"  groups: not committed this time ({str(exc).splitlines()[0][:120]})")
+    return now + COMMIT_EVERY_S
+
+
 def on_disk(path: Path) -> tuple[int, int]:
     """Bytes allocated (a broker's index files are sparse, preallocated to 10 MiB) and files."""
     files = [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
@@ -312,12 +323,7 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
             while time.monotonic() - began < minutes * 60:
                 flow.check_alive()
                 now = time.monotonic()
-                if now >= next_commit:
-                    next_commit = now + COMMIT_EVERY_S
-                    try:
-                        commit_at_ends(source.bootstrap, load)
-                    except Exception as exc:  # the source restarting: the next commit is 5 s away
-                        log(f"  groups: not committed this time ({str(exc).splitlines()[0][:120]})")
+                next_commit = commit_when_due(next_commit, now, source.bootstrap, load, log)
                 # measured before a restart due at the same moment: a failover read of a broker coming
                 # back measures the restart
                 if now >= next_sample:
