@@ -17,7 +17,7 @@ def feed(log_start: int = 0, merge_after_rows: int = 10) -> tuple[IndexFeed, lis
     f = IndexFeed(spark=None, index=None, destination=ClusterConfig("dc2", "127.0.0.1:1"), runs_topic="r",
                   source_cluster_id="src", header="__replicator_id", renamer=TopicRenamer(),
                   dest_bounds=lambda: {("t", 0): (log_start, 10_000)}, merge_after_rows=merge_after_rows)
-    f._keep_table = upkeeps.append  # the Spark part is tested on real tables
+    f._keep_table = lambda bounds, floors: upkeeps.append(bounds)  # the Spark part is tested on real tables
     return f, upkeeps
 
 
