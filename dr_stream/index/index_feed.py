@@ -375,13 +375,7 @@ class IndexFeed:
         to be merged; otherwise only the look, from memory and one request for log starts."""
         self._last_maintenance = time.monotonic()
         bounds = self.dest_bounds()
-        self._forget_gone()
-        if self._forget_deleted(bounds):
-            self._deleted_unkept = True
-        floors = self._floors()
-        self._span(floors)
-        if self.trim is not None:
-            self.trim.trim()
+        floors = self._keep_memory(bounds)
         with self._lock:
             known = len(self.store)
         if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
@@ -391,13 +385,20 @@ class IndexFeed:
         """The upkeep now, due or not: drops runs whose records retention removed, joins spans,
         trims the runs topic and merges rows of one run."""
         bounds = self.dest_bounds()
+        self._keep_table(bounds, self._keep_memory(bounds))
+
+    def _keep_memory(self, bounds: dict[Partition, tuple[int, int]]) -> dict[Partition, int]:
+        """The upkeep's part outside the table, due or not: the store forgets deleted topics and
+        runs, joins spans below the floors, and the runs topic is trimmed; returns the floors,
+        which the table's rewrite takes too."""
         self._forget_gone()
-        self._forget_deleted(bounds)
+        if self._forget_deleted(bounds):
+            self._deleted_unkept = True
         floors = self._floors()
         self._span(floors)
         if self.trim is not None:
             self.trim.trim()
-        self._keep_table(bounds, floors)
+        return floors
 
     def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
         """The store forgets runs below each destination partition's log start; True if any."""
