@@ -45,6 +45,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print("\nmake unit started Spark's JVM: the test that did must be marked integration")
 
 
+# The session's Spark, once a test asked for it: the module guard below looks at its queries.
+_SPARK: list = []
+
+
 @pytest.fixture(scope="session")
 def spark():
     from dr_stream.runtime.session import spark_session
@@ -52,8 +56,25 @@ def spark():
     # 4 slots: real-time mode flows need one per source partition plus one (test_realtime_mode.py).
     session = spark_session("dr-stream-tests", master="local[4]")
     session.sparkContext.setLogLevel("ERROR")
+    _SPARK.append(session)
     yield session
+    _SPARK.clear()
     session.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_query_outlives_its_module(request) -> Iterator[None]:
+    """A module whose flows leave a streaming query running fails here, and the query is stopped:
+    query names are unique in the one session, so a later flow of the same name could not start
+    its own (a translate query left by one module once kept another's from ever running)."""
+    yield
+    if not _SPARK:
+        return
+    left = [(q.name, q.runId, q.isActive) for q in _SPARK[0].streams.active]
+    for query in _SPARK[0].streams.active:
+        query.stop()
+    if left:
+        pytest.fail(f"{request.node.nodeid} left streaming queries running: {left}")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,9 @@ supervisor waits for it a bounded time, and past that asks Spark which queries r
 
 Invariants: `done` is true once the start returned or raised; `result` gives its query or raises
 its exception, and is only asked once `done`; the thread is a daemon, so a start that never
-returns never keeps the process alive.
+returns never keeps the process alive. A start `cancel`led before it returned stops its query
+as soon as it does: a flow that stopped meanwhile would otherwise leave that query running in
+the session, and its name taken from every later flow of the same name.
 """
 
 from __future__ import annotations
@@ -31,17 +33,30 @@ class QueryStart:
         self._query: StreamingQuery | None = None
         self._error: BaseException | None = None
         self._done = threading.Event()
+        self._cancelled = False
+        self._lock = threading.Lock()
         # Spark's local properties (the scheduler pool among them) follow the start onto its thread.
         self._thread = InheritableThread(target=self._run, name=f"start {name}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
-            self._query = self._start()
+            query = self._start()
+            with self._lock:
+                self._query, cancelled = query, self._cancelled
+            if cancelled:
+                query.stop()
         except BaseException as exc:  # handed to whoever asks for the result
             self._error = exc
         finally:
             self._done.set()
+
+    def cancel(self) -> StreamingQuery | None:
+        """No one will supervise what this start brings: its query, if the start returned
+        already (the caller stops it), else None, and the start stops its query when it returns."""
+        with self._lock:
+            self._cancelled = True
+            return self._query
 
     def wait(self, timeout_s: float) -> bool:
         """Whether the start has returned (or raised), waiting up to `timeout_s` for it."""

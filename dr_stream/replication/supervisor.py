@@ -55,6 +55,11 @@ def spark_running(spark) -> bool:
         return False
 
 
+def name_taken(error: BaseException) -> bool:
+    """Whether a query's start failed because the session runs another query of that name."""
+    return "with that name is already active" in str(error)
+
+
 def _error_line(error) -> str:
     """The first line of a query's error: what failed, without the JVM's stack."""
     return first_line(error) if error and str(error).strip() else "query stopped"
@@ -177,6 +182,16 @@ class _Supervisor:
                 raise
             except Exception as exc:
                 part.starting = None
+                stale = active_query(self.flow.spark, part.name) if name_taken(exc) else None
+                if stale is not None:
+                    # Names are unique per flow: a query of this name that is not the one
+                    # supervised is an earlier start's, which no one supervises any more.
+                    self.flow.log(f"{part.name} could not start: an earlier run of it (run {stale.runId}) still "
+                                  "runs in this Spark session, unsupervised; it is stopped between batches and "
+                                  "the query started again")
+                    self._stop_between_batches(stale)
+                    part.restart_at = now
+                    return
                 self._retry(part, now, f"{part.name} could not start: {first_line(exc)}")
                 return
         else:
@@ -215,9 +230,22 @@ class _Supervisor:
         (`StopBetweenBatches`); the stop here then waits for that one to end, where skipping it
         let the flow stop Spark under the batch (its write aborted, the hook's wait failed)."""
         for part in self.parts:
-            query = active_query(self.flow.spark, part.name) if part.starting is not None else part.query
-            if query is not None:
-                self._stop_between_batches(query, grace_s)
+            try:
+                self._stop_part(part, grace_s)
+            except Exception as exc:  # the others are stopped all the same
+                self.flow.log(f"{part.name}: its stop between batches failed ({first_line(exc)}); it is stopped "
+                              "where it is")
+            left = active_query(self.flow.spark, part.name)
+            if left is not None:  # a stop that failed leaves the query running, its name taken
+                left.stop()
+
+    def _stop_part(self, part: _Supervised, grace_s: float) -> None:
+        query = part.query
+        if part.starting is not None:
+            # a start that has not returned stops its query when it does; Spark may run it already
+            query = part.starting.cancel() or active_query(self.flow.spark, part.name)
+        if query is not None:
+            self._stop_between_batches(query, grace_s)
 
     def _stop_between_batches(self, query: StreamingQuery, grace_s: float = STOP_GRACE_S) -> None:
         _stop_class(self.flow.spark).stop(query._jsq, _grace_ms(self.flow, grace_s), *_line_style(self.flow))

@@ -21,6 +21,7 @@ from dr_stream.background import Background
 from dr_stream.log_format import JsonFormatter
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.flow_metrics import FlowMetrics
+from dr_stream.replication.query_start import QueryStart
 from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, run_until_stopped, spark_running
 from dr_stream.runtime.paths import project_root
 from tests.flows import flow_config, one_topic_flow_file, running_flow
@@ -210,3 +211,84 @@ def test_a_start_that_does_not_return_is_not_waited_for_and_the_query_spark_runs
     assert "_start_query" in said, said  # where the start waits: inside the flow's own start
     copied = consume_all(dc2.bootstrap, topic)
     assert sorted(provenance(r)[-1]["offset"] for r in copied) == list(range(100))
+
+
+class _Stoppable:
+    def __init__(self, name: str = "q") -> None:
+        self.name, self.runId, self.stopped = name, f"run-{name}", 0
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_a_start_cancelled_before_it_returns_stops_its_query_when_it_does():
+    query, release = _Stoppable(), threading.Event()
+
+    def start() -> _Stoppable:
+        release.wait(30)
+        return query
+
+    begun = QueryStart("translate-f", start)
+    assert begun.cancel() is None  # not returned yet: nothing for the caller to stop
+    release.set()
+    assert begun.wait(30) and query.stopped == 1
+
+
+def test_a_start_cancelled_after_it_returned_hands_its_query_to_the_caller():
+    query = _Stoppable()
+    begun = QueryStart("translate-f", lambda: query)
+    assert begun.wait(30)
+    assert begun.cancel() is query and query.stopped == 0
+
+
+def test_a_part_whose_stop_fails_is_stopped_where_it_is_and_the_other_parts_still_stop():
+    lines: list[str] = []
+    running = {"replicate-f": _Stoppable("replicate-f"), "translate-f": _Stoppable("translate-f")}
+    spark = SimpleNamespace(streams=SimpleNamespace(active=[]))
+    flow = SimpleNamespace(metrics=FlowMetrics("f", "replicate-f"), log=lines.append, spark=spark)
+    parts = [_Supervised(name, lambda: None, query=q, restart_at=None) for name, q in running.items()]
+    supervisor = _Supervisor(flow, max_backoff_s=30, parts=parts)
+    between: list[str] = []
+
+    def stop_between_batches(query, grace_s=0.0) -> None:
+        if query.name == "replicate-f":
+            spark.streams.active = [query]  # still running: the stop did not reach it
+            raise RuntimeError("py4j: the call was refused")
+        between.append(query.name)
+
+    supervisor._stop_between_batches = stop_between_batches  # type: ignore[method-assign]
+    supervisor.stop()
+    assert between == ["translate-f"]
+    assert running["replicate-f"].stopped == 1  # stopped at once, not left running under its name
+    assert lines == ["replicate-f: its stop between batches failed (py4j: the call was refused); it is stopped "
+                     "where it is"]
+
+
+@pytest.mark.integration
+def test_a_query_left_running_under_the_flows_name_is_stopped_and_the_flow_starts_its_own(spark, dc1, dc2, topics,
+                                                                                           tmp_path):
+    """An earlier start that no one supervises any more (its flow stopped before the start
+    returned) once kept a translate query of the flow's name running, so every later flow of that
+    name failed to start its own, retrying each second, and translated only what its poller handed
+    over."""
+    topic = unique("orphan.")
+    topics.append(topic)
+    create_topic(dc1.bootstrap, topic, 1)
+    config = flow_config(dc1, dc2, tmp_path, name="orphan", topics={"include": [topic.replace(".", "\\.")]})
+    left = (spark.readStream.format("rate").option("rowsPerSecond", 1).load().writeStream
+            .queryName(config.translate_query).format("noop")
+            .option("checkpointLocation", str(tmp_path / "left")).start())
+    lines: list[str] = []
+    try:
+        with running_flow(spark, config, log=lines.append):
+            def own() -> bool:
+                found = next((q for q in spark.streams.active if q.name == config.translate_query), None)
+                return found is not None and found.runId != left.runId
+
+            assert wait_until(own, 60), lines
+            assert not left.isActive
+            said = [line for line in lines if "an earlier run of it" in line]
+            assert said and said[0].startswith(f"{config.translate_query} could not start: an earlier run of it "
+                                               f"(run {left.runId}) still runs"), lines
+    finally:
+        left.stop()
