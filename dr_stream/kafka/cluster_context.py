@@ -6,8 +6,9 @@ group-offsets face (`group_offsets.consumer_groups.ConsumerGroupOffsets`, on tha
 record reader (a consumer that never joins a group, lent to each look-up in turn). The parts take
 them from the context instead of building their own, so a command opens at most one client of
 each kind per cluster, and a cluster's id is asked once however many parts need it. The one
-exception is a commit: librdkafka commits a group's offsets only through a consumer of that
-group, so a command that moves groups opens one such consumer per group it commits.
+exception is a group's offsets: librdkafka reads and commits them only through a consumer of
+that group, so a command opens one such consumer per group of a small round; a round of many
+groups goes to the group-offsets face's one helper JVM instead (`consumer_groups.BATCHED_FROM`).
 
 Invariants: constructing a context connects to nothing; each client is built at first use and
 at most once; `close` closes the clients the context opened (never one a part was handed by

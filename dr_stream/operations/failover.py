@@ -68,8 +68,9 @@ class SourcePositions:
 
 def _live_positions(config: FlowConfig, clusters: FlowClusters, source_id: str, group_pattern: str,
                     forward_except: str | None, streams: StreamsGroupStates | None) -> SourcePositions:
-    commits = current_commits(config.source, clusters.source.admin, config.group_filter, config.topic_filter,
-                              group_pattern, forward_except, sorted(streams.listed()) if streams else ())
+    commits = current_commits(clusters.source.group_offsets, clusters.source.admin, config.group_filter,
+                              config.topic_filter, group_pattern, forward_except,
+                              sorted(streams.listed()) if streams else ())
     timestamps = RecordTimestamps(config.source, clusters.source.reader())
     try:
         commits = stamped(commits, timestamps)
@@ -102,11 +103,13 @@ def source_positions(config: FlowConfig, tables: FlowTables, clusters: FlowClust
 
 def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
                         log: Callable[[str], None] = print, helper: Kafka4Groups | None = None,
-                        clusters: FlowClusters | None = None) -> Positions:
+                        clusters: FlowClusters | None = None,
+                        found_groups: Callable[[int], None] = lambda groups: None) -> Positions:
     """Each selected group's position on the source, translated. With `offsets.streams_groups`,
     the source's Streams groups are listed through `helper` (one of its own when None). The
     clusters' contexts are the command's (each cluster's id asked once, one admin client each),
-    or the call's own."""
+    or the call's own. `found_groups` hears how many groups have positions, before they are
+    translated (a failover readies the destination's group client meanwhile)."""
     own_clusters = clusters is None
     clusters = clusters or FlowClusters.of(config)
     own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
@@ -115,6 +118,7 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         groups = helper or own
         streams = StreamsGroupStates(groups, config.source) if groups else None
         found = source_positions(config, tables, clusters, group_pattern, streams)
+        found_groups(len({c.group for c in found.commits}))
         returned = None
         if found.live and maps_back(config):
             returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
@@ -166,7 +170,8 @@ def _failover(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, gr
     # is moved, and skipped while it runs on the destination, like a consumer group.
     helper = Kafka4Groups([config.source, config.destination]) if config.offsets.streams_groups else None
     try:
-        positions = translate_positions(config, tables, group_pattern, log, helper, clusters)
+        positions = translate_positions(config, tables, group_pattern, log, helper, clusters,
+                                        found_groups=clusters.destination.group_offsets.expect)
         translations = [p.translation for p in positions.rows]
         sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster,
                          offsets=clusters.destination.group_offsets,

@@ -49,8 +49,9 @@ def source_commits(config: FlowConfig, clusters: FlowClusters) -> dict[tuple[str
     (with `provenance.forward`, also those dr-stream synced there from elsewhere)."""
     forward_except = clusters.destination.reachable_id() if config.provenance.forward else None
     return {(c.group, c.topic, c.partition): c.offset for c in
-            current_commits(config.source, clusters.source.admin, config.group_filter, config.topic_filter,
-                            forward_except=forward_except, more_groups=streams_groups_on(config))}
+            current_commits(clusters.source.group_offsets, clusters.source.admin, config.group_filter,
+                            config.topic_filter, forward_except=forward_except,
+                            more_groups=streams_groups_on(config))}
 
 
 def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, source_up: bool = True,

@@ -102,7 +102,8 @@ class GroupSync:
     One path for every caller: states, then the offsets of the inactive groups, then `decide`,
     then the commits, each a round over all groups. A flow's round goes through the Java client
     in its JVM (`batched`: one request per coordinator, `kafka/group_offsets`); a command's
-    through librdkafka (`kafka/group_offsets/consumer_groups.ConsumerGroupOffsets`: a consumer per group)."""
+    through librdkafka (`kafka/group_offsets/consumer_groups.ConsumerGroupOffsets`: a consumer per group,
+    or for many groups the Kafka 4 helper's batched Java client)."""
 
     def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
                  batched: bool = False, origin: str | None = None, offsets: GroupOffsetsClient | None = None,

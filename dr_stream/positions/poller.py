@@ -56,35 +56,33 @@ from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamp
 from dr_stream.positions.gone_positions import SourceGroups
 
 
-def group_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+def group_commits(offsets: ConsumerGroupOffsets, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
                   group_pattern: str | None = None, forward_except: str | None = None,
                   more_groups: Iterable[str] = ()) -> dict[str, list[GroupCommit] | Exception]:
     """Each selected group's committed positions on the replicated topics that the flow takes
     (`Committed.taken_by`: the consumers' own, and with `forward_except` those dr-stream synced
     from elsewhere; timestamps not looked up), or the error that kept them from being read: one
     group whose coordinator is moving does not hide the others. `more_groups`: groups the
-    consumer-group listing leaves out (Kafka Streams groups, `kafka4.streams_groups_on`)."""
+    consumer-group listing leaves out (Kafka Streams groups, `kafka4.streams_groups_on`).
+    `offsets` and `admin` are the source's (a command's `cluster_context`: a drill that asks
+    twice starts one helper for many groups, not two)."""
     selected = [g for g in sorted(set(list_groups(admin)) | set(more_groups))
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     if not selected:
         return {}
-    offsets = ConsumerGroupOffsets(cluster)
-    try:
-        fetched = offsets.committed(selected, matching_partitions(admin, topics))
-    finally:
-        offsets.close()
+    fetched = offsets.committed(selected, matching_partitions(admin, topics))
     return {group: found if isinstance(found, Exception) else
             [GroupCommit(group, topic, partition, committed.offset)
              for (topic, partition), committed in found.items() if committed.taken_by(forward_except)]
             for group, found in fetched.items()}
 
 
-def current_commits(cluster: ClusterConfig, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+def current_commits(offsets: ConsumerGroupOffsets, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
                     group_pattern: str | None = None, forward_except: str | None = None,
                     more_groups: Iterable[str] = ()) -> list[GroupCommit]:
     """`group_commits`, all of them or the first group's error (a command reports it and stops)."""
     out = []
-    for found in group_commits(cluster, admin, groups, topics, group_pattern, forward_except, more_groups).values():
+    for found in group_commits(offsets, admin, groups, topics, group_pattern, forward_except, more_groups).values():
         if isinstance(found, Exception):
             raise found
         out.extend(found)

@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,14 +189,16 @@ def build_kafka4_helper(pins: JvmPins) -> bool:
     source = project_root() / "jvm" / "kafka4"
     return _built(source, "dr-stream-kafka4", pins.kafka_broker, "jvm/kafka4/ (the share- and Streams-group helper)",
                   ["mvn", "-q", "-B", "-f", str(source / "pom.xml"), f"-Dkafka.version={pins.kafka_broker}",
-                   "package"])
+                   "package"], also=[project_root() / "jvm" / "src" / "main" / "java" / "io" / "drstream" / "kafka" /
+                                     "GroupOffsets.java"])
 
 
-def _built(source: Path, name: str, pinned: str, what: str, command: list[str]) -> bool:
-    """Builds the Maven project at `source` into the jar set `name` unless its sources and pins
-    are those of the last build (a stamp of their digest); False when up to date."""
+def _built(source: Path, name: str, pinned: str, what: str, command: list[str], also: Sequence[Path] = ()) -> bool:
+    """Builds the Maven project at `source` into the jar set `name` unless its sources (and the
+    files `also` it compiles from elsewhere) and pins are those of the last build (a stamp of
+    their digest); False when up to date."""
     digest = hashlib.sha256(pinned.encode())
-    for path in sorted([source / "pom.xml", *(source / "src").rglob("*.java")]):
+    for path in [*sorted([source / "pom.xml", *(source / "src").rglob("*.java")]), *also]:
         digest.update(path.read_bytes())
     dest = jar_dir(name)
     stamp = dest / _STAMP

@@ -159,3 +159,77 @@ def test_a_position_dr_stream_synced_is_passed_on_only_forward_and_never_back_wh
     assert [c.taken_by("DC1") for c in (own, from_dc1, unknown)] == [True, False, False]
     # a flow that does not forward (a mesh) takes only consumers' own commits
     assert [c.taken_by(None) for c in (own, from_dc1, unknown)] == [True, False, False]
+
+
+def _sasl_ssl(sec, pki):
+    from dr_stream.core.config import parse_flow
+    from tests.clusters import scram
+
+    return parse_flow({"source": {"alias": "gone", "bootstrap_servers": "127.0.0.1:1"},
+                       "destination": {"alias": "sec", "bootstrap_servers": sec.sasl_ssl_bootstrap,
+                                       "kafka": scram(pki)}}, "<test>").destination
+
+
+@pytest.mark.integration
+def test_a_command_s_round_of_many_groups_goes_through_one_batched_client_and_reads_as_a_consumer_each_would(
+        sec, pki):
+    """A consumer per group costs two TLS handshakes and a SCRAM exchange each on SASL_SSL, so a
+    round of many groups goes through the Kafka 4 helper's batched Java client; what it commits
+    and reads is what the consumers would have (the offsets, dr-stream's metadata)."""
+    from dr_stream.core.contracts import sync_metadata
+    from dr_stream.kafka.group_offsets.consumer_groups import BATCHED_FROM, ConsumerGroupOffsets, committed_offsets
+    from tests.kafka_tools import delete_groups
+
+    cluster = _sasl_ssl(sec, pki)
+    topic = unique("batched.")
+    create_topic(sec.bootstrap, topic, partitions=2)
+    groups = [unique("batched-") for _ in range(BATCHED_FROM)]
+    partitions = [(topic, 0), (topic, 1)]
+    offsets = ConsumerGroupOffsets(cluster)
+    try:
+        offsets.expect(len(groups))
+        wanted = {g: {(topic, 0): i, (topic, 1): i + 7} for i, g in enumerate(groups)}
+        metadata = sync_metadata("batched", "origin-cluster")
+        assert offsets.commit(wanted, metadata) == {}
+        helper = offsets._helper
+        assert helper is not None and helper._process is not None, "the round went through the helper"
+        read = offsets.committed(groups, partitions)
+        assert {g: {k: c.offset for k, c in found.items()} for g, found in read.items()} == wanted
+        # only the partitions asked, as a consumer reads them, though the Java client reads all
+        assert {g: set(f) for g, f in offsets.committed(groups, [(topic, 1)]).items()} == \
+            {g: {(topic, 1)} for g in groups}
+        assert all(c.metadata == metadata for found in read.values() for c in found.values())
+        # a consumer of the group reads the same text the batched client wrote, and vice versa
+        assert committed_offsets(cluster, groups[0], partitions) == read[groups[0]]
+        few = offsets.committed(groups[:2], partitions)  # below BATCHED_FROM: a consumer each
+        assert few == {g: read[g] for g in groups[:2]}
+    finally:
+        offsets.close()
+        delete_groups(sec.bootstrap, groups)
+        delete_topics(sec.bootstrap, [topic])
+    assert offsets._helper is None and helper._process is None, "close stops the helper's JVM"
+
+
+@pytest.mark.integration
+def test_where_the_helper_cannot_start_a_round_of_many_groups_goes_through_consumers_and_says_so_once(
+        dc1, monkeypatch, caplog):
+    from dr_stream.kafka.group_offsets.consumer_groups import BATCHED_FROM, ConsumerGroupOffsets
+    from tests.kafka_tools import delete_groups
+
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")  # a host without Java
+    topic = unique("nojdk.")
+    create_topic(dc1.bootstrap, topic, partitions=1)
+    groups = [unique("nojdk-") for _ in range(BATCHED_FROM)]
+    offsets = ConsumerGroupOffsets(dc1.config)
+    try:
+        with caplog.at_level("WARNING", logger="dr_stream.kafka.group_offsets.consumer_groups"):
+            assert offsets.commit({g: {(topic, 0): 3} for g in groups}, "app") == {}
+            read = offsets.committed(groups, [(topic, 0)])
+        assert {g: {k: c.offset for k, c in found.items()} for g, found in read.items()} == \
+            {g: {(topic, 0): 3} for g in groups}
+        said = [r.getMessage() for r in caplog.records if "Kafka 4 helper did not serve them" in r.getMessage()]
+        assert len(said) == 1 and said[0].startswith(f"dc1: {BATCHED_FROM} groups' offsets go through a consumer each"), said
+    finally:
+        offsets.close()
+        delete_groups(dc1.bootstrap, groups)
+        delete_topics(dc1.bootstrap, [topic])

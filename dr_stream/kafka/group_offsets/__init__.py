@@ -10,8 +10,10 @@ serves what, and why:
   same at 5 or 5,000 groups.
 * **librdkafka**, a consumer per group that never joins (`consumer_groups.ConsumerGroupOffsets`;
   also listing, states, deletion): the commands (`status`, `translate`, `failover`, `failback`,
-  `drill`, `reset-offsets`), which answer in about a second and start no JVM. A consumer, not the
-  admin API, which crashes the process when a coordinator moves (librdkafka issue 5040).
+  `drill`, `reset-offsets`), which answer in about a second and start no Spark. A consumer, not the
+  admin API, which crashes the process when a coordinator moves (librdkafka issue 5040). A
+  command's round of many groups (`consumer_groups.BATCHED_FROM`) goes to the Kafka 4 helper below,
+  which runs the flow's batched Java client (`kafka4.BatchedConsumerGroups`).
 * **Kafka 4's Java admin in a helper JVM** (`kafka4.ShareGroupOffsets`,
   `kafka4.StreamsGroupStates`; the helper is jvm/kafka4/): share groups (KIP-932) and Streams
   groups (KIP-1071). Only Kafka 4's client has their APIs, and Spark's classpath carries the 3.9

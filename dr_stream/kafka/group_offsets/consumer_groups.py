@@ -1,8 +1,8 @@
 """Consumer groups on one cluster: who they are, where they stand, whether they are running.
 
-`ConsumerGroupOffsets` is the JVM-free twin of `java_admin.GroupOffsets` (the flow's Java
+`ConsumerGroupOffsets` is the Spark-free twin of `java_admin.GroupOffsets` (the flow's Java
 client, batched per coordinator): the same calls with the same answers, for the commands, which
-must answer in about a second and start no JVM. Callers hold either one and take the same path.
+must answer in about a second and start no Spark. Callers hold either one and take the same path.
 
 A group's offsets are read and written through a consumer of that group, never the admin API:
 librdkafka's admin ListConsumerGroupOffsets (and its OffsetCommit twin) handle a NOT_COORDINATOR
@@ -12,6 +12,13 @@ comes whenever a coordinator moves: a fresh cluster loading `__consumer_offsets`
 restarting. Through a consumer the same answer is an ordinary retriable error, which the
 consumer (`retrying_clients`) asks again until the coordinator settles. The consumer never
 joins the group.
+
+A consumer per group is cheap for a few groups and dear for many: two connections each, and on
+a secured cluster their TLS handshakes and SCRAM exchanges (300 groups took 7-10 s and 7.5
+CPU-seconds on SASL_SSL here). A round of `BATCHED_FROM` groups or more goes to the Kafka 4 helper
+instead (`kafka4.BatchedConsumerGroups`: the flow's own batched Java client, a JVM that starts in
+well under a second and fetches all the groups a coordinator holds in one request); where the
+helper cannot run (no JDK on the host), the consumers serve it, and that is said once.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.failure_notes import first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.authorization import denied, not_authorized
 from dr_stream.kafka.clients import consuming
 from dr_stream.kafka.group_offsets.answers import Committed, Fetched, Partition, group_state
+from dr_stream.kafka.group_offsets.kafka4 import BatchedConsumerGroups, Kafka4Groups
 
 T = TypeVar("T")
 _ANSWER_GRACE_S = 2.0
@@ -207,6 +216,9 @@ def delete_group(admin: AdminClient, group: str, timeout: float = 15.0) -> bool:
 
 # Groups read or committed at once: each is a consumer of its own, mostly waiting on its coordinator.
 PARALLEL = 16
+# A round of this many groups or more goes through the Kafka 4 helper's batched Java client: a
+# consumer costs about 25 ms of CPU on SASL_SSL, the helper's start about a second.
+BATCHED_FROM = 32
 
 
 def _each(groups: list[str], call: Callable[[str], T]) -> dict[str, T]:
@@ -220,7 +232,9 @@ class ConsumerGroupOffsets:
     """Many groups' states and offsets through librdkafka: `GroupOffsets`' calls without a JVM.
 
     States come from one describe per coordinator; offsets from a consumer of each group,
-    `PARALLEL` groups at a time, for the partitions named (librdkafka reads no other way).
+    `PARALLEL` groups at a time, for the partitions named (librdkafka reads no other way), or,
+    for a round of `BATCHED_FROM` groups or more, from the Kafka 4 helper (`batched`), started at
+    the first such round or ahead of it (`expect`) and stopped at `close`.
     Invariant: like the Java client, a group whose read or commit failed maps to its error,
     never to "no offsets"."""
 
@@ -229,6 +243,29 @@ class ConsumerGroupOffsets:
         self.timeout_s = timeout_s
         # the cluster's admin client: its context's (`cluster_context`), or one of its own
         self._admins = admins if admins is not None else OwnAdmin(cluster)
+        self._helper: Kafka4Groups | None = None
+        # why the helper cannot serve this cluster, once a start failed: the consumers do
+        self._no_helper: str | None = None
+
+    def expect(self, groups: int) -> None:
+        """A round of `groups` groups is coming: the helper starts now if it will serve it."""
+        if groups >= BATCHED_FROM and self._no_helper is None:
+            self._helper_groups().groups.start_soon()
+
+    def _helper_groups(self) -> BatchedConsumerGroups:
+        if self._helper is None:
+            self._helper = Kafka4Groups([self.cluster], self.timeout_s)
+        return BatchedConsumerGroups(self._helper, self.cluster)
+
+    def _batched(self, groups: int) -> BatchedConsumerGroups | None:
+        return self._helper_groups() if groups >= BATCHED_FROM and self._no_helper is None else None
+
+    def _without_helper(self, exc: Exception, groups: int) -> None:
+        """The helper did not start or answer: this round and the next go through consumers."""
+        self._no_helper = str(exc)
+        logging.getLogger(__name__).warning(
+            f"{self.cluster.alias}: {groups} groups' offsets go through a consumer each, slower than one batched "
+            f"request: the Kafka 4 helper did not serve them ({first_line(exc)})")
 
     @property
     def admin(self) -> AdminClient:
@@ -253,6 +290,15 @@ class ConsumerGroupOffsets:
         if partitions is None:
             raise ValueError("librdkafka reads a group's committed offsets only for partitions it is given")
         wanted = sorted(set(partitions))
+        if (batched := self._batched(len(groups))) is not None:
+            try:
+                found = batched.committed(list(groups), wanted)
+            except Exception as exc:  # no JDK, no jar, or a helper that did not answer
+                self._without_helper(exc, len(groups))
+            else:  # the Java client reads every partition of a group: those asked, as librdkafka
+                asked = set(wanted)
+                return {g: f if isinstance(f, Exception) else {k: c for k, c in f.items() if k in asked}
+                        for g, f in found.items()}
 
         def one(group: str) -> Fetched:
             try:
@@ -264,6 +310,11 @@ class ConsumerGroupOffsets:
 
     def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:
         """Commits every group's offsets with `metadata`; the groups that failed, with why."""
+        if (batched := self._batched(len(offsets))) is not None:
+            try:
+                return batched.commit(offsets, metadata)
+            except Exception as exc:  # as in `committed`: the consumers commit them instead
+                self._without_helper(exc, len(offsets))
 
         def one(group: str) -> Exception | None:
             try:
@@ -275,6 +326,9 @@ class ConsumerGroupOffsets:
         return {g: exc for g, exc in _each(sorted(offsets), one).items() if exc is not None}
 
     def close(self) -> None:
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
         if isinstance(self._admins, OwnAdmin):
             self._admins.discard(None)
 

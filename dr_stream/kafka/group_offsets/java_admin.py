@@ -39,6 +39,22 @@ def _denied(message: str) -> bool:
     return "AuthorizationException" in message
 
 
+def refusals_named(cluster: ClusterConfig, found: dict[str, T], doing: str) -> dict[str, T]:
+    """Each group the authorizer refused DESCRIBE gets the one line naming cluster, group and grant."""
+    for group, result in found.items():
+        if isinstance(result, GroupOffsetsError) and _denied(str(result)):
+            found[group] = cast(T, not_authorized(cluster.alias, cluster.kafka, "DESCRIBE", f"GROUP {group}", doing))
+    return found
+
+
+def commit_failures(cluster: ClusterConfig, failed: Iterable[tuple[str, str]]) -> dict[str, Exception]:
+    """(group, the Java client's error) per group whose commit failed -> its error, a refusal by
+    the authorizer as the one line naming cluster, group and grant."""
+    return {group: (not_authorized(cluster.alias, cluster.kafka, "READ", f"GROUP {group}", "committing offsets to it")
+                    if _denied(message) else GroupOffsetsError(message))
+            for group, message in failed}
+
+
 class GroupOffsets:
     """A Java admin client for one cluster, built by `dr_stream.kafka.clients.group_offsets`."""
 
@@ -74,25 +90,15 @@ class GroupOffsets:
                                    "reading its committed offsets")
 
     def _refused_named(self, found: dict[str, T], doing: str) -> dict[str, T]:
-        """Each group the authorizer refused DESCRIBE gets the one line naming cluster, group and grant."""
-        for group, result in found.items():
-            if isinstance(result, GroupOffsetsError) and _denied(str(result)):
-                found[group] = cast(T, not_authorized(self.cluster.alias, self.cluster.kafka, "DESCRIBE",
-                                                      f"GROUP {group}", doing))
-        return found
+        return refusals_named(self.cluster, found, doing)
 
     def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:
         """Commits every group's offsets with `metadata`; the groups that failed, with why. The
         broker refuses a commit to a group with members, which is when dr-stream must not write."""
         if not offsets:
             return {}
-        failed: dict[str, Exception] = {}
-        for line in self._client.commit(commit_lines(offsets), metadata, self._timeout_ms).splitlines():
-            group, _, message = line.partition("\t")
-            failed[group] = (not_authorized(self.cluster.alias, self.cluster.kafka, "READ", f"GROUP {group}",
-                                            "committing offsets to it")
-                             if _denied(message) else GroupOffsetsError(message))
-        return failed
+        answer = self._client.commit(commit_lines(offsets), metadata, self._timeout_ms)
+        return commit_failures(self.cluster, (line.partition("\t")[::2] for line in answer.splitlines()))
 
     def close(self) -> None:
         self._client.close()

@@ -9,7 +9,10 @@ helper does not answer in time stops it; the next request starts a new one.
 
 `ShareGroupOffsets` puts one cluster's share groups behind the calls `group_sync.GroupSync` makes
 of consumer groups (`states`, `committed`, `commit`), so both kinds follow one sync rule;
-`StreamsGroupStates` tells the states of its Kafka Streams groups.
+`StreamsGroupStates` tells the states of its Kafka Streams groups. `BatchedConsumerGroups` reads
+and commits many consumer groups' offsets in a few requests for the commands, which have no
+Spark JVM to do it (`consumer_groups.ConsumerGroupOffsets` sends them here past `BATCHED_FROM`
+groups).
 
 Invariant: constructing either class starts nothing.
 """
@@ -29,6 +32,7 @@ from urllib.parse import quote, unquote
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.kafka.group_offsets.answers import Fetched, GroupOffsetsError, Partition, committed_of, states_of
+from dr_stream.kafka.group_offsets.java_admin import commit_failures, refusals_named
 from dr_stream.runtime.jvm import KAFKA4_HELPER_MAIN, kafka4_client_classpath
 
 LOG4J2 = Path(__file__).resolve().parent.parent / "runtime" / "log4j2.properties"
@@ -159,6 +163,21 @@ class Kafka4Groups:
             except Kafka4GroupsError as exc:
                 self._stop()
                 raise cluster.fail("kafka", f"Kafka 4's admin client refused the properties: {exc}") from None
+
+    def start_soon(self) -> None:
+        """Starts the helper on a thread of its own, so the request that needs it finds it
+        running (a JVM's start overlaps the caller's own work); a start that fails here is
+        tried again, and raised, by that request."""
+
+        def start() -> None:
+            with self._lock:
+                if self._process is None:
+                    try:
+                        self._start()
+                    except Exception:  # raised again by the request that needs the helper
+                        self._stop()
+
+        threading.Thread(target=start, name="kafka4-start", daemon=True).start()
 
     def _ask(self, line: str, timeout_s: float) -> list[list[str]]:
         process = self._process
@@ -296,3 +315,29 @@ class StreamsGroupStates(_GroupsOfKind):
     librdkafka and of Spark's 3.9 client does not give."""
 
     kind = "streams"
+
+
+class BatchedConsumerGroups:
+    """One cluster's consumer groups, their committed offsets read in one fetch per coordinator
+    and their commits all in flight at once, by the flow's own Java client code
+    (`io.drstream.kafka.GroupOffsets`) in the helper. The answers are `java_admin.GroupOffsets`':
+    a group's offsets on all its partitions (a superset of those asked), a refusal by the
+    authorizer as the one line naming cluster, group and grant."""
+
+    def __init__(self, groups: Kafka4Groups, cluster: ClusterConfig) -> None:
+        self.groups, self.cluster = groups, cluster
+
+    def committed(self, groups: list[str], partitions: Iterable[Partition] | None = None) -> dict[str, Fetched]:
+        if not groups:
+            return {}
+        lines = self.groups.ask("consumer-offsets", self.cluster.alias, *map(group_field, groups))
+        return refusals_named(self.cluster, committed_of(_decoded(lines), groups), "reading its committed offsets")
+
+    def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]:
+        wanted = {g: o for g, o in sorted(offsets.items()) if o}
+        if not wanted:
+            return {}
+        fields = [f for g, o in wanted.items()
+                  for f in (group_field(g), ",".join(f"{t}:{p}={n}" for (t, p), n in sorted(o.items())))]
+        lines = self.groups.ask("consumer-commit", self.cluster.alias, quote(metadata, safe=""), *fields)
+        return commit_failures(self.cluster, ((f[0], f[2] if len(f) > 2 else "failed") for f in _decoded(lines)))

@@ -29,6 +29,7 @@ import org.apache.kafka.clients.admin.StreamsGroupDescription;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import io.drstream.kafka.GroupOffsets;
 
 /**
  * Share groups (KIP-932) and Kafka Streams groups (KIP-1071) through Kafka 4's admin API, in a
@@ -55,7 +56,15 @@ import org.apache.kafka.common.config.ConfigResource;
  *       URL-encoded;
  *   <li>{@code group-configs-alter TAB alias TAB group TAB key=value,... TAB key,...}: sets the
  *       first list (values URL-encoded) and deletes the second in one request; nothing when the
- *       broker took them.
+ *       broker took them;
+ *   <li>{@code consumer-offsets TAB alias TAB group ...}: consumer groups' committed offsets,
+ *       {@code group TAB topic TAB partition TAB offset TAB metadata} per offset, one fetch per
+ *       coordinator for all the groups it holds (the flow's own {@link GroupOffsets}, here on
+ *       Kafka 4's client): a command moving thousands of groups reads them in one round, where
+ *       librdkafka takes a consumer, two connections and their TLS handshakes per group;
+ *   <li>{@code consumer-commit TAB alias TAB metadata TAB group TAB topic:partition=offset,...
+ *       [TAB group TAB ...]}: commits every group's offsets with the metadata (URL-encoded), all
+ *       in flight at once; {@code group TAB ! TAB error} per group that failed.
  * </ul>
  *
  * <p>A group that failed answers {@code group TAB ! TAB error} instead, a request that failed as
@@ -64,6 +73,8 @@ import org.apache.kafka.common.config.ConfigResource;
  */
 public final class Kafka4Groups {
   private static final Map<String, Admin> ADMINS = new HashMap<>();
+  private static final Map<String, Properties> PROPERTIES = new HashMap<>();
+  private static final Map<String, GroupOffsets> CONSUMER_GROUPS = new HashMap<>();
   private static long timeoutMs = 15_000;
 
   public static void main(String[] args) throws Exception {
@@ -89,6 +100,7 @@ public final class Kafka4Groups {
       }
     } finally {
       ADMINS.values().forEach(admin -> admin.close(java.time.Duration.ofSeconds(5)));
+      CONSUMER_GROUPS.values().forEach(GroupOffsets::close);
     }
   }
 
@@ -102,6 +114,8 @@ public final class Kafka4Groups {
       case "group-configs" -> groupConfigs(admin(f[1]), groups(f, 2), answer);
       case "group-configs-alter" -> groupConfigsAlter(admin(f[1]), decode(f[2]), f.length > 3 ? f[3] : "",
           f.length > 4 ? f[4] : "", answer);
+      case "consumer-offsets" -> consumerOffsets(consumerGroups(f[1]), groups(f, 2), answer);
+      case "consumer-commit" -> consumerCommit(consumerGroups(f[1]), decode(f[2]), f, answer);
       default -> throw new IllegalArgumentException("unknown request " + f[0]);
     }
   }
@@ -117,6 +131,54 @@ public final class Kafka4Groups {
     Admin old = ADMINS.put(f[1], Admin.create(props));
     if (old != null) {
       old.close();
+    }
+    PROPERTIES.put(f[1], props);
+    GroupOffsets stale = CONSUMER_GROUPS.remove(f[1]);
+    if (stale != null) {
+      stale.close();
+    }
+  }
+
+  /** The cluster's consumer-group client, built at its first request (its clients connect then). */
+  private static GroupOffsets consumerGroups(String alias) {
+    admin(alias);
+    return CONSUMER_GROUPS.computeIfAbsent(alias, a -> {
+      Map<String, String> props = new HashMap<>();
+      PROPERTIES.get(a).forEach((k, v) -> props.put(String.valueOf(k), String.valueOf(v)));
+      return new GroupOffsets(props, (int) timeoutMs);
+    });
+  }
+
+  private static void consumerOffsets(GroupOffsets client, List<String> groups, List<String> answer)
+      throws InterruptedException {
+    for (String line : client.committed(String.join("\n", groups), (int) timeoutMs).split("\n")) {
+      int tab = line.indexOf('\t');
+      if (tab > 0) {
+        answer.add(encode(line.substring(0, tab)) + line.substring(tab));
+      }
+    }
+  }
+
+  private static void consumerCommit(GroupOffsets client, String metadata, String[] f, List<String> answer)
+      throws InterruptedException {
+    StringBuilder lines = new StringBuilder();
+    for (int i = 3; i + 1 < f.length; i += 2) {
+      String group = decode(f[i]);
+      for (String item : f[i + 1].split(",")) {
+        if (item.isEmpty()) {
+          continue;
+        }
+        int colon = item.lastIndexOf(':');
+        int eq = item.lastIndexOf('=');
+        lines.append(group).append('\t').append(item, 0, colon).append('\t').append(item, colon + 1, eq)
+            .append('\t').append(item.substring(eq + 1)).append('\n');
+      }
+    }
+    for (String line : client.commit(lines.toString(), metadata, (int) timeoutMs).split("\n")) {
+      int tab = line.indexOf('\t');
+      if (tab > 0) {
+        answer.add(encode(line.substring(0, tab)) + "\t!" + line.substring(tab));
+      }
     }
   }
 
