@@ -1,7 +1,7 @@
 """`make aging`: a real flow aged to day 1, 7 and 30 in compressed time, measured at each age.
 
-    python -m bench.aging [--day-seconds 60] [--days 1,7,30] [--partitions 100] [--groups 1000]
-                          [--rate 500]
+    python -m bench.aging [--day-seconds 120] [--days 1,7,30] [--partitions 100] [--groups 1000]
+                          [--rate 500] [--rss-window 120]
 
 A flow's state must follow what is live (retention, groups, partitions), not its age, so the
 same commands must cost the same on day 30 as on day 1. This runs the real flow, as `make soak`
@@ -13,15 +13,23 @@ markers leave runs that never merge), half plainly, and a writer on the destinat
 tenth as many records into the copies of half the plain topics (identical topic names both ways:
 the other side's records sit between ours). Every group commits at its topic's log end every 5 s.
 The flow's own clocks are not compressed (its upkeep each minute, `offsets.gone_after`): at one
-day a minute, it keeps up once a day.
+day in two minutes, it keeps up twice a day. What its Delta tables keep of replaced files for
+older readers (`streaming.old_versions_retention`, an hour by default) is set to its least, a
+minute: an hour of wall time would be a month of these days, and what must level off at the
+retention would only show levelling past the run.
 
 At each age in `days` it measures, each as a fresh process where a command is concerned:
 `failover --dry-run` with the source gone (its address a closed port), for one group and for
 all; `status`; `drill`; start-up to the first copy (the flow stopped and started again: seconds
-until the destination grows); the driver's peak resident memory since the last age (its process
-tree); and the state on disk, per table and per topic (bytes and files, from the brokers' log
-directories). The result, `bench/results/aging/flow-<UTC time>.md` and `.json` with a plot of
-each figure over age, is a table `| metric | day 1 | day 7 | day 30 |`.
+until the destination grows); the driver's peak resident memory (its process tree) over
+`rss-window` seconds of that new process under the load, and its JVM's live heap after a full
+collection at the window's end; and the state on disk, per table and per topic (bytes and
+files, from the brokers' log directories). Memory is taken from the process started at that age,
+not from the one running since day 0: a JVM's heap grows towards its limit over its first half
+hour whatever it holds, so the long run's peak would measure the JVM's warm-up against the run's
+age, not the state's (`make soak` follows one process for an hour). The result,
+`bench/results/aging/flow-<UTC time>.md` and `.json` with a plot of each figure over age, is a
+table `| metric | day 1 | day 7 | day 30 |`.
 
 The machine bounds the load: 5,000 records/s over 1,000 partitions (the estate of issue 66)
 takes more than its two cores, so the default is a tenth of it with the estate's 1,000 groups.
@@ -63,6 +71,8 @@ from dr_stream.runtime.paths import project_root
 
 PORTS = (19942, 29942)
 RETENTION_DAYS = 7
+# What the flow's Delta tables keep of replaced files: the least the flow takes.
+OLD_VERSIONS_RETENTION = "1m"
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Age:
     start_up_s: float | None
     peak_rss_mib: float
     state: dict[str, tuple[int, int]]  # piece -> (bytes, files)
+    live_heap_mib: float | None = None  # the JVM's heap after a full collection, at the window's end
 
 
 @dataclass
@@ -85,6 +96,7 @@ class Aging:
     load: Load
     day_s: float
     ages: list[Age] = field(default_factory=list)
+    rss_window_s: float = 120.0
 
 
 class LocalWriter:
@@ -109,6 +121,44 @@ class LocalWriter:
 
     def close(self) -> None:
         self.producer.close()
+
+
+def aging_flow(work: Path) -> Path:
+    """bench/flow.yaml with the tables' retention of replaced files at its least."""
+    import yaml
+
+    flow = yaml.safe_load((HERE / "flow.yaml").read_text())
+    flow["streaming"]["old_versions_retention"] = OLD_VERSIONS_RETENTION
+    path = work / "aging-flow.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(flow))
+    return path
+
+
+def live_heap_mib(pid: int) -> float | None:
+    """The used heap of the JVM in `pid`'s tree after a full collection (`jcmd`), or None."""
+    import re
+
+    from bench.replicators import process_tree
+
+    for child in process_tree(pid):
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if not command.endswith(b"java"):
+            continue
+        jcmd = str(Path(command.decode()).parent / "jcmd")
+        try:
+            subprocess.run([jcmd, str(child), "GC.run"], capture_output=True, timeout=120, check=True)
+            info = subprocess.run([jcmd, str(child), "GC.heap_info"], capture_output=True, text=True, timeout=60,
+                                  check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        used = [int(k) for k in re.findall(r"(?:PSYoungGen|ParOldGen|garbage-first heap)\s+total \d+K, used (\d+)K",
+                                            info)]
+        return sum(used) / 1024 if used else None
+    return None
 
 
 def _timed(work: Path, target: LocalCluster, source: str, *args: str) -> tuple[float, int]:
@@ -138,27 +188,36 @@ def _start_up(flow: Replicator, target: LocalCluster, topics: list[str], limit_s
 
 def _measure(day: float, flow: Replicator, work: Path, source: LocalCluster, target: LocalCluster,
              copied_only: list[str], log: Log) -> Age:
-    cost = flow.cost
-    assert cost is not None  # started
-    cost.sample()
-    peak = cost.peak_rss / 2**20
+    """The commands and the start-up at `day`; the memory is taken once the started flow has run
+    its window (`_memory`)."""
     state = state_on_disk(work, source, target)
     one, _ = failover_dry_run(work, target, "bench-g00000")
     every, groups = failover_dry_run(work, target)
     status_s, status_rc = _timed(work, target, source.bootstrap, "status")
     drill_s, drill_rc = _timed(work, target, source.bootstrap, "drill")
     start_up = _start_up(flow, target, copied_only)
-    age = Age(day, one, every, groups, status_s, status_rc, drill_s, drill_rc, start_up, peak, state)
+    age = Age(day, one, every, groups, status_s, status_rc, drill_s, drill_rc, start_up, 0.0, state)
     log(f"  day {day:.1f}: failover (source gone) {one or 0:.1f} s for 1 group, {every or 0:.1f} s for {groups}; "
         f"status {status_s:.1f} s; drill {drill_s:.1f} s (exit {drill_rc}); start-up to the first copy "
-        f"{start_up or 0:.1f} s; peak RSS {peak:,.0f} MiB; state {sum(b for b, _ in state.values()) / 2**20:,.1f} MiB")
+        f"{start_up or 0:.1f} s; state {sum(b for b, _ in state.values()) / 2**20:,.1f} MiB")
     return age
 
 
-def age(load: Load, day_s: float, days: list[float], log: Log) -> Aging:
+def _memory(age: Age, flow: Replicator, log: Log) -> None:
+    """The started flow's peak resident memory over its window, and its JVM's live heap now."""
+    cost, proc = flow.cost, flow.proc
+    assert cost is not None and proc is not None  # started
+    cost.sample()
+    age.peak_rss_mib = cost.peak_rss / 2**20
+    age.live_heap_mib = live_heap_mib(proc.pid)
+    log(f"  day {age.day:.1f}: the flow started then: peak RSS {age.peak_rss_mib:,.0f} MiB, JVM heap after a full "
+        f"collection {age.live_heap_mib or 0:,.0f} MiB")
+
+
+def age(load: Load, day_s: float, days: list[float], log: Log, rss_window_s: float = 120.0) -> Aging:
     from dr_stream.dev.workload import create_topics
 
-    result = Aging(load, day_s)
+    result = Aging(load, day_s, rss_window_s=rss_window_s)
     day_ms = round(day_s * 1000)
     with bench_clusters("aging", stamp(), PORTS) as (source, target, work, logs):
         create_topics(source.bootstrap, {t: PER_TOPIC for t in load.topics},
@@ -166,7 +225,7 @@ def age(load: Load, day_s: float, days: list[float], log: Log) -> Aging:
         writer = Writer(source.bootstrap, load, log)
         plain = [t for t in load.topics if not load.transactional(t)]
         local = LocalWriter(target.bootstrap, plain[::2], load.rate // 10)
-        flow = dr_stream(work, source, target, logs / "flow.log")
+        flow = dr_stream(work, source, target, logs / "flow.log", aging_flow(work))
         flow.start()
         threads = [threading.Thread(target=writer.run, name="aging-writer", daemon=True),
                    threading.Thread(target=local.run, name="aging-local-writer", daemon=True)]
@@ -179,15 +238,21 @@ def age(load: Load, day_s: float, days: list[float], log: Log) -> Aging:
         began = time.monotonic()
         try:
             next_commit, pending = began, sorted(days)
-            while pending:
+            window: tuple[Age, float] | None = None  # an age whose memory is taken when its window ends
+            while pending or window:
                 flow.check_alive()
                 now = time.monotonic()
                 next_commit = commit_when_due(next_commit, now, source.bootstrap, load, log)
                 day = (now - began) / day_s
-                if day >= pending[0]:
+                if window and now >= window[1]:
+                    _memory(window[0], flow, log)
+                    window = None
+                if pending and not window and day >= pending[0]:
                     pending.pop(0)
-                    result.ages.append(_measure(day, flow, work, source, target,
-                                                [t for t in load.topics if t not in local.topics], log))
+                    measured = _measure(day, flow, work, source, target,
+                                        [t for t in load.topics if t not in local.topics], log)
+                    result.ages.append(measured)
+                    window = (measured, time.monotonic() + rss_window_s)
                 time.sleep(0.5)
         finally:
             writer.stop.set()
@@ -217,6 +282,8 @@ def rows(result: Aging) -> list[tuple[str, list[str]]]:
            ("status", [f"{a.status_s:.2f} s (exit {a.status_rc})" for a in ages]),
            ("drill", [f"{a.drill_s:.2f} s (exit {a.drill_rc})" for a in ages]),
            ("driver peak RSS", [f"{a.peak_rss_mib:,.0f} MiB" for a in ages]),
+           ("driver JVM heap after a full collection",
+            ["-" if a.live_heap_mib is None else f"{a.live_heap_mib:,.0f} MiB" for a in ages]),
            ("state on disk, all", [_mib((sum(b for b, _ in a.state.values()), sum(f for _, f in a.state.values())))
                                    for a in ages])]
     pieces = sorted({name for a in ages for name in a.state})
@@ -232,8 +299,10 @@ def markdown(result: Aging, png: str) -> str:
              f"of wall time, every topic keeping {RETENTION_DAYS} days: {load.rate:,} records/s over "
              f"{load.partitions:,} partitions (half the topics transactional; a tenth as many local records "
              f"written into the destination's copies of half the plain ones, as identical names both ways leave), "
-             f"{load.groups:,} groups committing every {COMMIT_EVERY_S:g} s. Each age is when its measurement "
-             "began; each measurement takes a few of these compressed days.", "",
+             f"{load.groups:,} groups committing every {COMMIT_EVERY_S:g} s; the tables keep replaced files "
+             f"{OLD_VERSIONS_RETENTION} (`streaming.old_versions_retention`). Each age is when its measurement "
+             "began; each measurement takes a few of these compressed days. Memory is the flow's started at "
+             f"that age, over its first {result.rss_window_s:g} s under the load.", "",
              f"![each figure over age]({png})", "",
              f"| metric | {header} |", "|---|" + "---:|" * len(result.ages)]
     lines += [f"| {name} | {' | '.join(values)} |" for name, values in rows(result)]
@@ -258,17 +327,19 @@ def plot(result: Aging, png: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--day-seconds", type=float, default=60)
+    parser.add_argument("--day-seconds", type=float, default=120)
     parser.add_argument("--days", default="1,7,30", help="the ages to measure at, comma-separated")
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--rate", type=int, default=500, help="records per second")
+    parser.add_argument("--rss-window", type=float, default=120,
+                        help="seconds the flow started at each age runs before its memory is taken")
     args = parser.parse_args(argv)
     load = Load(args.partitions, args.groups, args.rate)
     days = [float(d) for d in args.days.split(",")]
     print(f"aging: a day every {args.day_seconds:g} s to day {max(days):g}; {load.rate:,} records/s over "
           f"{load.partitions:,} partitions, {load.groups:,} groups", flush=True)
-    result = age(load, args.day_seconds, days, lambda line: print(line, flush=True))
+    result = age(load, args.day_seconds, days, lambda line: print(line, flush=True), args.rss_window)
     out = Path(__file__).resolve().parent / "results" / "aging"
     name = f"flow-{stamp()}"
     out.mkdir(parents=True, exist_ok=True)

@@ -295,10 +295,11 @@ def await_copied(bootstrap: str, topics: list[str], log: Log, quiet_s: float = 3
         time.sleep(5)
 
 
-def dr_stream(work: Path, source: LocalCluster, target: LocalCluster, log_file: Path) -> Replicator:
+def dr_stream(work: Path, source: LocalCluster, target: LocalCluster, log_file: Path,
+              config: Path = HERE / "flow.yaml") -> Replicator:
     env = flow_env(work, source.bootstrap, target)
     python = project_root() / ".venv" / "bin" / "python"
-    return Replicator("dr-stream", [str(python), "-m", "dr_stream.cli", "run", "--config", str(HERE / "flow.yaml")],
+    return Replicator("dr-stream", [str(python), "-m", "dr_stream.cli", "run", "--config", str(config)],
                       env, log_file)
 
 

@@ -16,7 +16,8 @@ def test_the_report_has_a_row_per_figure_and_a_column_per_age():
     result = Aging(Load(100, 1000, 500), 60.0, [_age(1.0, 3.0), _age(7.2, None), _age(30.1, 3.3)])
     names = [name for name, _ in rows(result)]
     assert names == ["failover, source gone, 1 group", "failover, source gone, 1,000 groups",
-                     "start-up to the first copy", "status", "drill", "driver peak RSS", "state on disk, all",
+                     "start-up to the first copy", "status", "drill", "driver peak RSS",
+                     "driver JVM heap after a full collection", "state on disk, all",
                      "state on disk, __dr_stream_runs.bench (bench-dst)", "state on disk, offset-index"]
     report = markdown(result, "x.png")
     assert "| metric | day 1.0 | day 7.2 | day 30.1 |" in report

@@ -321,6 +321,10 @@ STREAMING_KEYS = (
     Key("starting_offsets", OneOf(("earliest", "latest")), "where a flow without a checkpoint starts", "earliest"),
     Key("resume_scan_timeout", Period(), "the longest a (re)start reads the destination past the offset index; past "
         "it those partitions resume at-least-once, and the flow says so", "60s"),
+    Key("old_versions_retention", Period(60.0, "a command or a notebook reading an older version needs time to finish"),
+        "how long the flow's Delta tables keep what their upkeep replaced (data files and log entries) for readers of "
+        "an older version before deleting it: what a table holds on disk is its live rows plus this long of replaced "
+        "files", "1h"),
 )
 
 
@@ -351,6 +355,7 @@ class StreamingConfig:
     max_records_per_batch: int = default_of(STREAMING_KEYS, "max_records_per_batch")
     starting_offsets: str = default_of(STREAMING_KEYS, "starting_offsets")
     resume_scan_timeout_s: float = default_of(STREAMING_KEYS, "resume_scan_timeout")
+    old_versions_retention_s: float = default_of(STREAMING_KEYS, "old_versions_retention")
 
     @property
     def realtime(self) -> bool:

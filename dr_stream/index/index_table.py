@@ -31,7 +31,7 @@ from dr_stream.index.kept_runs import KEY, kept_runs_sql, merged_sql, on_destina
 from dr_stream.index.run_store import Run
 from dr_stream.index.spans import MAX_SLACK
 from dr_stream.runtime.delta_appends import DeltaAppends
-from dr_stream.runtime.delta_upkeep import Rewritten, rewriter
+from dr_stream.runtime.delta_upkeep import RETENTION_S, Rewritten, rewriter
 from dr_stream.runtime.local_frame import local_frame
 from dr_stream.runtime.step import Step
 
@@ -96,6 +96,8 @@ class OffsetIndex:
     spark: SparkSession
     path: str
     appends: DeltaAppends = field(default_factory=DeltaAppends)
+    # replaced files and log entries kept this long (`streaming.old_versions_retention`)
+    retention_s: float = RETENTION_S
 
     def exists(self) -> bool:
         from delta.tables import DeltaTable
@@ -130,7 +132,7 @@ class OffsetIndex:
         kept = kept_runs_sql(log_starts)
         if origin_cluster is not None and floors:
             kept = spans_sql(kept, origin_cluster, floors, max_slack)
-        return rewriter(lambda: self.spark)(self.path, kept, RUN_SCHEMA.fieldNames())
+        return rewriter(lambda: self.spark, self.retention_s)(self.path, kept, RUN_SCHEMA.fieldNames())
 
     def size_in_bytes(self) -> int:
         if not self.exists():

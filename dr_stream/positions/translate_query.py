@@ -80,7 +80,8 @@ class TranslateQuery:
                                       returned=returned, header=config.provenance.header)
         translation = LiveTranslation(
             translator=translator, record=TranslationLog(config.streaming.translations, spark=spark,
-                                                         appends=appends or DeltaAppends(log)),
+                                                         appends=appends or DeltaAppends(log),
+                                                         retention_s=config.streaming.old_versions_retention_s),
             sync=GroupSync(config.destination, config.name, batched=True, origin=origin,
                            streams=StreamsGroupStates(kafka4, config.destination)
                            if kafka4 and config.offsets.streams_groups else None)

@@ -25,7 +25,7 @@ from dr_stream.positions.gone_positions import GONE
 from dr_stream.positions.translation_rule import Translation
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
-from dr_stream.runtime.delta_upkeep import Rewritten, rewriter
+from dr_stream.runtime.delta_upkeep import RETENTION_S, Rewritten, rewriter
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,12 +99,13 @@ class TranslationLog:
     `deltalake` package can open the location)."""
 
     def __init__(self, path: str, reads: DeltaReads | None = None, spark: SparkSession | None = None,
-                 appends: DeltaAppends | None = None) -> None:
+                 appends: DeltaAppends | None = None, retention_s: float = RETENTION_S) -> None:
         self.path = path
         self.reads = reads or DeltaReads(None if spark is None else lambda: spark)
         self.spark = spark
         self.appends = appends or DeltaAppends()
-        self._rewrite = rewriter(None if spark is None else lambda: spark)
+        # replaced files and log entries kept this long (`streaming.old_versions_retention`)
+        self._rewrite = rewriter(None if spark is None else lambda: spark, retention_s)
 
     def append(self, rows: list[tuple[Translation, str]]) -> None:
         if not rows:

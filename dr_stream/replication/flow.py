@@ -112,7 +112,8 @@ class ReplicationFlow:
                                     streaming.max_records_per_batch)
         # The flow's Delta appends from its driver, one writer for both tables (`runtime.delta_appends`).
         self.appends = DeltaAppends(self.log, self.metrics.appended_through_spark)
-        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, self.appends)
+        self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, self.appends,
+                                 self.config.streaming.old_versions_retention_s)
         self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True)
         self.holds = PartitionHolds(lambda: self.spark, config, self.ledger, self.log, self.metrics.partitions_held)
         self.runs_topic = runs_topic(self.config.name)

@@ -130,3 +130,44 @@ def test_a_gone_row_in_the_same_millisecond_as_its_position_s_last_row_is_the_ne
         log.compact()
         log.reads = DeltaReads(None)
         assert [r["group"] for r in log.latest()] == ["g1"] and _rows(log) == 1, first_appended
+
+
+def _files(path) -> tuple[int, int]:
+    """(data files, log entries) on disk."""
+    return len(list(path.glob("*.parquet"))), len(list((path / "_delta_log").glob("*.json")))
+
+
+def test_what_a_compaction_replaced_stays_for_the_retention_and_then_leaves_the_disk(tmp_path):
+    """Files a rewrite replaced are kept for readers of an older version, `streaming.old_versions_retention`
+    long, then deleted: on disk a log keeps its live rows plus that long of replaced files."""
+    import time
+
+    log = TranslationLog(str(tmp_path / "translations"), DeltaReads(None), retention_s=1.0)
+    for round_ in range(10):
+        log.append([row(g, p, round_, round_ + 1) for g in range(GROUPS) for p in range(PARTITIONS)])
+    first = log.compact()
+    assert first is not None and first.files_deleted == 0, "replaced a moment ago: an older reader may need them"
+    assert _files(tmp_path / "translations")[0] == 11
+    time.sleep(1.5)
+    log.append([row(0, 0, 99, 99)])
+    second = log.compact()
+    assert second is not None and second.files_deleted == 10  # the ten appends' files the first compaction replaced
+    assert _files(tmp_path / "translations")[0] == 3  # the first compaction's, the last append's, the second's
+    assert [r["source_offset"] for r in log.latest() if (r["group"], r["partition"]) == ("g0", 0)] == [99]
+
+
+def test_a_table_written_with_the_hour_long_retention_keeps_its_properties_as_they_are(tmp_path):
+    from deltalake import DeltaTable
+
+    from dr_stream.runtime.delta_upkeep import properties, retention_interval
+
+    assert retention_interval(3600) == "interval 1 hours" and retention_interval(90) == "interval 90 seconds"
+    log = _log(tmp_path)
+    log.append([row(0, 0, 1, 1)])
+    log.compact()
+    table = DeltaTable(str(tmp_path / "translations"))
+    version = table.version()
+    assert {k: table.metadata().configuration[k] for k in properties()} == properties()
+    log.append([row(0, 0, 2, 2)])
+    log.compact()
+    assert DeltaTable(str(tmp_path / "translations")).version() == version + 2  # an append and a rewrite, no property change
