@@ -55,6 +55,7 @@ from bench.soak import (
     HERE,
     PER_TOPIC,
     Load,
+    LocalWriter,
     Log,
     Writer,
     commit_when_due,
@@ -97,30 +98,6 @@ class Aging:
     day_s: float
     ages: list[Age] = field(default_factory=list)
     rss_window_s: float = 120.0
-
-
-class LocalWriter:
-    """The other side's own records, written into the destination's copies of `topics` (the
-    shape identical topic names both ways leave on a partition)."""
-
-    def __init__(self, bootstrap: str, topics: list[str], rate: int) -> None:
-        self.topics, self.rate = topics, max(1, rate)
-        self.producer = clients.producer(bench_cluster(bootstrap), {"linger.ms": 20})
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        at = 0
-        while not self.stop.is_set():
-            began = time.monotonic()
-            for _ in range(max(1, self.rate // 10)):
-                at += 1
-                self.producer.produce(self.topics[at % len(self.topics)], b"local", partition=at % PER_TOPIC)
-            self.producer.poll(0)
-            self.stop.wait(max(0.0, 0.1 - (time.monotonic() - began)))
-        self.producer.flush(30)
-
-    def close(self) -> None:
-        self.producer.close()
 
 
 def aging_flow(work: Path) -> Path:

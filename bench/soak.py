@@ -6,22 +6,24 @@
 Two single-broker clusters and dr-stream as `make bench-scale` runs it (bench/flow.yaml, micro-
 batch, `local[2]`). A writer sends `rate` records a second over `partitions` partitions in
 topics of 10: half the topics are written in transactions of a tenth of a second (a
-transactional source, whose commit markers leave runs that never merge), half plainly. Every
-group commits at its topic's log end every 5 s. Every `restart-every` minutes a broker restarts,
-the destination's and the source's in turn.
+transactional source, whose commit markers leave runs that never merge), half plainly, and a
+writer on the destination writes a tenth as many records of its own into the copies of half the
+plain topics (identical topic names both ways: the other side's records sit between the copies,
+so those runs never merge either). Every group commits at its topic's log end every 5 s. Every
+`restart-every` minutes a broker restarts, the destination's and the source's in turn.
 
 At each `interval` it records the flow's process tree (resident memory, CPU-seconds), the records
 copied and the CPU per thousand of them, the state the flow keeps on disk (bytes and files of each
 of its tables and of the checkpoints; of its topics on the destination and `__consumer_timestamps`
 on the source, from the brokers' log directories), and how long a fresh process takes to read the
 translation log's positions, which is what `failover` with the source gone reads. At the end,
-with the writer stopped and the copy caught up, every record the source holds must be on the
-destination exactly once (values are unique), and the flow's memory over the last 10 minutes
-is set against minutes 10-20.
+with the writers stopped and the copy caught up, every record the source holds must be on the
+destination exactly once (values are unique; the destination's own records are left out), and
+the flow's memory over the last 10 minutes is set against minutes 10-20.
 
 Results (`<UTC time>.md`, `.json`, `.png`, `latest.*`) go under bench/results/soak/; every
-process started is stopped by its PID. Identical topic names both ways (the third shape of
-runs that never merge) are not part of this load yet.
+process started is stopped by its PID. The destination's writer stands for the flow the other
+way, which is not run: on two cores it would halve the load either flow can carry.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class Soak:
     source_records: int = 0
     destination_records: int = 0
     missing: int = 0
+    local_records: int = 0  # the destination's own, written beside the copies
     duplicated: int = 0
 
     def rss_ratio(self) -> float | None:
@@ -250,6 +253,36 @@ def _failover_read(work: Path) -> float | None:
     return float(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
 
 
+# What the destination's own records start with: no source value does (those are sequence numbers).
+LOCAL = b"local-"
+
+
+class LocalWriter:
+    """The other side's own records, written into the destination's copies of `topics` (the
+    shape identical topic names both ways leave on a partition); each value is unique and starts
+    with `LOCAL`, so a check of what was copied leaves them out."""
+
+    def __init__(self, bootstrap: str, topics: list[str], rate: int) -> None:
+        self.topics, self.rate = topics, max(1, rate)
+        self.producer = clients.producer(bench_cluster(bootstrap), {"linger.ms": 20})
+        self.stop = threading.Event()
+        self.written = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            began = time.monotonic()
+            for _ in range(max(1, self.rate // 10)):
+                self.written += 1
+                self.producer.produce(self.topics[self.written % len(self.topics)],
+                                      LOCAL + str(self.written).encode(), partition=self.written % PER_TOPIC)
+            self.producer.poll(0)
+            self.stop.wait(max(0.0, 0.1 - (time.monotonic() - began)))
+        self.producer.flush(30)
+
+    def close(self) -> None:
+        self.producer.close()
+
+
 def values(bootstrap: str, topics: list[str]) -> list[bytes]:
     """Every committed record's value on the cluster's copies of `topics`."""
     from confluent_kafka import TopicPartition
@@ -311,12 +344,19 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
     with bench_clusters("soak", when, PORTS) as (source, target, work, logs):
         create_topics(source.bootstrap, {t: PER_TOPIC for t in load.topics})
         writer = Writer(source.bootstrap, load, log)
+        plain = [t for t in load.topics if not load.transactional(t)]
+        local = LocalWriter(target.bootstrap, plain[::2], load.rate // 10)
         flow = dr_stream(work, source, target, logs / "flow.log")
-        threads = [threading.Thread(target=writer.run, name="soak-writer", daemon=True)]
+        threads = [threading.Thread(target=writer.run, name="soak-writer", daemon=True),
+                   threading.Thread(target=local.run, name="soak-local-writer", daemon=True)]
         flow.start()
         began = time.monotonic()
-        for t in threads:
-            t.start()
+        threads[0].start()
+        admin = clients.admin(bench_cluster(target.bootstrap))
+        while not set(local.topics) <= set(admin.list_topics(timeout=10).topics):  # the flow made its copies
+            flow.check_alive()
+            time.sleep(1)
+        threads[1].start()
         try:
             copied_before, cpu_before = 0, 0.0
             next_commit, next_sample = began, began + interval_min * 60
@@ -355,12 +395,14 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
                     result.restarts.append(f"{(now - began) / 60:.1f} min {broker.alias}")
                 time.sleep(0.5)
             writer.stop.set()
+            local.stop.set()
             for t in threads:
                 t.join(120)
             result.written, result.not_written = writer.written, writer.not_written
+            result.local_records = local.written
             await_copied(target.bootstrap, load.topics, log)
             on_source = values(source.bootstrap, load.topics)
-            on_destination = values(target.bootstrap, load.topics)
+            on_destination = [v for v in values(target.bootstrap, load.topics) if not v.startswith(LOCAL)]
             result.source_records, result.destination_records = len(on_source), len(on_destination)
             seen = set(on_destination)
             result.missing = len(set(on_source) - seen)
@@ -369,8 +411,10 @@ def soak(load: Load, minutes: float, interval_min: float, restart_every_min: flo
                 f"{result.missing} missing, {result.duplicated} copied twice")
         finally:
             writer.stop.set()
+            local.stop.set()
             flow.stop()
             writer.close()
+            local.close()
     return result
 
 
@@ -379,7 +423,9 @@ def markdown(result: Soak, when: str, png: str) -> str:
     ratio = result.rss_ratio()
     lines = [f"# Soak, {when}", "",
              f"{_machine()}. dr-stream (bench/flow.yaml, micro-batch, `local[2]`) for {result.minutes:g} minutes: "
-             f"{load.rate:,} records/s over {load.partitions:,} partitions (half the topics transactional), "
+             f"{load.rate:,} records/s over {load.partitions:,} partitions (half the topics transactional; "
+             f"{result.local_records:,} records of the destination's own written into the copies of a quarter of "
+             "them, as identical topic names both ways leave), "
              f"{load.groups:,} groups committing every {COMMIT_EVERY_S:g} s, a broker restart every so often "
              f"({', '.join(result.restarts) or 'none'}).", "",
              f"- records: {result.source_records:,} on the source, {result.destination_records:,} on the destination, "

@@ -33,11 +33,13 @@ TAIL_LIMIT = 200_000
 def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | None,
                    partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print,
                    admin: AdminClient | None = None, reader: LentConsumer | None = None,
-                   asked: Asked | None = None) -> RunStore:
+                   asked: Asked | None = None, highest: Asked | None = None) -> RunStore:
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail.
-    `asked`: of the table, only the runs lookups of these origin offsets need (`needed_runs_sql`)."""
+    `asked`: of the table, only the runs lookups of these origin offsets need (`needed_runs_sql`).
+    `highest`: per origin partition, the highest offset a lookup asks; a partition whose known
+    runs reach it has its tail left unread (`tail_needed`)."""
     store = index.store(origin_cluster, asked)
     if admin is None:  # else the command's (`kafka.cluster_context`); a client with nothing queued is falsy
         admin = clients.admin(config.destination)
@@ -65,8 +67,21 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
     else:
         log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
     if origin_cluster is not None:
-        _add_tail(config, admin, store, origin_cluster, sorted(set(partitions)), log, reader)
+        wanted = sorted(set(partitions) if highest is None else tail_needed(config, store, set(partitions), highest))
+        _add_tail(config, admin, store, origin_cluster, wanted, log, reader)
     return store
+
+
+def tail_needed(config: FlowConfig, store: RunStore, partitions: set[tuple[str, int]], highest: Asked
+                ) -> set[tuple[str, int]]:
+    """The destination partitions whose tail a lookup may need: those a lookup asks past the last
+    copy the runs know of. A partition's copies land in their origin order, and the start-up scan
+    gives a run to every copy a killed flow left unreported, so a copy no run covers is past the
+    partition's last run: an offset at or below the last known copy is placed by the runs alone."""
+    copied = store.last_copied()
+    needed = {(config.renamer.format_remote_topic(topic), partition) for (topic, partition), offset in highest.items()
+              if offset > copied.get((topic, partition), -1)}
+    return partitions & needed
 
 
 def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,

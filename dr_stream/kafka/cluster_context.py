@@ -26,14 +26,18 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
+from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups
 from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids, require_cluster_id
 
 _UNASKED: Any = object()
 
 
 class ClusterContext:
-    def __init__(self, config: ClusterConfig) -> None:
+    def __init__(self, config: ClusterConfig, helper: Kafka4Groups | None = None) -> None:
         self.config = config
+        # the Kafka 4 helper the group-offsets face sends rounds of many groups to: one shared with
+        # the other cluster of a pair (`FlowClusters`, which stops it), else one of the face's own
+        self._helper = helper
         self._lock = threading.Lock()
         self._cluster_id: str | None = None
         self._reached: str | None = _UNASKED
@@ -86,7 +90,7 @@ class ClusterContext:
         with self._lock:
             self._open()
             if self._group_offsets is None:
-                self._group_offsets = ConsumerGroupOffsets(self.config, admins=self)
+                self._group_offsets = ConsumerGroupOffsets(self.config, admins=self, helper=self._helper)
             return self._group_offsets
 
     def reader(self) -> clients.LentConsumer:
@@ -118,15 +122,19 @@ class ClusterContext:
 
 @dataclass
 class FlowClusters:
-    """A flow's two clusters, each with its context; a context manager that closes both."""
+    """A flow's two clusters, each with its context; a context manager that closes both. The two
+    share one Kafka 4 helper (started only if a round of many groups asks for it): a drill reads
+    the source's groups and then the destination's, and a second JVM would start again."""
 
     source: ClusterContext
     destination: ClusterContext
     config: FlowConfig = field(repr=False)
+    helper: Kafka4Groups | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, config: FlowConfig) -> FlowClusters:
-        return cls(ClusterContext(config.source), ClusterContext(config.destination), config)
+        helper = Kafka4Groups([config.source, config.destination])
+        return cls(ClusterContext(config.source, helper), ClusterContext(config.destination, helper), config, helper)
 
     def unreachable(self) -> list[str]:
         """The aliases of the clusters that do not answer, both probed at once (one that refuses
@@ -147,6 +155,8 @@ class FlowClusters:
     def close(self) -> None:
         self.source.close()
         self.destination.close()
+        if self.helper is not None:
+            self.helper.close()
 
     def __enter__(self) -> FlowClusters:
         return self

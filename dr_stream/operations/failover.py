@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 
 from dr_stream.core.config import FlowConfig
@@ -24,6 +25,7 @@ from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupState
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import (
     GroupCommit,
+    GroupsRead,
     GroupSync,
     OffsetTranslator,
     RecordTimestamps,
@@ -104,12 +106,12 @@ def source_positions(config: FlowConfig, tables: FlowTables, clusters: FlowClust
 def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*",
                         log: Callable[[str], None] = print, helper: Kafka4Groups | None = None,
                         clusters: FlowClusters | None = None,
-                        found_groups: Callable[[int], None] = lambda groups: None) -> Positions:
+                        found: Callable[[SourcePositions], None] = lambda positions: None) -> Positions:
     """Each selected group's position on the source, translated. With `offsets.streams_groups`,
     the source's Streams groups are listed through `helper` (one of its own when None). The
     clusters' contexts are the command's (each cluster's id asked once, one admin client each),
-    or the call's own. `found_groups` hears how many groups have positions, before they are
-    translated (a failover readies the destination's group client meanwhile)."""
+    or the call's own. `found` hears the source positions before they are translated (a failover
+    reads the destination's groups meanwhile)."""
     own_clusters = clusters is None
     clusters = clusters or FlowClusters.of(config)
     own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
@@ -117,31 +119,34 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         destination_id = clusters.destination.cluster_id()
         groups = helper or own
         streams = StreamsGroupStates(groups, config.source) if groups else None
-        found = source_positions(config, tables, clusters, group_pattern, streams)
-        found_groups(len({c.group for c in found.commits}))
+        positions = source_positions(config, tables, clusters, group_pattern, streams)
+        found(positions)
         returned = None
-        if found.live and maps_back(config):
+        if positions.live and maps_back(config):
             returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
                                        clusters.source.reader())
         # per destination partition a group commits to, and per source partition the lowest offset
         # asked there: what the index snapshot reads
         dests: set[tuple[str, int]] = set()
         asked: dict[tuple[str, int], int] = {}
-        for c in found.commits:
+        highest: dict[tuple[str, int], int] = {}
+        for c in positions.commits:
             dests.add((config.renamer.format_remote_topic(c.topic), c.partition))
             asked[(c.topic, c.partition)] = min(c.offset, asked.get((c.topic, c.partition), c.offset))
-        store = index_snapshot(config, tables.index, found.origin_cluster, dests, log,
-                               admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked)
+            highest[(c.topic, c.partition)] = max(c.offset, highest.get((c.topic, c.partition), c.offset))
+        store = index_snapshot(config, tables.index, positions.origin_cluster, dests, log,
+                               admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked,
+                               highest=highest)
         admins = {config.destination.alias: clusters.destination.admin}
-        if found.live:
+        if positions.live:
             admins[config.source.alias] = clusters.source.admin
         translator = OffsetTranslator(store.locate, config.renamer, config.destination,
-                                      source=config.source if found.live else None,
-                                      known_source_ends=found.known_ends, returned=returned, admins=admins,
+                                      source=config.source if positions.live else None,
+                                      known_source_ends=positions.known_ends, returned=returned, admins=admins,
                                       destination_reader=clusters.destination.reader(),
                                       header=config.provenance.header)
         try:
-            translations = translator.translate(found.commits)
+            translations = translator.translate(positions.commits)
         finally:
             translator.close()
     finally:
@@ -149,7 +154,8 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
             own.close()
         if own_clusters:
             clusters.close()
-    return Positions([GroupPosition(t, "") for t in translations], found.live, found.origin, found.origin_cluster)
+    return Positions([GroupPosition(t, "") for t in translations], positions.live, positions.origin,
+                     positions.origin_cluster)
 
 
 def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", dry_run: bool = False,
@@ -169,18 +175,28 @@ def _failover(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, gr
     # helper JVM for both clusters, started only when first asked) tells them, so a Streams group
     # is moved, and skipped while it runs on the destination, like a consumer group.
     helper = Kafka4Groups([config.source, config.destination]) if config.offsets.streams_groups else None
+    syncs: list[tuple[GroupSync, Future[GroupsRead]]] = []
+
+    def read_destination_groups(found: SourcePositions) -> None:
+        # The groups' states and offsets are read while their positions are translated: reading
+        # before deciding is as safe as right before (`GroupSync.read_ahead`).
+        groups = {c.group for c in found.commits}
+        offsets = clusters.destination.group_offsets
+        offsets.expect(len(groups))
+        sync = GroupSync(config.destination, config.name, origin=found.origin_cluster, offsets=offsets,
+                         streams=StreamsGroupStates(helper, config.destination) if helper else None)
+        partitions = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
+        syncs.append((sync, sync.read_ahead(groups, partitions)))
+
     try:
         positions = translate_positions(config, tables, group_pattern, log, helper, clusters,
-                                        found_groups=clusters.destination.group_offsets.expect)
+                                        found=read_destination_groups)
         translations = [p.translation for p in positions.rows]
-        sync = GroupSync(config.destination, config.name, origin=positions.origin_cluster,
-                         offsets=clusters.destination.group_offsets,
-                         streams=StreamsGroupStates(helper, config.destination) if helper else None)
-        try:
-            actions = sync_translations(sync, translations, force, dry_run)
-        finally:
-            sync.close()
+        sync, seen = syncs[0]
+        actions = sync_translations(sync, translations, force, dry_run, seen=seen)
     finally:
+        for sync, _ in syncs:
+            sync.close()
         if helper is not None:
             helper.close()
     rows = [GroupPosition(t, actions[t.key]) for t in sorted(translations, key=lambda t: t.key)]

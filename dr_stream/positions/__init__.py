@@ -12,7 +12,7 @@ The one face other wings use; what is behind it may change without them knowing.
   (`translate_query`, its Spark steps in `position_records`), feeding its `LiveTranslation`
   (`live_translation`), which the poller's hand-overs feed too; each outcome recorded in the
   `TranslationLog` (`translation_log`).
-- `GroupSync`, `SyncAction`, `sync_translations`: when and how a destination group is written
+- `GroupSync`, `GroupsRead`, `SyncAction`, `sync_translations`: when and how a destination group is written
   (`group_sync`), each partition's outcome a `SyncOutcome` (`sync_outcome`); `ShareGroupSync`:
   the same for share groups' start offsets, in a flow (`share_group_sync`).
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps
     from dr_stream.positions.consumer_timestamps import ensure_topic as ensure_consumer_timestamps
     from dr_stream.positions.consumer_timestamps import settle_topic as settle_consumer_timestamps
-    from dr_stream.positions.group_sync import GroupSync, SyncAction, sync_translations
+    from dr_stream.positions.group_sync import GroupsRead, GroupSync, SyncAction, sync_translations
     from dr_stream.positions.live_translation import LiveTranslation
     from dr_stream.positions.offset_translator import OffsetTranslator
     from dr_stream.positions.poller import CommittedOffsetPoller, current_commits, stamped
@@ -57,6 +57,7 @@ _FACE = {
     "TranslationLog": ("translation_log", "TranslationLog"),
     "TranslateQuery": ("translate_query", "TranslateQuery"),
     "GroupSync": ("group_sync", "GroupSync"),
+    "GroupsRead": ("group_sync", "GroupsRead"),
     "SyncAction": ("group_sync", "SyncAction"),
     "sync_translations": ("group_sync", "sync_translations"),
     "ShareGroupSync": ("share_group_sync", "ShareGroupSync"),
@@ -66,6 +67,7 @@ __all__ = [
     "CommittedOffsetPoller",
     "GroupCommit",
     "GroupSync",
+    "GroupsRead",
     "LiveTranslation",
     "OffsetTranslator",
     "RecordTimestamps",

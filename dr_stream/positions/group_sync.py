@@ -164,16 +164,26 @@ class GroupSync:
             raise found
         return found
 
-    def read(self, groups: Iterable[str]) -> GroupsRead:
+    def read(self, groups: Iterable[str], partitions: Iterable[Partition] | None = None) -> GroupsRead:
         """What `decide` needs from the destination about `groups`: their states and the committed
-        offsets of the inactive ones. Without a JVM only the states: librdkafka reads a group's
-        offsets for named partitions, which `apply_many` knows."""
-        states = self.states(groups)
-        if not self.batched:
-            return GroupsRead(states, {})
-        return GroupsRead(states, self._groups().committed(_inactive(states)))
+        offsets of the inactive ones. Without a JVM, offsets only when `partitions` names where to
+        read them (librdkafka reads a group's offsets for named partitions), else only the states."""
+        if not self.batched and partitions is None:
+            return GroupsRead(self.states(groups), {})
+        groups = sorted(set(groups))
+        if partitions is None:
+            states = self.states(groups)
+            return GroupsRead(states, self._groups().committed(_inactive(states)))
+        # Partitions named (a command's read ahead): every group's offsets are read while the
+        # states are, and those of the inactive groups kept; reading a running group's is harmless.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-offsets-read") as pool:
+            offsets = pool.submit(self._groups().committed, groups, partitions)
+            states = self.states(groups)
+            committed = offsets.result()
+        inactive = set(_inactive(states))
+        return GroupsRead(states, {g: found for g, found in committed.items() if g in inactive})
 
-    def read_ahead(self, groups: Iterable[str]) -> Future[GroupsRead]:
+    def read_ahead(self, groups: Iterable[str], partitions: Iterable[Partition] | None = None) -> Future[GroupsRead]:
         """`read` on a thread of this sync's own, so a caller can translate meanwhile: a flow's
         round of 15,000 positions spends about as long translating as reading (both about a
         second under load). Reading before deciding is as safe as it was right before: the broker
@@ -181,7 +191,8 @@ class GroupSync:
         group that has none."""
         if self._reader is None:
             self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-read")
-        return self._reader.submit(self.read, sorted(set(groups)))
+        return self._reader.submit(self.read, sorted(set(groups)),
+                                   None if partitions is None else sorted(set(partitions)))
 
     def apply_many(self, wanted: dict[str, dict[Partition, int]], force: bool = False,
                    dry_run: bool = False, seen: GroupsRead | None = None) -> dict[str, list[SyncAction] | Exception]:

@@ -238,12 +238,16 @@ class ConsumerGroupOffsets:
     Invariant: like the Java client, a group whose read or commit failed maps to its error,
     never to "no offsets"."""
 
-    def __init__(self, cluster: ClusterConfig, timeout_s: float = 15.0, admins: Admins | None = None) -> None:
+    def __init__(self, cluster: ClusterConfig, timeout_s: float = 15.0, admins: Admins | None = None,
+                 helper: Kafka4Groups | None = None) -> None:
         self.cluster = cluster
         self.timeout_s = timeout_s
         # the cluster's admin client: its context's (`cluster_context`), or one of its own
         self._admins = admins if admins is not None else OwnAdmin(cluster)
-        self._helper: Kafka4Groups | None = None
+        # the helper: one that serves this cluster among others (a command's pair of clusters
+        # shares one JVM, `FlowClusters`) and is its giver's to stop, or one of its own
+        self._helper: Kafka4Groups | None = helper
+        self._own_helper = helper is None
         # why the helper cannot serve this cluster, once a start failed: the consumers do
         self._no_helper: str | None = None
 
@@ -326,7 +330,7 @@ class ConsumerGroupOffsets:
         return {g: exc for g, exc in _each(sorted(offsets), one).items() if exc is not None}
 
     def close(self) -> None:
-        if self._helper is not None:
+        if self._helper is not None and self._own_helper:
             self._helper.close()
             self._helper = None
         if isinstance(self._admins, OwnAdmin):

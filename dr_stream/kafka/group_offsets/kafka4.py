@@ -148,7 +148,9 @@ class Kafka4Groups:
             return self._ask(request_line(*fields), self.timeout_s * 2 + (START_GRACE_S if fresh else 5))
 
     def _start(self) -> None:
+        # C1 alone: a helper answers a few requests a minute, and a command's waits on its start.
         command = [_java(), f"-Dlog4j2.configurationFile={LOG4J2}", "-XX:+UseSerialGC", "-Xmx192m",
+                   "-XX:TieredStopAtLevel=1",
                    "-cp", kafka4_client_classpath(), KAFKA4_HELPER_MAIN, str(int(self.timeout_s * 1000))]
         self._answers = queue.Queue()
         self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
