@@ -111,15 +111,17 @@ bench-idle: setup
 bench-scale: setup
 	$(PY) -m bench.scale $(SCALE_ARGS)
 
-# A real flow for an hour under a steady mixed load (half the topics transactional), a broker
-# restart every 10 minutes; RSS, CPU per record, state on disk and the translation log's read
-# at each interval, and every record checked copied once; bench/results/soak/. SOAK_ARGS="--minutes 20".
+# A real flow for an hour under a steady mixed load (half the topics transactional, local records
+# in a quarter of the copies as identical names both ways leave), a broker restart every 10
+# minutes; RSS, CPU per record, state on disk and the translation log's read at each interval,
+# and every record checked copied once; bench/results/soak/. SOAK_ARGS="--minutes 20".
 soak: setup
 	$(PY) -m bench.soak $(SOAK_ARGS)
 
-# A real flow aged to day 1, 7 and 30 in compressed time (a day a minute, 7 days' retention):
-# failover with the source gone, status, drill, start-up, peak RSS and state on disk at each age;
-# bench/results/aging/flow-*. AGING_ARGS="--day-seconds 20" for a quick look.
+# A real flow aged to day 1, 7 and 30 in compressed time (a day in two minutes, 7 days' retention;
+# about 75 min): failover with the source gone, status, drill, start-up, the memory of the flow
+# started at each age and state on disk; bench/results/aging/flow-*. AGING_ARGS="--day-seconds 20"
+# for a quick look.
 aging: setup
 	$(PY) -m bench.aging $(AGING_ARGS)
 

@@ -109,3 +109,24 @@ def test_drill_fails_a_check_per_held_partition():
     checks = hold_checks("f", [hold(0, 50, 1)])
     assert [(c.area, c.subject, c.state) for c in checks] == [("holds", "orders[0]", FAIL)]
     assert [c.state for c in hold_checks("f", [])] == [OK]
+
+
+def test_the_holds_table_keeps_each_partition_s_newest_event_and_the_last_month_s():
+    from dr_stream.replication.holds import dropped_events_sql, outlived_events
+    from dr_stream.replication.losses import KEPT_S
+
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    old = now - dt.timedelta(seconds=KEPT_S + 60)
+    young = now - dt.timedelta(seconds=60)
+    held = Hold("t", 0, 10, 900, "too large", old)
+    retried = Hold("t", 0, 10, 900, "", old, RETRY)
+    resumed = Hold("t", 0, 10, -1, "", old, RESUMED)  # t[0]'s newest: it stays, alone of its partition's old ones
+    again = Hold("t", 1, 5, 900, "too large", old)
+    recent = Hold("t", 1, 7, 900, "too large", young)
+    lone = Hold("u", 0, 3, 10, "policy", old)  # u[0]'s only event: whether it is held
+    found = outlived_events([held, retried, resumed, again, recent, lone], now)
+    assert found == [held, retried, again]
+    assert dropped_events_sql(found) == (
+        'SELECT * FROM t WHERE NOT ((topic = \'t\' AND "partition" = 0 AND record_offset = 10 AND event = \'held\') OR '
+        '(topic = \'t\' AND "partition" = 0 AND record_offset = 10 AND event = \'retry\') OR '
+        '(topic = \'t\' AND "partition" = 1 AND record_offset = 5 AND event = \'held\'))')

@@ -142,3 +142,55 @@ def test_a_deletion_the_batches_are_still_crossing_waits_to_be_one_entry_unless_
     assert found == [Loss("t", 0, 40, 99, 60, "retention", NOW)] and under_way == {}
     found, _ = skipped_losses({("t", 0): [(40, 60)]}, {("t", 0): 100}, NOW, settle=True)
     assert found == [Loss("t", 0, 40, 59, 20, "retention", NOW)]
+
+
+def _remote(topic: str) -> str:
+    return f"dc1.{topic}"
+
+
+def test_an_entry_leaves_the_ledger_only_when_old_and_behind_everything_the_destination_holds():
+    from dr_stream.replication.losses import KEPT_S, outlived
+
+    old = NOW - dt.timedelta(seconds=KEPT_S + 60)
+    young = NOW - dt.timedelta(seconds=KEPT_S - 60)
+    behind = Loss("t", 0, 10, 19, 10, "retention", old)
+    across = Loss("t", 1, 10, 19, 10, "retention", old)  # the destination still holds copies from before it
+    recent = Loss("t", 0, 30, 39, 10, "retention", young)
+    unknown = Loss("u", 0, 10, 19, 10, "retention", old)  # a partition the flow has no runs of
+    deleted = Loss("gone", 0, 10, 19, 10, "retention", old)
+    refused = Loss("t", 0, 25, 25, 1, "refused", old)
+    recreated_past = Loss("t", 2, 0, -1, -1, "topic-recreated", old, destination_offset=500)
+    rewound_not_past = Loss("t", 3, 60, 99, 40, "offsets-rewound", old, destination_offset=900)
+    entries = [behind, across, recent, unknown, deleted, refused, recreated_past, rewound_not_past]
+    held_from = {("t", 0): 40, ("t", 1): 15}
+    dest_starts = {("dc1.t", 2): 501, ("dc1.t", 3): 800}
+    found = outlived(entries, NOW, held_from, dest_starts, {"dc1.t", "dc1.u"}, _remote)
+    assert found == [behind, deleted, refused, recreated_past]
+
+
+def test_the_ledger_less_what_outlived_it_is_sql_that_names_each_entry_by_what_makes_it_one(tmp_path):
+    from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+    from dr_stream.replication.losses import dropped_sql
+
+    assert dropped_sql([]) == "SELECT * FROM t"
+    write_deltalake(str(tmp_path), _ledger_rows([("t", 0, 10, 19, "retention", None),
+                                                 ("t", 0, 20, 29, "retention", None),
+                                                 ("o'k", 1, 60, 99, "offsets-rewound", 900),
+                                                 ("o'k", 1, 60, 99, "offsets-rewound", 950)]))
+    sql = dropped_sql([Loss("t", 0, 10, 19, 10, "retention", NOW),
+                       Loss("o'k", 1, 60, 99, 40, "offsets-rewound", NOW, destination_offset=900)])
+    kept = QueryBuilder().register("t", DeltaTable(str(tmp_path))).execute(sql).read_all()
+    left = zip(kept.column("topic").to_pylist(), kept.column("first_offset").to_pylist(),
+               kept.column("destination_offset").to_pylist(), strict=True)
+    assert sorted(left) == [("o'k", 60, 950), ("t", 20, None)]
+
+
+def _ledger_rows(rows):
+    from arro3.core import Array, DataType, Field, Schema, Table
+
+    fields = [("topic", DataType.string()), ("partition", DataType.int32()), ("first_offset", DataType.int64()),
+              ("last_offset", DataType.int64()), ("cause", DataType.string()), ("destination_offset", DataType.int64())]
+    columns = list(zip(*rows, strict=True))
+    return Table.from_arrays([Array(list(c), t) for c, (_, t) in zip(columns, fields, strict=True)],
+                             schema=Schema([Field(n, t) for n, t in fields]))

@@ -97,6 +97,11 @@ class IndexFeed:
     # deletes from the runs topic what the table has held a while (None: the topic's retention
     # alone bounds it)
     trim: RunsTrim | None = None
+    # told, after each rewrite of the table, what the destination still holds: per source
+    # partition the lowest origin offset of a copy there, per destination partition its log
+    # start, and its topics (the ledger of losses keeps what still matters, `losses.outlived`)
+    on_kept: Callable[[Mapping[Partition, int], Mapping[Partition, int], set[str]], None] = \
+        lambda held_from, starts, topics: None
     store: RunStore = field(default_factory=RunStore)
     malformed: int = 0
     # the table read without Spark while the session started (`IndexReads.runs_and_positions`);
@@ -451,6 +456,12 @@ class IndexFeed:
                              "rows of one run, joined rows below every live position into spans, dropped runs "
                              "whose records the destination deleted)")
             self._rows_unmerged, self._deleted_unkept = 0, False
+        with self._lock:
+            held_from = self.store.held_from()
+        try:
+            self.on_kept(held_from, {dest: start for dest, (start, _) in bounds.items()}, set(self.dest_topics()))
+        except Exception as exc:  # the index is kept; what the ledger keeps is looked at next time
+            self.log(f"losses ledger upkeep: {first_line(exc)}; tried again at the next upkeep")
 
     def close(self) -> None:
         """Reads the runs topic to its end and appends what the table does not hold yet, then

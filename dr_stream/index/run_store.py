@@ -240,6 +240,14 @@ class RunStore:
             self._rewinds.pop(dest, None)
         return dropped
 
+    def held_from(self) -> dict[tuple[str, int], int]:
+        """(origin topic, partition) -> the lowest origin offset of a copy the store knows of."""
+        out: dict[tuple[str, int], int] = {}
+        for key, runs in self._runs.items():
+            if runs:
+                out[key[:2]] = min(out.get(key[:2], runs[0].origin_start), min(r.origin_start for r in runs))
+        return out
+
     def destinations(self) -> set[tuple[str, int]]:
         """The destination partitions the store holds runs of."""
         return {(key[2], key[3]) for key in self._runs}

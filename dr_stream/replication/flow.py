@@ -29,8 +29,9 @@ their cluster.ids and builds the queries, and `close` releases every client it o
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 
@@ -68,7 +69,7 @@ from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.holds import PartitionHolds, clamped
 from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.loss_watch import LossWatch
-from dr_stream.replication.losses import LossLedger
+from dr_stream.replication.losses import KEPT_S, LossLedger
 from dr_stream.replication.progress import BatchRead, ProgressPrinter, QueryProgress
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
 from dr_stream.replication.resume import Resume, marks_at_start, unwritten_at_start
@@ -114,7 +115,8 @@ class ReplicationFlow:
         self.appends = DeltaAppends(self.log, self.metrics.appended_through_spark)
         self.index = OffsetIndex(self.spark, self.config.streaming.offset_index, self.appends,
                                  self.config.streaming.old_versions_retention_s)
-        self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True)
+        self.ledger = LossLedger(config.streaming.losses, DeltaReads(lambda: self.spark, self.log), latest=True,
+                                 retention_s=config.streaming.old_versions_retention_s)
         self.holds = PartitionHolds(lambda: self.spark, config, self.ledger, self.log, self.metrics.partitions_held)
         self.runs_topic = runs_topic(self.config.name)
         self.connected = False
@@ -216,10 +218,25 @@ class ReplicationFlow:
             on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
             on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"), live_positions=self._live_positions,
             trim=runs_trim(self._dest_admin, self.runs_topic, self.config.destination, self.log),
-            dest_topics=lambda: partition_counts(self._dest_admin),
+            dest_topics=lambda: partition_counts(self._dest_admin), on_kept=self._keep_ledger,
         )
         feed.load()
         return feed
+
+    def _keep_ledger(self, held_from: Mapping[tuple[str, int], int], starts: Mapping[tuple[str, int], int],
+                     topics: set[str]) -> None:
+        """The ledger of losses and the holds table keep what still matters (`losses.outlived`,
+        `holds.outlived_events`); what leaves is said."""
+        kept_s = max(KEPT_S, self.config.drill.losses_since_s)
+        dropped = self.ledger.keep(dt.datetime.now(dt.UTC), held_from, starts, topics,
+                                   self.config.renamer.format_remote_topic, kept_s)
+        if dropped:
+            self.log(f"losses: {len(dropped)} entries older than {kept_s / 86400:g} days left {self.ledger.path}: "
+                     "the destination holds nothing they still matter to")
+        events = self.holds.table.keep(dt.datetime.now(dt.UTC), kept_s)
+        if events:
+            self.log(f"holds: {len(events)} events older than {kept_s / 86400:g} days left {self.holds.table.path}: "
+                     "each partition keeps its newest")
 
     def _live_positions(self) -> dict[tuple[str, int], int]:
         """Per source partition, the lowest position a group holds there (the translate loop's

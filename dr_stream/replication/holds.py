@@ -16,7 +16,9 @@ is, so retrying the batch would fail forever and stop every partition of the flo
   from where it was; once a batch of it is committed, a `resumed` event closes the hold.
 
 `holds_now` is the rule (pure): a partition's newest event says whether it is held; a held
-record with a `refused` loss on record is skipped and waits for its resumption.
+record with a `refused` loss on record is skipped and waits for its resumption. So the table
+keeps each partition's newest event and the events of the last month (`outlived_events`): what
+it holds follows the partitions ever refused, not the refusals ever made.
 
 Invariant: a held partition copies nothing past the refused record until an operator skips it,
 and a skip re-reads everything after it that the hold filtered out, so no record is lost or
@@ -32,8 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dr_stream.core.config import ClusterConfig, FlowConfig, sibling
-from dr_stream.replication.losses import Loss, LossLedger, utc
+from dr_stream.replication.losses import KEPT_S, Loss, LossLedger, utc
 from dr_stream.runtime.delta_reads import DeltaReads
+from dr_stream.runtime.delta_upkeep import RETENTION_S, rewriter
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -129,6 +132,28 @@ def holds_now(events: Iterable[Hold], losses: Iterable[Loss]) -> Holding:
     return Holding(held, skipped, {k: h for k, h in newest.items() if h.event == RETRY})
 
 
+def outlived_events(events: Iterable[Hold], now: dt.datetime, kept_s: float = KEPT_S) -> list[Hold]:
+    """The events no reader needs: older than `kept_s` and not their partition's newest (which
+    alone says whether it is held), nor alike to it (the table finds an event by its partition,
+    offset and kind)."""
+    events = list(events)
+    newest: dict[Partition, Hold] = {}
+    for event in events:
+        newest[event.key] = event
+    alike = {(*h.key, h.offset, h.event) for h in newest.values()}
+    return [h for h in events if (now - h.at).total_seconds() >= kept_s and (*h.key, h.offset, h.event) not in alike]
+
+
+def dropped_events_sql(dropped: Iterable[Hold], table: str = "t") -> str:
+    """The table less `dropped`, each event found by its partition, offset and kind."""
+    def literal(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    matches = sorted({f'(topic = {literal(h.topic)} AND "partition" = {h.partition} AND record_offset = {h.offset} '
+                      f"AND event = {literal(h.event)})" for h in dropped})
+    return f"SELECT * FROM {table}" + (f" WHERE NOT ({' OR '.join(matches)})" if matches else "")
+
+
 def refused_loss(hold: Hold, now: dt.datetime) -> Loss:
     """The ledger's entry for a held record an operator skipped."""
     return Loss(hold.topic, hold.partition, hold.offset, hold.offset, 1, "refused", now)
@@ -148,10 +173,19 @@ class HoldTable:
     """A flow's hold events as a Delta table: appended by the running flow through Spark, read by
     the commands without a JVM (`DeltaReads`)."""
 
-    def __init__(self, path: str, reads: DeltaReads | None = None, latest: bool = False) -> None:
+    def __init__(self, path: str, reads: DeltaReads | None = None, latest: bool = False,
+                 retention_s: float = RETENTION_S) -> None:
         self.path = path
         self.reads = reads or DeltaReads()
         self.latest = latest
+        self._rewrite = rewriter(self.reads.spark, retention_s)
+
+    def keep(self, now: dt.datetime, kept_s: float = KEPT_S) -> list[Hold]:
+        """Drops the events no reader needs (`outlived_events`); returns them."""
+        dropped = outlived_events(self.read(), now, kept_s)
+        if dropped:
+            self._rewrite(self.path, dropped_events_sql(dropped), [c.strip() for c in _COLUMNS.split(",")])
+        return dropped
 
     def read(self) -> list[Hold]:
         rows = self.reads.query(self.path, f"SELECT {_COLUMNS} FROM t ORDER BY event_at", self.latest)
@@ -181,7 +215,8 @@ class PartitionHolds:
     def __init__(self, spark_of: Callable[[], SparkSession], config: FlowConfig, ledger: LossLedger,
                  log: Callable[[str], None], on_change: Callable[[int], None] = lambda held: None) -> None:
         self.spark_of, self.config, self.ledger, self.log, self.on_change = spark_of, config, ledger, log, on_change
-        self.table = HoldTable(holds_beside(ledger.path), ledger.reads, latest=True)
+        self.table = HoldTable(holds_beside(ledger.path), ledger.reads, latest=True,
+                               retention_s=config.streaming.old_versions_retention_s)
         self.holding = Holding({}, {}, {})
         self._resuming: list[Hold] = []
         # per released partition, the origin offset its committed batches must pass to have read

@@ -12,10 +12,16 @@ The causes (`CAUSES`):
   leader election, a truncation);
 - `refused`: the destination refused the record itself and an operator skipped it.
 
-`retention_losses` and `unrecorded` are the rules (pure); `LossLedger` is the table.
+`retention_losses`, `unrecorded` and `outlived` are the rules (pure); `LossLedger` is the table.
+
+What the ledger keeps follows what is live: an entry leaves once it is older than `KEPT_S` (and
+than `drill.losses_since`) and the destination holds nothing it could still matter to (`outlived`),
+so a flow that keeps falling behind its source's retention, recording a range at every batch,
+keeps a month and a retention of them, not every range since its first day.
 
 Invariant: a range is recorded once: a restart that finds the same gap again (nothing was read
-since) records only what grew, never the same offsets twice.
+since) records only what grew, never the same offsets twice; an entry younger than `KEPT_S` or
+than the drill's window never leaves.
 """
 
 from __future__ import annotations
@@ -25,12 +31,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
 from dr_stream.runtime.delta_reads import DeltaReads
+from dr_stream.runtime.delta_upkeep import RETENTION_S, rewriter
 
 Partition = tuple[str, int]
 CAUSES = ("retention", "topic-recreated", "offsets-rewound", "refused")
 # `--losses-since` of `drill` when not given: a loss this recent is something an operator has
 # to look at before failing over onto the destination that misses it.
 RECENT_S = 7 * 24 * 3600.0
+# The ledger is also the flow's record of what it lost, for the operator looking back: an entry
+# stays at least a month, whatever the destination still holds.
+KEPT_S = 30 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,48 @@ def rewinds_of(losses: Iterable[Loss], remote_topic: Callable[[str], str]) -> di
     return out
 
 
+def outlived(losses: Iterable[Loss], now: dt.datetime, held_from: Mapping[Partition, int],
+             dest_starts: Mapping[Partition, int], dest_topics: set[str], remote_topic: Callable[[str], str],
+             kept_s: float = KEPT_S) -> list[Loss]:
+    """The entries no reader needs any more, among those older than `kept_s`: those of a topic
+    the destination no longer has; a range of records lost (`retention`, `refused`) once the
+    oldest copy the destination holds of its source partition (`held_from`, by origin offset)
+    comes after it, so no consumer there can read across it; a recreation or a rewind once the
+    destination's log start (`dest_starts`) has passed the offset it marks, so no run it fences
+    off is left. A partition the flow knows nothing of keeps its entries."""
+    out = []
+    for loss in losses:
+        if (now - loss.detected_at).total_seconds() < kept_s:
+            continue
+        dest = (remote_topic(loss.topic), loss.partition)
+        if dest[0] not in dest_topics:
+            out.append(loss)
+        elif loss.cause in ("retention", "refused"):
+            oldest = held_from.get((loss.topic, loss.partition))
+            if oldest is not None and oldest > loss.last_offset:
+                out.append(loss)
+        elif loss.destination_offset is not None:
+            start = dest_starts.get(dest)
+            if start is not None and start > loss.destination_offset:
+                out.append(loss)
+    return out
+
+
+def dropped_sql(dropped: Iterable[Loss], table: str = "t") -> str:
+    """The ledger less `dropped`, each entry found by what makes it one (`unrecorded` records a
+    range once): SQL both delta-rs and Spark run, with no time in it."""
+    def literal(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    def offset(value: int | None) -> str:
+        return "destination_offset IS NULL" if value is None else f"destination_offset = {value}"
+
+    matches = [f'(topic = {literal(x.topic)} AND "partition" = {x.partition} AND cause = {literal(x.cause)} AND '
+               f"first_offset = {x.first_offset} AND last_offset = {x.last_offset} AND {offset(x.destination_offset)})"
+               for x in dropped]
+    return f"SELECT * FROM {table}" + (f" WHERE NOT ({' OR '.join(matches)})" if matches else "")
+
+
 def _same_event(a: Loss, b: Loss) -> bool:
     return (a.topic, a.partition, a.cause, a.first_offset, a.destination_offset) == (
         b.topic, b.partition, b.cause, b.first_offset, b.destination_offset)
@@ -162,13 +214,25 @@ SCHEMA = ("topic STRING, partition INT, first_offset LONG, last_offset LONG, rec
 
 class LossLedger:
     """The flow's losses as a Delta table at `path`: appended by the running flow through Spark,
-    read by the commands without a JVM (`DeltaReads`)."""
+    read by the commands without a JVM (`DeltaReads`), kept to what is live by `keep`."""
 
-    def __init__(self, path: str, reads: DeltaReads | None = None, latest: bool = False) -> None:
+    def __init__(self, path: str, reads: DeltaReads | None = None, latest: bool = False,
+                 retention_s: float = RETENTION_S) -> None:
         self.path = path
         self.reads = reads or DeltaReads()
         # a running flow appends to its ledger and reads it again: each read sees the newest version
         self.latest = latest
+        self._rewrite = rewriter(self.reads.spark, retention_s)
+
+    def keep(self, now: dt.datetime, held_from: Mapping[Partition, int], dest_starts: Mapping[Partition, int],
+             dest_topics: set[str], remote_topic: Callable[[str], str], kept_s: float = KEPT_S) -> list[Loss]:
+        """Drops the entries no reader needs any more (`outlived`); returns them. An entry
+        appended meanwhile (a `skip` from another process) is kept: the rewrite removes only the
+        files of the version it read."""
+        dropped = outlived(self.read(), now, held_from, dest_starts, dest_topics, remote_topic, kept_s)
+        if dropped:
+            self._rewrite(self.path, dropped_sql(dropped), [c.strip() for c in _COLUMNS.split(",")])
+        return dropped
 
     def read(self, since: dt.datetime | None = None) -> list[Loss]:
         """The losses recorded (at or after `since`, zone-aware), oldest first. A ledger holds a
