@@ -21,10 +21,12 @@ retention would only show levelling past the run.
 At each age in `days` it measures, each as a fresh process where a command is concerned:
 `failover --dry-run` with the source gone (its address a closed port), for one group and for
 all; `status`; `drill`; start-up to the first copy (the flow stopped and started again: seconds
-until the destination grows); the driver's peak resident memory (its process tree) over
+until the destination grows; the mean of two); the driver's peak resident memory (its process tree) over
 `rss-window` seconds of that new process under the load, and its JVM's live heap after a full
 collection at the window's end; and the state on disk, per table and per topic (bytes and
-files, from the brokers' log directories). Memory is taken from the process started at that age,
+files, from the brokers' log directories, the mean of a look every 10 s over the same window: a
+compacted topic swings between what it keeps and a segment's worth more). Memory is taken from
+the process started at that age,
 not from the one running since day 0: a JVM's heap grows towards its limit over its first half
 hour whatever it holds, so the long run's peak would measure the JVM's warm-up against the run's
 age, not the state's (`make soak` follows one process for an hour). The result,
@@ -74,6 +76,10 @@ PORTS = (19942, 29942)
 RETENTION_DAYS = 7
 # What the flow's Delta tables keep of replaced files: the least the flow takes.
 OLD_VERSIONS_RETENTION = "1m"
+# How often the state on disk is looked at over an age's window.
+STATE_LOOK_S = 10.0
+# Start-ups measured at each age.
+START_UPS = 2
 
 
 @dataclass
@@ -90,6 +96,7 @@ class Age:
     peak_rss_mib: float
     state: dict[str, tuple[int, int]]  # piece -> (bytes, files)
     live_heap_mib: float | None = None  # the JVM's heap after a full collection, at the window's end
+    start_ups: list[float] = field(default_factory=list)  # each start-up measured; `start_up_s` is their mean
 
 
 @dataclass
@@ -172,23 +179,33 @@ def _measure(day: float, flow: Replicator, work: Path, source: LocalCluster, tar
     every, groups = failover_dry_run(work, target)
     status_s, status_rc = _timed(work, target, source.bootstrap, "status")
     drill_s, drill_rc = _timed(work, target, source.bootstrap, "drill")
-    start_up = _start_up(flow, target, copied_only)
-    age = Age(day, one, every, groups, status_s, status_rc, drill_s, drill_rc, start_up, 0.0, state)
+    # Twice, the mean: most of a start is the Spark session's, whose time on a busy machine varies
+    # by seconds whatever the state.
+    starts = [_start_up(flow, target, copied_only) for _ in range(START_UPS)]
+    start_up = None if None in starts else sum(s for s in starts if s is not None) / len(starts)
+    age = Age(day, one, every, groups, status_s, status_rc, drill_s, drill_rc, start_up, 0.0, state,
+              start_ups=[s for s in starts if s is not None])
     log(f"  day {day:.1f}: failover (source gone) {one or 0:.1f} s for 1 group, {every or 0:.1f} s for {groups}; "
         f"status {status_s:.1f} s; drill {drill_s:.1f} s (exit {drill_rc}); start-up to the first copy "
         f"{start_up or 0:.1f} s; state {sum(b for b, _ in state.values()) / 2**20:,.1f} MiB")
     return age
 
 
-def _memory(age: Age, flow: Replicator, log: Log) -> None:
-    """The started flow's peak resident memory over its window, and its JVM's live heap now."""
+def _memory(age: Age, flow: Replicator, states: list[dict[str, tuple[int, int]]], log: Log) -> None:
+    """The started flow's peak resident memory over its window, and its JVM's live heap now; the
+    state on disk, the mean of the window's looks."""
     cost, proc = flow.cost, flow.proc
     assert cost is not None and proc is not None  # started
     cost.sample()
     age.peak_rss_mib = cost.peak_rss / 2**20
     age.live_heap_mib = live_heap_mib(proc.pid)
+    if states:
+        pieces = sorted({name for state in states for name in state})
+        age.state = {name: (round(sum(s.get(name, (0, 0))[0] for s in states) / len(states)),
+                            round(sum(s.get(name, (0, 0))[1] for s in states) / len(states))) for name in pieces}
     log(f"  day {age.day:.1f}: the flow started then: peak RSS {age.peak_rss_mib:,.0f} MiB, JVM heap after a full "
-        f"collection {age.live_heap_mib or 0:,.0f} MiB")
+        f"collection {age.live_heap_mib or 0:,.0f} MiB; state over the window "
+        f"{sum(b for b, _ in age.state.values()) / 2**20:,.1f} MiB")
 
 
 def age(load: Load, day_s: float, days: list[float], log: Log, rss_window_s: float = 120.0) -> Aging:
@@ -216,14 +233,19 @@ def age(load: Load, day_s: float, days: list[float], log: Log, rss_window_s: flo
         try:
             next_commit, pending = began, sorted(days)
             window: tuple[Age, float] | None = None  # an age whose memory is taken when its window ends
+            states: list[dict[str, tuple[int, int]]] = []  # the window's looks at the state on disk
+            next_look = 0.0
             while pending or window:
                 flow.check_alive()
                 now = time.monotonic()
                 next_commit = commit_when_due(next_commit, now, source.bootstrap, load, log)
                 day = (now - began) / day_s
+                if window and now >= next_look:
+                    states.append(state_on_disk(work, source, target))
+                    next_look = now + STATE_LOOK_S
                 if window and now >= window[1]:
-                    _memory(window[0], flow, log)
-                    window = None
+                    _memory(window[0], flow, states, log)
+                    window, states = None, []
                 if pending and not window and day >= pending[0]:
                     pending.pop(0)
                     measured = _measure(day, flow, work, source, target,

@@ -71,8 +71,11 @@ class GroupCommit:
 
 # Compaction keeps a position's newest record only, but takes only closed segments: with the
 # broker's default roll (a week, or 1 GiB) a thousand groups committing every few seconds would
-# keep hours of every position's records before the first compaction.
-CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": str(5 * 60 * 1000)}
+# keep hours of every position's records before the first compaction. A segment a minute: the
+# topic then holds on disk what it keeps plus about a minute of commits (1,000 groups on 10
+# partitions every 5 s wrote 18 MiB a partition in the 5 minutes an earlier roll took, which
+# compaction made 0.35 MiB).
+CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "segment.ms": str(60 * 1000)}
 
 
 def ensure_topic(admin: AdminClient, partitions: int = 3, timeout: float = 30.0) -> bool:
