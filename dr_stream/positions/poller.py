@@ -70,6 +70,7 @@ def group_commits(offsets: ConsumerGroupOffsets, admin: AdminClient, groups: Gro
                 if groups.matches(g) and not (group_pattern and not re.fullmatch(group_pattern, g))]
     if not selected:
         return {}
+    offsets.expect(len(selected))  # a helper for many groups starts while the partitions are listed
     fetched = offsets.committed(selected, matching_partitions(admin, topics))
     return {group: found if isinstance(found, Exception) else
             [GroupCommit(group, topic, partition, committed.offset)
