@@ -67,8 +67,9 @@ def kept_runs_sql(log_starts: Mapping[tuple[str, int], int], table: str = "t") -
 def spans_sql(rows_sql: str, origin_cluster: str, floors: Mapping[tuple[str, int], int], max_slack: int) -> str:
     """The rows `rows_sql` selects (one run merged into one row, `merged_sql`), the rows of
     `origin_cluster` wholly below their origin partition's floor joined into spans (`spans`: the
-    rule, `spans.islands`: which rows join). A key whose rows are not in origin order keeps its
-    rows; so does a partition with no floor, and every other cluster's."""
+    rule, `spans.islands`: which rows join). A row out of origin order (`spans.in_order`) keeps
+    itself and starts a new stretch; so does a partition with no floor keep its rows, and every
+    other cluster's."""
     half = max(max_slack // 2, 1)
     columns = ("origin_start, origin_end, dest_start, dest_end, records, first_timestamp, last_timestamp, copied_at, "
                "runs_topic_offset")
@@ -78,26 +79,32 @@ def spans_sql(rows_sql: str, origin_cluster: str, floors: Mapping[tuple[str, int
                        for (topic, partition), floor in sorted(floors.items()))
     # a row's own slack, and the slack from the key's first row up to it (`spans.islands`)
     own = "(origin_end - origin_start + 1 - records) + (dest_end - dest_start + 1 - records)"
+    # a row is in order when every row of its key before it ends below it and every row after
+    # starts above it; a row out of order, or another cluster's, stays alone and starts a new
+    # stretch (`spans.islands`)
+    earlier = f"OVER ({_ORDERED} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+    later = f"OVER ({_ORDERED} ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)"
+    running = f"OVER ({_ORDERED} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    out_of_order = (f"CASE WHEN origin_start <= coalesce(max(origin_end) {earlier}, -1) "
+                    f"OR origin_end >= coalesce(min(origin_start) {later}, origin_end + 1) THEN 1 ELSE 0 END")
+    theirs = f"origin_cluster <> {_literal(origin_cluster)}"
+    kept_alone = f"f.floor IS NULL OR s._out = 1 OR s.origin_end >= f.floor OR s.{theirs}"
     return (
         f"WITH rows_ AS ({rows_sql}), "
         f"placed AS (SELECT *, {own} AS _own, row_number() OVER ({_ORDERED}) AS _rn, "
         f"CASE WHEN lag(origin_end) OVER ({_ORDERED}) IS NULL THEN 0 ELSE "
         f"(origin_start - lag(origin_end) OVER ({_ORDERED}) - 1) + (dest_start - lag(dest_end) OVER ({_ORDERED}) - 1) "
-        "END AS _gap, "
-        f"CASE WHEN origin_start <= max(origin_end) OVER ({_ORDERED} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) "
-        "THEN 1 ELSE 0 END AS _back FROM rows_), "
-        f"summed AS (SELECT *, sum(_gap + _own) OVER ({_ORDERED} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) "
-        f"- _own AS _before, max(_back) OVER (PARTITION BY {_KEY}) AS _disordered FROM placed), "
-        "islands AS (SELECT s.*, CASE WHEN f.floor IS NULL OR s._disordered = 1 OR s.origin_end >= f.floor "
-        f"OR s.origin_cluster <> {_literal(origin_cluster)} THEN NULL "
+        f"END AS _gap, {out_of_order} AS _out FROM rows_), "
+        f"summed AS (SELECT *, sum(_gap + _own) {running} - _own AS _before, "
+        f"sum(CASE WHEN _out = 1 OR {theirs} THEN 1 ELSE 0 END) {running} AS _stretch FROM placed), "
+        f"islands AS (SELECT s.*, CASE WHEN {kept_alone} THEN NULL "
         f"ELSE CAST(floor(CAST(s._before AS DOUBLE) / {half}) AS BIGINT) END AS _bucket, "
-        "CASE WHEN f.floor IS NULL OR s._disordered = 1 OR s.origin_end >= f.floor "
-        f"OR s.origin_cluster <> {_literal(origin_cluster)} OR s._own >= {half} THEN s._rn ELSE -1 END AS _alone "
+        f"CASE WHEN {kept_alone} OR s._own >= {half} THEN s._rn ELSE -1 END AS _alone "
         f"FROM summed AS s LEFT JOIN (VALUES {values}) AS f(f_topic, f_partition, floor) "
         "ON s.origin_topic = f.f_topic AND s.origin_partition = f.f_partition) "
         f"SELECT {_KEY}, min(origin_start) AS origin_start, max(origin_end) AS origin_end, "
         "min(dest_start) AS dest_start, max(dest_end) AS dest_end, sum(records) AS records, "
         "min(first_timestamp) AS first_timestamp, max(last_timestamp) AS last_timestamp, "
         "max(copied_at) AS copied_at, max(runs_topic_offset) AS runs_topic_offset "
-        f"FROM islands GROUP BY {_KEY}, _bucket, _alone"
+        f"FROM islands GROUP BY {_KEY}, _stretch, _bucket, _alone"
     )

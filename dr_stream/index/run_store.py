@@ -27,6 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 # (origin topic, origin partition, destination topic, destination partition)
 RunKey = tuple[str, int, str, int]
@@ -225,6 +226,8 @@ class RunStore:
             if not kept:  # a key is kept only while it has runs: the store follows what is live
                 del self._runs[key]
                 self._disordered.discard(key)
+            elif key in self._disordered and all(a.origin_end < b.origin_start for a, b in pairwise(kept)):
+                self._disordered.discard(key)  # retention took the runs copied out of order
         return dropped
 
     def forget(self, dests: Iterable[tuple[str, int]]) -> int:
@@ -258,10 +261,11 @@ class RunStore:
 
     def regroup(self, key: RunKey, held: list[Run], fewer: list[Run]) -> bool:
         """`key`'s first runs `held` (from a `snapshot`) replaced by `fewer`, which stand for the
-        same copies (`spans.span_store`), unless those runs changed since or the key was copied out
-        of order; runs after them (the copy goes on there) are kept. True if replaced."""
+        same copies (`spans.span_store`; runs out of origin order among them kept as they are),
+        unless those runs changed since; runs after them (the copy goes on there) are kept. True if
+        replaced."""
         runs = self._runs.get(key)
-        if runs is None or key in self._disordered or len(runs) < len(held) \
+        if runs is None or len(runs) < len(held) \
                 or any(a is not b for a, b in zip(runs, held, strict=False)):
             return False
         runs[:len(held)] = fewer

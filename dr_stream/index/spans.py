@@ -30,10 +30,17 @@ its whole origin range as copied.
 broker, bench/span_lookup.py), and a week of 1,000 transactional partitions (a marker every 5-50
 records) keeps about 60,000 spans (21 MiB in the driver) instead of 30 million runs.
 
-Invariants: a span is made only from runs of one key in destination order whose origin offsets
-also ascend (a key copied out of order keeps its runs), and only from runs wholly below the
-floor given; its `copies` is a lower bound of the copies it stands for, so a cut can lower it and
-the window stays right, only wider.
+A restart can copy records a failed write had left out after records past them (a broker restart
+is enough), so a key's runs are not always in origin order on the destination. A run whose origin
+offsets no other run of its key reaches into (every run before it ends below it, every run after
+starts above it) is *in order*; spans are made of consecutive runs in order, so no other run of
+the key holds an origin offset inside a span and the rule above holds for it. The runs out of
+order stay runs, and the rest of their key still becomes spans: a broker restart leaves a few
+runs, not a partition that keeps every run for as long as the destination holds it.
+
+Invariants: a span is made only from consecutive runs of one key in destination order that are
+in order, and only from runs wholly below the floor given; its `copies` is a lower bound of the
+copies it stands for, so a cut can lower it and the window stays right, only wider.
 """
 
 from __future__ import annotations
@@ -41,7 +48,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from itertools import pairwise
 
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut, span_window
 
@@ -53,10 +59,8 @@ def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK, origin_clu
              ) -> list[Run]:
     """The runs of one key, in destination order, those wholly below origin offset `floor` (and
     of `origin_cluster`, when given) joined into spans of less than `max_slack`
-    (`kept_runs.spans_sql` is the same rule in SQL); the runs are kept as they are when their
-    origin offsets do not ascend with their destination offsets (a restart copied out of order)."""
-    if any(b.origin_start <= a.origin_end for a, b in pairwise(runs)):
-        return list(runs)
+    (`kept_runs.spans_sql` is the same rule in SQL); runs out of origin order (a restart copied
+    them late) are kept as they are, and the ones in order around them still join."""
     out: list[Run] = []
     last_island = None
     for run, island in zip(runs, islands(runs, floor, max_slack, origin_cluster), strict=True):
@@ -68,27 +72,46 @@ def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK, origin_clu
     return out
 
 
+def in_order(runs: list[Run]) -> list[bool]:
+    """Per run of one key (in destination order), whether it is in order: every run before it
+    ends below its first origin offset and every run after it starts above its last."""
+    ordered = [True] * len(runs)
+    reach = -1
+    for at, run in enumerate(runs):
+        ordered[at] = reach < run.origin_start
+        reach = max(reach, run.origin_end)
+    lowest = None
+    for at in range(len(runs) - 1, -1, -1):
+        run = runs[at]
+        ordered[at] = ordered[at] and (lowest is None or run.origin_end < lowest)
+        lowest = run.origin_start if lowest is None else min(lowest, run.origin_start)
+    return ordered
+
+
 def islands(runs: list[Run], floor: int, max_slack: int, origin_cluster: str | None = None
-            ) -> list[tuple[int, int] | None]:
+            ) -> list[tuple[int, int, int] | None]:
     """Per run, the span it joins (equal values in a row join), None for a run kept as it is.
 
     The rule, chosen so that SQL computes it in one pass and a second upkeep never grows a span
     past the bound: with half the bound `g`, a run's *before* is the slack of the key's runs up to
     it (the offsets between them, either side, and the slack inside earlier spans); runs below the
-    floor whose own slack is under `g` join while `before // g` is the same. Such a span's slack
-    is below g (between its runs) plus its last run's own (below g): under the bound. A run whose
-    own slack is `g` or more (a span made earlier) stays alone."""
+    floor whose own slack is under `g` join while `before // g` is the same and no run out of
+    order or of another cluster lies between them (such a run starts a new *stretch*). Such a span's slack is
+    below g (between its runs) plus its last run's own (below g): under the bound. A run whose own
+    slack is `g` or more (a span made earlier) stays alone, as does a run out of order."""
     half = max(max_slack // 2, 1)
-    out: list[tuple[int, int] | None] = []
-    before, previous = 0, None
-    for at, run in enumerate(runs):
+    out: list[tuple[int, int, int] | None] = []
+    before, previous, stretch = 0, None, 0
+    for at, (run, ordered) in enumerate(zip(runs, in_order(runs), strict=True)):
         if previous is not None:
             before += (run.origin_start - previous.origin_end - 1) + (run.dest_start - previous.dest_end - 1)
         own = run.slack
-        if run.origin_end >= floor or origin_cluster not in (None, run.origin_cluster):
+        ours = origin_cluster in (None, run.origin_cluster)
+        stretch += 0 if ordered and ours else 1
+        if not ordered or not ours or run.origin_end >= floor:
             out.append(None)
         else:
-            out.append((before // half, -1) if own < half else (before // half, at))
+            out.append((stretch, before // half, -1) if own < half else (stretch, before // half, at))
         before += own
         previous = run
     return out
@@ -163,13 +186,21 @@ def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, 
     fewer = 0
     with lock:
         for key, runs in joined.items():
-            # runs above the floor are kept as they were (the same objects), and only what lies
-            # below is put back: the copy may have grown the newest run meanwhile
-            kept_above = sum(1 for r in held[key] if r.origin_end >= floors[key[:2]])
-            below, joined_below = held[key][:len(held[key]) - kept_above], runs[:len(runs) - kept_above]
+            # the runs after the last one joined are kept as they were (the same objects), and only
+            # what lies before them is put back: the copy may have grown the newest run meanwhile
+            kept = unchanged_tail(held[key], runs)
+            below, joined_below = held[key][:len(held[key]) - kept], runs[:len(runs) - kept]
             if len(joined_below) < len(below) and store.regroup(key, below, joined_below):
                 fewer += len(below) - len(joined_below)
     return fewer
+
+
+def unchanged_tail(runs: list[Run], joined: list[Run]) -> int:
+    """How many of `runs`' last runs `joined` (`in_spans` of them) holds as they were."""
+    kept = 0
+    while kept < min(len(runs), len(joined)) and runs[-1 - kept] is joined[-1 - kept]:
+        kept += 1
+    return kept
 
 
 def span_floors(live: Mapping[tuple[str, int], int], counted: Mapping[tuple[str, int], int]

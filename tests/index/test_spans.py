@@ -237,3 +237,55 @@ def test_the_upkeep_spans_a_partition_whose_newest_run_grew_while_the_spans_were
     assert fewer > len(runs) / 2 and held[-1].origin_end == newest.origin_end + 5
     assert all(r.copies is not None for r in held[:-1])
     assert [r.dest_start for r in held] == sorted(r.dest_start for r in held)
+
+
+def _late_copy(pairs: list[tuple[int, int]], first: int, last: int, resumed: int) -> list[tuple[int, int]]:
+    """`pairs` as a restart leaves them after a failed write: origin offsets first..last were not
+    written while later ones through `resumed` were, and are copied again after those, before the
+    copy goes on (each destination offset keeps its order, the origins do not)."""
+    origins = [o for o, _ in pairs]
+    order = ([o for o in origins if o < first] + [o for o in origins if last < o <= resumed]
+             + [o for o in origins if first <= o <= last] + [o for o in origins if o > resumed])
+    return list(zip(order, sorted(d for _, d in pairs), strict=True))
+
+
+def test_a_late_copy_stays_runs_and_the_runs_in_order_around_it_still_become_spans():
+    pairs = _late_copy(_copies(random.Random(10), 6_000, (1, 20), 0.1), 2_000, 2_049, 2_120)
+    runs = _runs(pairs)
+    whole = RunStore(runs)
+    spanned = RunStore(in_spans(runs, 5_000, 500))
+
+    held = [r for r in spanned.runs_of(KEY) if r.origin_end < 5_000]
+    assert len(held) < len([r for r in runs if r.origin_end < 5_000]) / 20
+    # the late copy and the copies it came after stay runs: only they are out of origin order
+    alone = [r for r in held if r.copies is None]
+    assert all(2_000 <= r.origin_start and r.origin_end <= 2_120 for r in alone), alone
+    assert alone[0].origin_start == 2_050 and min(r.origin_start for r in alone) == 2_000
+    for offset in range(0, 6_050):
+        expected = whole.locate(KEY, offset)
+        assert _place(spanned, runs, offset) == (expected.offset, expected.method), offset
+
+
+def test_the_table_spans_a_key_with_a_late_copy_as_the_store_does(tmp_path):
+    runs = _runs(_late_copy(_copies(random.Random(11), 4_000, (1, 12), 0.15), 1_000, 1_009, 1_030))
+    path = _table(tmp_path, runs)
+
+    rows = DeltaReads().query(path, spans_sql("SELECT * FROM t", "c1", {KEY[:2]: 3_000}, 1_000))
+
+    expected = in_spans(runs, 3_000, 1_000)
+    assert _shape(rows) == _shape([r.__dict__ | {"records": r.records} for r in expected])
+    assert len(rows) < len(runs) / 3
+
+
+def test_the_driver_spans_a_key_a_late_copy_left_out_of_order():
+    runs = _runs(_late_copy(_copies(random.Random(12), 3_000, (3, 9), 0.0), 500, 509, 540))
+    store = RunStore(runs)
+    whole = RunStore(runs)
+
+    fewer = span_store(store, "c1", {KEY[:2]: 2_500}, 1_000)
+
+    assert fewer > len(runs) / 2
+    for offset in range(0, 3_000, 7):
+        expected = whole.locate(KEY, offset)
+        assert _place(store, runs, offset) == (expected.offset, expected.method), offset
+
