@@ -96,9 +96,10 @@ def islands(runs: list[Run], floor: int, max_slack: int, origin_cluster: str | N
     past the bound: with half the bound `g`, a run's *before* is the slack of the key's runs up to
     it (the offsets between them, either side, and the slack inside earlier spans); runs below the
     floor whose own slack is under `g` join while `before // g` is the same and no run out of
-    order or of another cluster lies between them (such a run starts a new *stretch*). Such a span's slack is
-    below g (between its runs) plus its last run's own (below g): under the bound. A run whose own
-    slack is `g` or more (a span made earlier) stays alone, as does a run out of order."""
+    order or of another cluster lies between them (such a run starts a new *stretch*). Such a
+    span's slack is below g (between its runs) plus its last run's own (below g): under the bound.
+    A run whose own slack is `g` or more (a span made earlier) stays alone, as does a run out of
+    order."""
     half = max(max_slack // 2, 1)
     out: list[tuple[int, int, int] | None] = []
     before, previous, stretch = 0, None, 0

@@ -288,4 +288,3 @@ def test_the_driver_spans_a_key_a_late_copy_left_out_of_order():
     for offset in range(0, 3_000, 7):
         expected = whole.locate(KEY, offset)
         assert _place(store, runs, offset) == (expected.offset, expected.method), offset
-
