@@ -66,6 +66,14 @@ def test_the_drill_keys_take_durations_up_to_days():
         (with_(provenance={"filter_overrides": [{"cluster": "[", "topic": "x"}]}),
          "f.yaml: provenance.filter_overrides[0].cluster: invalid regex"),
         (with_(source={"bootstrap_servers": ""}), "f.yaml: source.bootstrap_servers: is required"),
+        (with_(source={"bootstrap_servers": "http://x"}),
+         "f.yaml: source.bootstrap_servers: 'http://x' is not host:port"),
+        (with_(source={"bootstrap_servers": "host:abc"}),
+         "f.yaml: source.bootstrap_servers: 'host:abc' is not host:port"),
+        (with_(destination={"bootstrap_servers": "a:9092,host:99999"}),
+         "f.yaml: destination.bootstrap_servers: 'host:99999': port 99999 is not 1-65535"),
+        (with_(destination={"bootstrap_servers": "a:9092,,b:9092"}),
+         "f.yaml: destination.bootstrap_servers: 'a:9092,,b:9092' has an empty entry"),
         (with_(streaming={"max_records_per_batch": 0}), "f.yaml: streaming.max_records_per_batch: expected an integer"),
         (with_(streaming={"trigger": "soon"}), "f.yaml: streaming.trigger:"),
         (with_(streaming={"resume_scan_timeout": "forever"}), "f.yaml: streaming.resume_scan_timeout: 'forever'"),
@@ -95,6 +103,20 @@ def test_each_mistake_is_one_line_naming_file_and_key(raw, message):
         parse_flow(raw, "f.yaml")
     assert str(error.value).startswith(message)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("servers", ["127.0.0.1:19092", "a.example.com:9092, b.example.com:9092", "[::1]:9092",
+                                     "SASL_SSL://kafka-0.kafka.svc:9093", "kafka_1:9092"])
+def test_a_bootstrap_list_of_host_port_entries_is_taken_as_written(servers):
+    assert parse_flow(with_(source={"bootstrap_servers": servers}), "f.yaml").source.bootstrap_servers == servers
+
+
+def test_a_bootstrap_list_from_the_environment_is_checked_without_echoing_it(monkeypatch):
+    monkeypatch.setenv("DR_TEST_HOST", "not-a-host-port")
+    with pytest.raises(ConfigError) as error:
+        parse_flow(with_(source={"bootstrap_servers": "${env:DR_TEST_HOST}"}), "f.yaml")
+    assert str(error.value) == ("f.yaml: source.bootstrap_servers: '${env:DR_TEST_HOST}' expands to a list that is "
+                                "not host:port,...")
 
 
 def test_env_substitution_fills_values_and_secrets_stay_out_of_errors_and_repr(monkeypatch):
@@ -172,8 +194,8 @@ def test_cli_prints_one_line_and_exits_with_the_config_code_on_a_bad_file(tmp_pa
     from dr_stream.exit_codes import ExitCode
 
     bad = tmp_path / "bad.yaml"
-    bad.write_text("source: {alias: dc1, bootstrap_servers: x}\ndestination: {alias: dc2, bootstrap_servers: y}\n"
-                   "topics: {exclude: '*'}\n")
+    bad.write_text("source: {alias: dc1, bootstrap_servers: 'x:1'}\n"
+                   "destination: {alias: dc2, bootstrap_servers: 'y:1'}\ntopics: {exclude: '*'}\n")
     result = subprocess.run([sys.executable, "-m", "dr_stream.cli", "check-config", "--config", str(bad)],
                             capture_output=True, text=True)
     assert result.returncode == ExitCode.CONFIG == 78
@@ -194,7 +216,8 @@ def test_unreadable_and_invalid_yaml_name_the_file(tmp_path):
 @pytest.mark.parametrize(("trigger", "seconds"), [("200ms", 0.2), ("1s", 1.0), ("500 milliseconds", 0.5),
                                                   ("2 seconds", 2.0), ("1m", 60.0), ("0s", 0.0)])
 def test_every_duration_reads_as_seconds_whatever_its_unit(trigger, seconds):
-    raw = {"source": {"alias": "a", "bootstrap_servers": "x"}, "destination": {"alias": "b", "bootstrap_servers": "y"},
+    raw = {"source": {"alias": "a", "bootstrap_servers": "x:1"},
+           "destination": {"alias": "b", "bootstrap_servers": "y:1"},
            "streaming": {"checkpoint_dir": "c", "offset_index": "i", "trigger": trigger}}
     assert parse_flow(raw, "f.yaml").streaming.trigger_s == seconds
 

@@ -28,6 +28,7 @@ from dr_stream.core.config_def import (
     Count,
     Derived,
     Flag,
+    HostPorts,
     Key,
     Nested,
     OneOf,
@@ -71,7 +72,7 @@ def sibling(location: str, name: str) -> str:
 CLUSTER_KEYS = (
     Key("alias", Text(_NAME, _NAME_DOC), "the cluster's name in the flow (provenance, lines, metrics); the two "
         "clusters' aliases differ"),
-    Key("bootstrap_servers", Text(), "`host:port,...`"),
+    Key("bootstrap_servers", HostPorts(), "`host:port,...`"),
     Key("kafka", Properties({"bootstrap.servers": "set bootstrap_servers instead"}),
         "Apache Kafka's Java client properties (`security.protocol`, `sasl.*`, `ssl.*`, ...): passed unchanged to "
         "Spark's source and sink; dr-stream's own clients get settings derived from them "

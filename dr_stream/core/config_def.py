@@ -103,6 +103,43 @@ class Text:
         return text
 
 
+# A bootstrap entry: an optional security protocol prefix (Kafka's clients both accept one), a
+# host (a DNS name, IPv4, or IPv6 in brackets) and a port.
+_BOOTSTRAP = re.compile(r"(?:(?:PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL)://)?"
+                        r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})")
+
+
+def bootstrap_problem(text: str) -> str | None:
+    """What is wrong with a bootstrap list (`host:port,...`), or None. A client given a list it
+    cannot parse only says so when it first connects, or dials a port that is not the one meant
+    (`host:99999`): the flow file is the place to say it, once."""
+    entries = [e.strip() for e in text.split(",")]
+    for entry in entries:
+        if not entry:
+            return f"{text!r} has an empty entry; expected host:port,host:port"
+        matched = _BOOTSTRAP.fullmatch(entry)
+        if matched is None:
+            return f"{entry!r} is not host:port (a host name or address, then a port 1-65535)"
+        if not 1 <= int(matched.group("port")) <= 65535:
+            return f"{entry!r}: port {int(matched.group('port'))} is not 1-65535"
+    return None
+
+
+@dataclass(frozen=True)
+class HostPorts:
+    """A Kafka bootstrap list, `host:port,...`."""
+
+    type_doc: str = "host:port list"
+
+    def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> str:
+        text = r.text(value, key)
+        problem = bootstrap_problem(text)
+        if problem:
+            # as written: a value from ${env:...} is not echoed
+            raise r.fail(key, problem if text == value else f"{value!r} expands to a list that is not host:port,...")
+        return text
+
+
 @dataclass(frozen=True)
 class Regex:
     """One regex, `${env:...}`-expanded and compiled once to check it."""
