@@ -157,8 +157,7 @@ def _reset(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"dr-stream: --to-datetime: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    actions = reset_to_datetime(clusters[args.cluster], args.group, args.topic, at_ms,
-                                dry_run=args.dry_run)
+    actions = reset_to_datetime(config, args.cluster, args.group, args.topic, at_ms, dry_run=args.dry_run)
     if args.json:
         print(json.dumps([asdict(a) for a in actions], indent=2))
     else:

@@ -465,6 +465,11 @@ class FlowConfig:
         return f"replicate-{self.name}"
 
     @property
+    def clusters_record(self) -> str:
+        """The Delta table recording the cluster.ids the flow's state belongs to (`recorded_clusters`)."""
+        return f"{self.streaming.checkpoint_dir.rstrip('/')}/clusters"
+
+    @property
     def replicate_checkpoint(self) -> str:
         """Where the replication query keeps its Spark checkpoint."""
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/replicate"

@@ -18,8 +18,9 @@ someone else), and a closed context opens nothing more.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 
@@ -28,16 +29,24 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups
 from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids, require_cluster_id
+from dr_stream.runtime.recorded_clusters import RecordedClusters
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _UNASKED: Any = object()
 
 
 class ClusterContext:
-    def __init__(self, config: ClusterConfig, helper: Kafka4Groups | None = None) -> None:
+    def __init__(self, config: ClusterConfig, helper: Kafka4Groups | None = None,
+                 check: Callable[[str], None] | None = None) -> None:
         self.config = config
         # the Kafka 4 helper the group-offsets face sends rounds of many groups to: one shared with
         # the other cluster of a pair (`FlowClusters`, which stops it), else one of the face's own
         self._helper = helper
+        # told each cluster.id the cluster answers with before anyone else hears it; raises to
+        # refuse it (`FlowClusters`: the id the flow's state recorded, `recorded_clusters`)
+        self._check = check
         self._lock = threading.Lock()
         self._cluster_id: str | None = None
         self._reached: str | None = _UNASKED
@@ -58,7 +67,7 @@ class ClusterContext:
         naming the cluster and why) when it does not answer or refuses dr-stream."""
         with self._lock:
             if self._cluster_id is None:
-                self._cluster_id = require_cluster_id(self.config)
+                self._cluster_id = self._checked(require_cluster_id(self.config))
             return self._cluster_id
 
     def reachable_id(self) -> str | None:
@@ -68,13 +77,21 @@ class ClusterContext:
             if self._cluster_id is not None:
                 return self._cluster_id
             if self._reached is _UNASKED:
-                self._reached = reachable_cluster_id(self.config)
+                found = reachable_cluster_id(self.config)
+                self._reached = found if found is None else self._checked(found)
             return self._reached
 
     def reached(self, cluster_id: str | None) -> None:
         """What a probe of this cluster found (`FlowClusters.unreachable` probes both at once)."""
         with self._lock:
-            self._reached = cluster_id
+            self._reached = cluster_id if cluster_id is None else self._checked(cluster_id)
+
+    def _checked(self, cluster_id: str) -> str:
+        """`cluster_id` once the check took it; what the check raises otherwise (nothing is kept,
+        so a later ask probes and is refused again)."""
+        if self._check is not None:
+            self._check(cluster_id)
+        return cluster_id
 
     @property
     def admin(self) -> AdminClient:
@@ -132,9 +149,21 @@ class FlowClusters:
     helper: Kafka4Groups | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, config: FlowConfig) -> FlowClusters:
+    def of(cls, config: FlowConfig, spark: Callable[[], SparkSession] | None = None,
+           unchecked: Collection[str] = ()) -> FlowClusters:
+        """Both clusters, each checked against the cluster.id the flow's state recorded for it
+        (`recorded_clusters`, read through `spark` where `deltalake` cannot; a command's own
+        session when None) as soon as it answers, except the roles in `unchecked` (a cluster
+        being restored from scratch)."""
         helper = Kafka4Groups([config.source, config.destination])
-        return cls(ClusterContext(config.source, helper), ClusterContext(config.destination, helper), config, helper)
+        recorded = RecordedClusters.of(config, spark)
+
+        def check(role: str, cluster: ClusterConfig) -> Callable[[str], None] | None:
+            return None if role in unchecked else lambda found: recorded.check(role, cluster.alias, found)
+
+        return cls(ClusterContext(config.source, helper, check("source", config.source)),
+                   ClusterContext(config.destination, helper, check("destination", config.destination)),
+                   config, helper)
 
     def unreachable(self) -> list[str]:
         """The aliases of the clusters that do not answer, both probed at once (one that refuses

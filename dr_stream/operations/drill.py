@@ -64,7 +64,7 @@ SETTLE_S = 2.0
 def drill(config: FlowConfig, tables: FlowTables, limits: DrillConfig | None = None,
           flow_health: Check | None = None, log: Callable[[str], None] = print) -> Verdict:
     """Every check, changing nothing; one context per cluster serves them all (`cluster_context`)."""
-    with FlowClusters.of(config) as clusters:
+    with FlowClusters.of(config, tables.spark) as clusters:
         return _drill(config, tables, clusters, limits or config.drill, flow_health, log)
 
 

@@ -185,7 +185,9 @@ def _copy_back(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, 
 def failback(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*", include_unreplicated: bool = False,
              restore: bool = False, force: bool = False, timeout_s: float | None = None,
              log: Callable[[str], None] = print) -> FailbackReport:
-    with FlowClusters.of(config) as clusters:  # each cluster's id and clients, once for every step
+    # Each cluster's id and clients, once for every step. A restore's destination was rebuilt, so
+    # its id may be new: the restore's own flow records it in a state of its own.
+    with FlowClusters.of(config, lambda: spark, unchecked=("destination",) if restore else ()) as clusters:
         return _failback(config, spark, clusters, group_pattern, include_unreplicated, restore, force, timeout_s,
                          log)
 

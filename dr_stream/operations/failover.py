@@ -113,7 +113,7 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
     or the call's own. `found` hears the source positions before they are translated (a failover
     reads the destination's groups meanwhile)."""
     own_clusters = clusters is None
-    clusters = clusters or FlowClusters.of(config)
+    clusters = clusters or FlowClusters.of(config, tables.spark)
     own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
     try:
         destination_id = clusters.destination.cluster_id()
@@ -164,7 +164,7 @@ def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", 
     """Translates and commits; `clusters`: the command's contexts (a drill's), else the call's own."""
     if clusters is not None:
         return _failover(config, tables, clusters, group_pattern, dry_run, force, log)
-    with FlowClusters.of(config) as own:
+    with FlowClusters.of(config, tables.spark) as own:
         return _failover(config, tables, own, group_pattern, dry_run, force, log)
 
 

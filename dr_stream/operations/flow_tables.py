@@ -51,5 +51,10 @@ class FlowTables:
         return self.holds.holding(self.losses)
 
     @property
+    def spark(self) -> Callable[[], SparkSession] | None:
+        """What builds the Spark session these tables fall back to (None: none allowed)."""
+        return self.index.reads.spark
+
+    @property
     def fell_back(self) -> bool:
         return self.index.reads.fell_back

@@ -11,7 +11,8 @@ one or from a retried one, so nothing held back behind it is lost or copied twic
 record refused again holds its partition again.
 
 Invariant: only the record a partition is held at can be skipped or retried; any other offset
-is refused with the holds there are.
+is refused with the holds there are; a cluster that answers as another cluster than the one
+the state belongs to refuses the command (`recorded_clusters`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from dr_stream.core.config import load_flow
 from dr_stream.exit_codes import ExitCode
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.replication.holds import RETRY, Hold, refused_loss
 from dr_stream.replication.losses import Loss
@@ -68,8 +70,11 @@ def _released(args: argparse.Namespace) -> int:
 
     config = load_flow(args.config)
     release = retry_held if args.retry else skip_held
+    tables = tables_of(config)
+    with FlowClusters.of(config, tables.spark) as clusters:
+        clusters.unreachable()  # each cluster that answers must be the one the state belongs to
     try:
-        done = release(tables_of(config), args.topic, args.partition, args.offset, lambda: spark_for(config))
+        done = release(tables, args.topic, args.partition, args.offset, lambda: spark_for(config))
     except NotHeld as exc:
         print(f"dr-stream: {args.command}: {exc}", file=sys.stderr)
         return ExitCode.USAGE

@@ -19,11 +19,9 @@ from dr_stream.kafka.cluster_context import FlowClusters
 
 
 def spark_for(config):
-    from dr_stream.runtime.session import spark_session
+    from dr_stream.runtime.session import command_spark
 
-    spark = spark_session(f"dr-stream-{config.name}-cli")
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return command_spark(config)
 
 
 def tables_of(config):

@@ -27,7 +27,7 @@ def reset_flow(config: FlowConfig, spark: SparkSession) -> list[str]:
         target = move_aside(spark, path, f"before-{stamp}")
         if target:
             done.append(f"moved {path} -> {target}")
-    with FlowClusters.of(config) as clusters:
+    with FlowClusters.of(config, lambda: spark) as clusters:
         destination_id = clusters.destination.cluster_id()
         if forget_left_out(clusters.source.admin, destination_id):
             done.append(f"deleted group {left_out_group(destination_id)} on {config.source.alias}")

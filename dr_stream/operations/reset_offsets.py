@@ -13,9 +13,9 @@ import re
 
 from confluent_kafka import TopicPartition
 
-from dr_stream.core.config import ClusterConfig
+from dr_stream.core.config import FlowConfig
 from dr_stream.kafka.admin import partition_counts
-from dr_stream.kafka.cluster_context import ClusterContext
+from dr_stream.kafka.cluster_context import ClusterContext, FlowClusters
 from dr_stream.positions import GroupSync, SyncAction
 
 
@@ -46,20 +46,25 @@ def offsets_at(context: ClusterContext, partitions: list[tuple[str, int]], at_ms
         reader.close()
 
 
-def reset_to_datetime(cluster: ClusterConfig, group: str, topic_pattern: str, at_ms: int,
+def reset_to_datetime(config: FlowConfig, alias: str, group: str, topic_pattern: str, at_ms: int,
                       dry_run: bool = False) -> list[SyncAction]:
-    context = ClusterContext(cluster)  # one admin client and one reader for the whole reset
+    """Resets `group` on the flow's cluster `alias`, once that cluster answers with the cluster.id
+    the flow's state recorded for it (one admin client and one reader for the whole reset)."""
+    with FlowClusters.of(config) as clusters:
+        context = clusters.source if alias == config.source.alias else clusters.destination
+        context.cluster_id()
+        return _reset(context, group, topic_pattern, at_ms, dry_run)
+
+
+def _reset(context: ClusterContext, group: str, topic_pattern: str, at_ms: int, dry_run: bool) -> list[SyncAction]:
+    counts = partition_counts(context.admin)
+    partitions = [(t, p) for t, n in sorted(counts.items())
+                  if re.fullmatch(topic_pattern, t) and not t.startswith("__") for p in range(n)]
+    if not partitions:
+        raise ValueError(f"no topic matches {topic_pattern!r}")
+    wanted = offsets_at(context, partitions, at_ms)
+    sync = GroupSync(context.config, "reset-offsets", offsets=context.group_offsets)
     try:
-        counts = partition_counts(context.admin)
-        partitions = [(t, p) for t, n in sorted(counts.items())
-                      if re.fullmatch(topic_pattern, t) and not t.startswith("__") for p in range(n)]
-        if not partitions:
-            raise ValueError(f"no topic matches {topic_pattern!r}")
-        wanted = offsets_at(context, partitions, at_ms)
-        sync = GroupSync(cluster, "reset-offsets", offsets=context.group_offsets)
-        try:
-            return sync.apply(group, wanted, force=True, dry_run=dry_run)
-        finally:
-            sync.close()
+        return sync.apply(group, wanted, force=True, dry_run=dry_run)
     finally:
-        context.close()
+        sync.close()

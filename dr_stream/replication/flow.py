@@ -79,6 +79,7 @@ from dr_stream.replication.topic_watch import TopicWatch
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
+from dr_stream.runtime.recorded_clusters import RecordedClusters
 from dr_stream.runtime.session import in_pool
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 
@@ -95,7 +96,7 @@ class ReplicationFlow:
         command that runs a flow among its steps), else the flow's own, closed with it."""
         self.config, self.spark, self.index_prefetch = config, spark, index_prefetch
         self._own_clusters = clusters is None
-        self.clusters = clusters or FlowClusters.of(config)
+        self.clusters = clusters or FlowClusters.of(config, lambda: spark)
         self.clock = clock or PhaseClock()
         self._launches = 0
         # Every line is said, a restart's as often as it happens; the loops hold back their own
@@ -140,6 +141,14 @@ class ReplicationFlow:
         self._source_admin = self.clusters.source.admin
         self._dest_admin = self.clusters.destination.admin
         self.source_cluster_id, self.destination_cluster_id = self.clusters.distinct_ids()
+        # The state now belongs to these two clusters: a command or a start that meets another refuses it.
+        recorded = RecordedClusters.of(config, lambda: self.spark, self.log).record(
+            {"source": (config.source.alias, self.source_cluster_id),
+             "destination": (config.destination.alias, self.destination_cluster_id)}, self.appends)
+        if recorded:
+            self.log(f"state under {config.streaming.checkpoint_dir} belongs to {config.source.alias} "
+                     f"({self.source_cluster_id}) -> {config.destination.alias} ({self.destination_cluster_id}) "
+                     f"from now on: recorded in {config.clusters_record}")
         self.clock.mark("clusters")
         topics = config.topics
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,

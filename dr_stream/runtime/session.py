@@ -6,13 +6,16 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.runtime.jvm import local_file_system_jar, spark_jars
 from dr_stream.runtime.paths import cache_dir
+
+if TYPE_CHECKING:
+    from dr_stream.core.config import FlowConfig
 
 Setting = bool | float | int | str | None  # what SparkSession.Builder.config(map=...) takes
 
@@ -161,6 +164,13 @@ def spark_session(app_name: str = "dr-stream", master: str | None = None, ui_por
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = _local_launch_conf(builder, master, ui_port, log_format)
     return started(_flow_conf(builder).getOrCreate)
+
+
+def command_spark(config: FlowConfig) -> SparkSession:
+    """A command's Spark session, for the tables `deltalake` cannot open: quiet, named after the flow."""
+    spark = spark_session(f"dr-stream-{config.name}-cli")
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def _local_launch_conf(builder: SparkSession.Builder, master: str | None, ui_port: int | None,

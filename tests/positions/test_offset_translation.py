@@ -561,3 +561,64 @@ class TestCommandLine:
         reset = cli("reset-offsets", "--cluster", "dc2", "--group", unique("xg-reset-"), "--topic", topic,
                     "--to-datetime", "2000-01-01T00:00:00")
         assert [(a["partition"], a["offset"], a["action"]) for a in reset] == [(0, 0, "committed")]
+
+    def test_a_flow_file_pointed_at_another_cluster_is_refused_by_every_command_and_moves_nothing(
+            self, spark, flow, dc1, dc2, dc3, tmp_path):
+        import subprocess
+        import sys
+
+        from dr_stream.core.config import load_flow
+        from dr_stream.replication.flow import ReplicationFlow
+        from dr_stream.runtime.recorded_clusters import RecordedClusters, WrongCluster
+
+        scenario = copied(flow, dc1, dc2, "wrongcluster", 100, {0: 40}, helper=False)
+        topic, group = scenario.topic, scenario.group
+        create_topic(dc3.bootstrap, topic, partitions=1)
+        produce(dc3.bootstrap, topic, records(100))  # dc3 could take the group's offsets if asked
+        assert RecordedClusters.of(flow.config).ids() == {"source": dc1.cluster_id(), "destination": dc2.cluster_id()}
+        sections = {"topics": {"include": [r"xlate\..*"]}, "offsets": {"groups": {"include": ["xg-.*"]}}}
+        for name in ("right", "to-dc3", "from-dc3"):
+            (tmp_path / name).mkdir()
+        right = flow_file(flow.config, tmp_path / "right", **sections)
+        # the flow file still says dc2, but the address is dc3's: an address that moved, a copied file
+        wrong_destination = flow_file(replace(flow.config, destination=replace(flow.config.destination,
+                                                                               bootstrap_servers=dc3.bootstrap)),
+                                      tmp_path / "to-dc3", **sections)
+        wrong_source = flow_file(replace(flow.config, source=replace(flow.config.source,
+                                                                     bootstrap_servers=dc3.bootstrap)),
+                                 tmp_path / "from-dc3", **sections)
+
+        def cli(config_file: str, *args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "dr_stream.cli", *args, "--config", config_file],
+                                  capture_output=True, text=True, timeout=300)
+
+        refused = {
+            "failover": cli(wrong_destination, "failover", "--group", group),
+            "translate": cli(wrong_destination, "translate", "--group", group),
+            "reset-offsets": cli(wrong_destination, "reset-offsets", "--cluster", "dc2", "--group", group,
+                                 "--to-datetime", "2000-01-01T00:00:00"),
+            "status": cli(wrong_destination, "status"),
+            "skip": cli(wrong_destination, "skip", "--topic", topic, "--partition", "0", "--offset", "7"),
+            "failover from dc3": cli(wrong_source, "failover", "--group", group),
+        }
+        for command, done in refused.items():
+            role = "source" if command.endswith("dc3") else "destination"
+            recorded = dc1.cluster_id() if role == "source" else dc2.cluster_id()
+            file = wrong_source if role == "source" else wrong_destination
+            assert done.returncode == 78, (command, done.stderr[-2000:])
+            [line] = done.stderr.strip().splitlines()
+            assert line.startswith(f"dr-stream: config error: {file}: {role}.bootstrap_servers: "), (command, line)
+            assert dc3.cluster_id() in line and recorded in line, (command, line)
+        assert committed(dc3.bootstrap, group, topic, 1) == {}, "a refused failover committed on dc3"
+
+        with pytest.raises(WrongCluster, match=dc3.cluster_id()):
+            wrong = ReplicationFlow(load_flow(wrong_destination), spark)
+            try:
+                wrong.connect()
+            finally:
+                wrong.clusters.close()
+
+        done = cli(right, "failover", "--group", group, "--dry-run")
+        assert done.returncode == 0, done.stderr[-2000:]
+        forget_prefixed(dc3.bootstrap, "xlate.", "xg-")
+
