@@ -5,9 +5,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak aging down clean
+.PHONY: profile setup jars bytecode dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak aging down clean
 
-setup: $(STAMP) jars
+setup: $(STAMP) jars bytecode
+
+# The package's bytecode, as pip writes it for an installed package: with PYTHONDONTWRITEBYTECODE
+# set (as here) an editable install would compile its 150 modules again in every command, about
+# 0.6 s of CPU before a failover starts. Only changed files are compiled again.
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q dr_stream bench tools
 
 # Re-installs only when the pins change; pip reuses what is already in the venv.
 $(STAMP): pyproject.toml

@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _positions(args: argparse.Namespace, commit: bool) -> int:
     from dr_stream.operations.failover import failover, translate_positions
-    from dr_stream.operations.report import format_positions
+    from dr_stream.operations.report import format_positions, json_document
 
     config = load_flow(args.config)
     tables = tables_of(config)
@@ -97,8 +97,8 @@ def _positions(args: argparse.Namespace, commit: bool) -> int:
     else:
         positions = translate_positions(config, tables, args.group, log=to_stderr)
     if args.json:
-        print(json.dumps({"source_reachable": positions.source_reachable, "origin": positions.origin,
-                          "positions": [p.as_dict() for p in positions.rows]}, indent=2))
+        print(json_document({"source_reachable": positions.source_reachable, "origin": positions.origin,
+                             "positions": [p.as_dict() for p in positions.rows]}))
     else:
         print(format_positions(positions))
     failed = [p for p in positions.rows if SyncOutcome.of(p.action) is SyncOutcome.FAILED]

@@ -36,7 +36,7 @@ def to_stderr(line: str) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from dr_stream.operations.report import format_status
+    from dr_stream.operations.report import format_status, json_document
     from dr_stream.operations.status import (
         Thresholds,
         over_thresholds,
@@ -59,9 +59,8 @@ def _status(args: argparse.Namespace) -> int:
         over = over_thresholds(lags, ages, limits, source_commits(config, clusters) if judged else None)
     held = sorted(tables.holding().held.values(), key=lambda h: h.key)
     if args.json:
-        print(json.dumps({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],
-                          "unreachable": down, "over_thresholds": over, "held": [h.as_dict() for h in held]},
-                         indent=2))
+        print(json_document({"replication": [asdict(g) for g in lags], "translations": [asdict(a) for a in ages],
+                             "unreachable": down, "over_thresholds": over, "held": [h.as_dict() for h in held]}))
     else:
         print(format_status(lags, ages))
     for alias in down:

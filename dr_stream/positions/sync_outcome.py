@@ -8,6 +8,7 @@ built here and read back here (`SyncOutcome.of`, for a translation log row or a 
 from __future__ import annotations
 
 from enum import Enum
+from functools import lru_cache
 
 
 class SyncOutcome(Enum):
@@ -26,7 +27,7 @@ class SyncOutcome(Enum):
     @classmethod
     def of(cls, action: str) -> SyncOutcome | None:
         """The outcome a text says; None for no text (nothing synced yet) or one no sync writes."""
-        return next((outcome for outcome in cls if action.startswith(outcome.value)), None)
+        return _outcome_of(action)
 
     @property
     def wrote(self) -> bool:
@@ -67,3 +68,9 @@ def failure_reason(action: str) -> str:
 def skipped_because(action: str) -> str:
     """Why a skipped sync was skipped (its text after `skipped: `)."""
     return action.removeprefix("skipped: ")
+
+
+@lru_cache(maxsize=1024)
+def _outcome_of(action: str) -> SyncOutcome | None:
+    # A failover asks about each of 10,000 positions twice, and their texts are few.
+    return next((outcome for outcome in SyncOutcome if action.startswith(outcome.value)), None)

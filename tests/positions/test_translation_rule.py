@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from dr_stream.positions.translation_rule import (
     Translation,
     clamp,
+    evolve,
     needs_timestamp,
     returned_look_ups,
     settle,
@@ -141,3 +144,16 @@ class TestWaiting:
     def test_a_waiting_position_is_not_replaced_by_the_last_original_before_it(self):
         got = through_returned(translation(500, None, "waiting"), lambda o: None if o == 500 else 40)
         assert (got.offset, got.method) == (None, "waiting")
+
+
+class TestEvolve:
+    def test_it_is_what_dataclasses_replace_makes_and_leaves_the_original_alone(self):
+        t = translation(10, 12, "exact")
+        changed = evolve(t, offset=15, note="moved")
+        assert changed == replace(t, offset=15, note="moved") and hash(changed) == hash(replace(t, offset=15,
+                                                                                                 note="moved"))
+        assert (t.offset, t.note) == (12, "")
+
+    def test_a_field_it_does_not_have_is_refused(self):
+        with pytest.raises(TypeError, match="no field ofset"):
+            evolve(translation(1, 1, "exact"), ofset=2)
