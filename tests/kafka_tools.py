@@ -252,20 +252,22 @@ def _resource_type(kind: str):
     return ResourceType["BROKER" if kind == "CLUSTER" else kind]
 
 
-def grant(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, str]]) -> None:
+def grant(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, str]], permission: str = "ALLOW"
+          ) -> None:
     """ACLs for `principal` (e.g. "User:drs"): (resource type, name, pattern type, operation) each,
-    by their confluent-kafka enum names (("TOPIC", "*", "LITERAL", "READ"))."""
+    by their confluent-kafka enum names (("TOPIC", "*", "LITERAL", "READ")); `permission`: ALLOW or DENY."""
     from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
 
     bindings = [AclBinding(_resource_type(kind), name, ResourcePatternType[pattern], principal, "*",
-                           AclOperation[operation], AclPermissionType.ALLOW)
+                           AclOperation[operation], AclPermissionType[permission])
                 for kind, name, pattern, operation in dict.fromkeys(rules)]
     client = admin(bootstrap)  # the client must outlive its futures
     for future in client.create_acls(bindings).values():
         future.result(timeout=30)
 
 
-def revoke(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, str]]) -> None:
+def revoke(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, str]], permission: str = "ALLOW"
+           ) -> None:
     from confluent_kafka.admin import (
         AclBindingFilter,
         AclOperation,
@@ -274,7 +276,7 @@ def revoke(bootstrap: str, principal: str, rules: Iterable[tuple[str, str, str, 
     )
 
     filters = [AclBindingFilter(_resource_type(kind), name, ResourcePatternType[pattern], principal, "*",
-                                AclOperation[operation], AclPermissionType.ALLOW)
+                                AclOperation[operation], AclPermissionType[permission])
                for kind, name, pattern, operation in dict.fromkeys(rules)]
     client = admin(bootstrap)
     for future in client.delete_acls(filters).values():

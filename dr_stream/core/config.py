@@ -380,6 +380,10 @@ ACLS_KEYS = (
     Key("write", Flag(), "also copy ALLOW of the operations that change a topic (`WRITE`, `CREATE`, `DELETE`, "
         "`ALTER`, `ALTER_CONFIGS`, `ALL`): for active-active", False),
     Key("interval", Period(1.0), "how often the ACLs are compared and copied", "30s"),
+    Key("principal", Text(r"[A-Za-z][A-Za-z0-9_]*:.+", "is not a principal like User:dr-stream"),
+        "the flow's own principal on the destination, as its broker names it (`User:CN=dr-stream` for a TLS "
+        "certificate): no copied DENY may name it; default: `User:<username>` of a SASL PLAIN or SCRAM login",
+        None),
 )
 
 
@@ -390,6 +394,7 @@ class AclsConfig:
     enabled: bool = default_of(ACLS_KEYS, "enabled")
     write: bool = default_of(ACLS_KEYS, "write")
     interval_s: float = default_of(ACLS_KEYS, "interval")
+    principal: str | None = default_of(ACLS_KEYS, "principal")
 
 
 ACLS = Section("acls", "ACL sync ([security](../security.md)).", ACLS_KEYS, (), AclsConfig)

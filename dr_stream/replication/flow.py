@@ -64,6 +64,7 @@ from dr_stream.positions import (
     ensure_consumer_timestamps,
     settle_consumer_timestamps,
 )
+from dr_stream.replication.acl_ledger import AclLedger
 from dr_stream.replication.acl_sync import AclSync
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.holds import PartitionHolds, clamped
@@ -154,7 +155,9 @@ class ReplicationFlow:
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
                                     config.source, config.destination, sync_configs=topics.sync_configs,
                                     log=self.log)
-        self.acl_sync = AclSync(config, self._source_admin, self._dest_admin, self.log) if config.acls.enabled else None
+        self.acl_sync = AclSync(config, self._source_admin, self._dest_admin, self.log,
+                                AclLedger(config, DeltaReads(lambda: self.spark, self.log), self.appends,
+                                          lambda: self.spark)) if config.acls.enabled else None
         self.plan = ReplicationPlan(
             source_cluster_id=self.source_cluster_id, destination_cluster_id=self.destination_cluster_id,
             renamer=config.renamer, header=config.provenance.header, provenance_enabled=config.provenance.enabled,
