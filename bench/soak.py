@@ -207,9 +207,17 @@ def commit_when_due(next_commit: float, now: float, bootstrap: str, load: Load, 
 
 
 def on_disk(path: Path) -> tuple[int, int]:
-    """Bytes allocated (a broker's index files are sparse, preallocated to 10 MiB) and files."""
-    files = [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
-    return sum(p.stat().st_blocks * 512 for p in files), len(files)
+    """Bytes allocated (a broker's index files are sparse, preallocated to 10 MiB) and files. The
+    flow writes while this looks: a file gone between the listing and its look (a checkpoint's
+    temporary file, a segment retention took) is not counted."""
+    allocated, files = 0, 0
+    for directory, _, names in os.walk(path):  # a directory gone meanwhile is skipped, not raised
+        for name in names:
+            try:
+                allocated, files = allocated + os.stat(os.path.join(directory, name)).st_blocks * 512, files + 1
+            except FileNotFoundError:
+                continue
+    return allocated, files
 
 
 def state_on_disk(work: Path, source: LocalCluster, target: LocalCluster) -> dict[str, tuple[int, int]]:
