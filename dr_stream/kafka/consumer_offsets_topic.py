@@ -135,8 +135,14 @@ class ConsumerOffsetsTopic:
     """A reader of `__consumer_offsets` that keeps the newest position per group and partition.
 
     `catch_up` reads what was committed since its last call and returns those positions; the
-    first call reads the topic from its start (compaction keeps it near one record per group
-    and partition). The consumer assigns partitions and never joins or commits to a group.
+    first call reads the topic from its start. Compaction leaves the topic's newest segments
+    whole, so that start holds hours of every group's older commits, in order: until every
+    partition has been read to its end once, what was read is history, and a group's newest
+    commit may still be ahead. So the rounds before that return nothing and the first round that
+    reaches it returns every position then held: a reader never reports a position older than
+    one it passed on, which would move a group back (and hold its partitions' spans back) for
+    as long as the catch-up takes. The consumer assigns partitions and never joins or commits
+    to a group.
     """
 
     def __init__(self, cluster: ClusterConfig, on_undecodable: Callable[[int, str], None] = lambda n, why: None,
@@ -156,6 +162,9 @@ class ConsumerOffsetsTopic:
             "fetch.wait.max.ms": 100})
         self._partitions: list[int] | None = None
         self._at_end: set[int] = set()
+        # partitions read to their end at least once, and what was read before all of them were
+        self._reached: set[int] = set()
+        self._held_back: Positions | None = {}
 
     def _assign(self) -> None:
         topic = self._consumer.list_topics(TOPIC, timeout=10).topics.get(TOPIC)
@@ -179,7 +188,7 @@ class ConsumerOffsetsTopic:
             self._assign()
             if self._partitions is None:
                 return {}
-        changed: Positions = {}
+        changed: Positions = {} if self._held_back is None else self._held_back
         deadline = time.monotonic() + self._round_limit_s
         bad, why = 0, ""
         # A partition stays at its end until a record for it arrives (librdkafka says EOF once per
@@ -191,6 +200,7 @@ class ConsumerOffsetsTopic:
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
                         self._at_end.add(topic_partition(msg)[1])
+                        self._reached.add(topic_partition(msg)[1])
                     elif error.code() in _DENIED:
                         raise self._refused()
                     elif not error.retriable():
@@ -210,13 +220,23 @@ class ConsumerOffsetsTopic:
         if bad:
             self.undecodable += bad
             self._on_undecodable(bad, why)
+        if self._held_back is not None:
+            if len(self._reached) < len(self._partitions):
+                return {}
+            self._held_back = None
         return changed
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether every partition of the topic has been read to its end once (before that,
+        `catch_up` returns nothing and `positions` may hold commits older than a group's newest)."""
+        return self._held_back is None
 
     @property
     def complete(self) -> bool:
         """Whether `positions` holds every committed offset up to where each partition of the
         topic ended at the last `catch_up` (a round cut short by its limit has not)."""
-        return self._partitions is not None and len(self._at_end) == len(self._partitions)
+        return self._partitions is not None and self.caught_up and len(self._at_end) == len(self._partitions)
 
     def _undecodable(self, key: bytes | None) -> None:
         try:

@@ -75,7 +75,9 @@ class TopicPositions:
 
     def read(self, full: bool) -> tuple[int, dict[str, Fetched]]:
         changed = self._topic.catch_up()
-        source = self._topic.positions if full else changed
+        # before the reader has caught up its positions are history, which a full read must not
+        # pass on either (`unread` says the read is no evidence meanwhile)
+        source = self._topic.positions if full and self._topic.caught_up else changed
         found: dict[str, Fetched] = {g: dict(p) for g, p in source.items() if self._groups.matches(g)}
         return sum(1 for g in self._topic.positions if self._groups.matches(g)), found
 

@@ -114,3 +114,42 @@ def test_the_reader_follows_a_real_brokers_commits_from_the_start_then_only_new_
         delete_group(with_admin, first)
         delete_group(with_admin, second)
         delete_topics(dc1.bootstrap, [topic])
+
+
+def test_a_reader_catching_up_on_a_long_history_never_reports_a_position_older_than_the_newest(dc1):
+    """The topic's newest segments hold every commit in order; a first read cut short by its
+    round limit must not pass a group's old commits on as its position."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from dr_stream.kafka.group_offsets.consumer_groups import delete_group
+    from tests.kafka_tools import admin, create_topic, delete_topics, unique, wait_until
+
+    topic, group = unique("cot-history."), unique("cot-history-")
+    create_topic(dc1.bootstrap, topic, partitions=1)
+    committer = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": group, "enable.auto.commit": False})
+    commits = 12_000  # more than one consume takes (10,000), so a round of one consume ends mid-history
+    for offset in range(1, commits):
+        committer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=True)
+        committer.poll(0)
+    committer.commit(offsets=[TopicPartition(topic, 0, commits)], asynchronous=False)
+    committer.close()
+    reader = ConsumerOffsetsTopic(dc1.config, round_limit_s=0.0)  # each round one consume
+    reported: list[int] = []
+    rounds = 0
+
+    def newest_reported() -> bool:
+        nonlocal rounds
+        rounds += 1
+        found = reader.catch_up().get(group, {})
+        if (topic, 0) in found:
+            reported.append(found[(topic, 0)].offset)
+        return bool(reported) and reported[-1] == commits
+
+    try:
+        assert wait_until(newest_reported, 60)
+        assert reported == [commits], f"older positions passed on before the newest: {reported[:5]}"
+        assert reader.caught_up and reader.complete
+    finally:
+        reader.close()
+        delete_group(admin(dc1.bootstrap), group)
+        delete_topics(dc1.bootstrap, [topic])
