@@ -140,6 +140,8 @@ class RunStore:
         # keys whose runs are not in origin order on the destination: a restart copied records a
         # failed write had left out after records past them (`resume.unwritten_below`)
         self._disordered: set[RunKey] = set()
+        # the disordered keys' runs in origin order, made at their first lookup since they changed
+        self._by_origin: dict[RunKey, ByOrigin] = {}
         for dest, offset in (life_starts or {}).items():
             self.begin_life(dest, offset)
         for dest, cuts in (rewinds or {}).items():
@@ -154,6 +156,7 @@ class RunStore:
         if offset <= self._life_starts.get(dest, -1):
             return
         self._life_starts[dest] = offset
+        self._by_origin.clear()
         for key, runs in self._runs.items():
             if (key[2], key[3]) == dest:
                 runs[:] = [r for r in runs if r.dest_start >= offset]
@@ -167,6 +170,7 @@ class RunStore:
         if (origin_first, dest_offset) in cuts:
             return
         cuts.append((origin_first, dest_offset))
+        self._by_origin.clear()
         for key, runs in self._runs.items():
             if (key[2], key[3]) == dest:
                 runs[:] = [kept for r in runs if (kept := cut(r, origin_first, dest_offset)) is not None]
@@ -180,6 +184,7 @@ class RunStore:
                 return
             run = kept
         runs = self._runs.setdefault(run.key, [])
+        self._by_origin.pop(run.key, None)
         at = bisect_left(runs, run.dest_start, key=lambda r: r.dest_start)
         if at > 0 and runs[at - 1].copies is not None and run.dest_start <= runs[at - 1].dest_end:
             # a report of copies a span already stands for: only what lies past the span is new
@@ -216,6 +221,7 @@ class RunStore:
         """Forgets runs whose every record is below its destination partition's log start (retention
         removed them); returns how many went."""
         dropped = 0
+        self._by_origin.clear()
         for key, runs in list(self._runs.items()):
             start = log_starts.get((key[2], key[3]))
             if start is None:
@@ -235,6 +241,7 @@ class RunStore:
         the store held of them; returns how many runs went."""
         gone = set(dests)
         dropped = 0
+        self._by_origin.clear()
         for key in [k for k in self._runs if (k[2], k[3]) in gone]:
             dropped += len(self._runs.pop(key))
             self._disordered.discard(key)
@@ -269,6 +276,7 @@ class RunStore:
                 or any(a is not b for a, b in zip(runs, held, strict=False)):
             return False
         runs[:len(held)] = fewer
+        self._by_origin.pop(key, None)
         return True
 
     def extend(self, runs: Iterable[Run]) -> None:
@@ -357,12 +365,11 @@ class RunStore:
         if key in self._disordered:
             # the first destination offset holding a record at or past `offset`: a consumer from
             # there misses none of them (it may read again records copied late, below `offset`)
-            inside = [r for r in runs if r.copies is not None and r.origin_start < offset <= r.origin_end]
-            if inside:  # a span made before a late copy arrived below it: its window places the offset
-                return Located(None, "within", furthest, span_window(inside[0], offset), inside[0])
-            places = [r.dest_start + max(offset - r.origin_start, 0) for r in runs if r.origin_end >= offset]
-            if places:
-                return Located(min(places), "exact", furthest)
+            placed = self._by_origin_of(key, runs).place(offset)
+            if isinstance(placed, Run):  # a span made before a late copy arrived below it: its window places it
+                return Located(None, "within", furthest, span_window(placed, offset), placed)
+            if placed is not None:
+                return Located(placed, "exact", furthest)
         else:
             at = bisect_left(runs, offset, key=lambda r: r.origin_end)
             if at < len(runs):
@@ -376,7 +383,56 @@ class RunStore:
 
     def _furthest(self, key: RunKey, runs: list[Run]) -> int:
         """The highest origin offset among `runs`, the runs of `key` in destination order."""
-        return max(r.origin_end for r in runs) if key in self._disordered else runs[-1].origin_end
+        return self._by_origin_of(key, runs).furthest if key in self._disordered else runs[-1].origin_end
+
+    def _by_origin_of(self, key: RunKey, runs: list[Run]) -> ByOrigin:
+        """`key`'s runs in origin order, made once per change of them: a failover asks a key
+        once per group, and a key copied out of order may hold thousands of runs."""
+        held = self._by_origin.get(key)
+        if held is None:
+            held = self._by_origin[key] = ByOrigin(runs)
+        return held
+
+
+class ByOrigin:
+    """One key's runs in origin order, for the lookup of a key whose runs are not in origin
+    order on the destination: the first destination offset holding a copy at or past an origin
+    offset C is the lowest of the runs starting at or past C (their first offset: a suffix
+    minimum) and of the runs holding C (C's own place in each). The runs holding C all start
+    below it and reach it: read back from the last start below C while the prefix maximum of
+    origin ends still reaches C, so a lookup reads the runs around C, not the key."""
+
+    def __init__(self, runs: list[Run]) -> None:
+        self.runs = sorted(runs, key=lambda r: r.origin_start)
+        self.starts = [r.origin_start for r in self.runs]
+        self.reach: list[int] = []  # the highest origin end among runs[:i + 1]
+        for r in self.runs:
+            self.reach.append(max(r.origin_end, self.reach[-1]) if self.reach else r.origin_end)
+        self.lowest_after: list[int | None] = [None] * (len(self.runs) + 1)  # min dest_start of runs[i:]
+        for i in range(len(self.runs) - 1, -1, -1):
+            after = self.lowest_after[i + 1]
+            self.lowest_after[i] = self.runs[i].dest_start if after is None else min(after, self.runs[i].dest_start)
+        self.furthest = self.reach[-1] if self.reach else -1
+
+    def place(self, offset: int) -> int | Run | None:
+        """The first destination offset holding a copy at or past `offset`; the span (first in
+        destination order) that holds `offset` past its first origin offset, whose window places
+        it instead; None when no run reaches `offset`."""
+        at = bisect_left(self.starts, offset)
+        best = self.lowest_after[at]
+        inside: Run | None = None
+        i = at - 1
+        while i >= 0 and self.reach[i] >= offset:
+            run = self.runs[i]
+            if run.origin_end >= offset:
+                if run.copies is not None:
+                    if inside is None or run.dest_start < inside.dest_start:
+                        inside = run
+                else:
+                    here = run.dest_start + offset - run.origin_start
+                    best = here if best is None else min(best, here)
+            i -= 1
+        return inside if inside is not None else best
 
 
 def span_window(span: Run, offset: int) -> tuple[int, int]:

@@ -179,3 +179,44 @@ def test_a_store_built_with_rewinds_applies_them_to_every_run():
     store = RunStore([run(0, 99, 0, 99), run(60, 69, 100, 109)], rewinds={("t", 0): [(60, 100)]})
     assert [(r.origin_start, r.origin_end, r.dest_start) for r in store] == [(0, 59, 0), (60, 69, 100)]
     assert store.uncovered({("t", 0): (0, 120)}) == {("t", 0): (110, 120)}
+
+
+def _placed_by_reading_every_run(runs: list[Run], offset: int):
+    """The disordered key's rule as it reads: every run of the key, each time."""
+    inside = [r for r in runs if r.copies is not None and r.origin_start < offset <= r.origin_end]
+    if inside:
+        return min(inside, key=lambda r: r.dest_start)
+    places = [r.dest_start + max(offset - r.origin_start, 0) for r in runs if r.origin_end >= offset]
+    return min(places) if places else None
+
+
+def test_a_key_copied_out_of_order_places_every_offset_as_reading_all_its_runs_would():
+    import random
+
+    from dr_stream.index.run_store import ByOrigin
+    chooser = random.Random(66)
+    for _ in range(300):
+        runs, dest = [], 0
+        for _ in range(chooser.randint(1, 30)):
+            first = chooser.randint(0, 400)
+            length = chooser.randint(1, 40)
+            span = chooser.random() < 0.2
+            copies = chooser.randint(1, length) if span else None
+            runs.append(Run("c1", "t", 0, "t", 0, first, first + length - 1, dest, dest + length - 1,
+                            copies=copies))
+            dest += length + chooser.randint(0, 3)
+        by_origin = ByOrigin(runs)
+        assert by_origin.furthest == max(r.origin_end for r in runs)
+        for offset in range(0, 460, 3):
+            assert by_origin.place(offset) == _placed_by_reading_every_run(runs, offset), (runs, offset)
+
+
+def test_a_run_reported_late_is_found_by_the_next_lookup_of_a_key_copied_out_of_order():
+    # origin 20..24 was copied after 50..59: the key is out of order and its lookup reads its
+    # runs in origin order, made at the first lookup; a run reported later must change them
+    store = RunStore([run(0, 9, 0, 9), run(50, 59, 20, 29), run(20, 24, 30, 34)])
+    assert store.locate(KEY, 30) == Located(20, "exact", 59)
+    store.add(run(30, 39, 10, 19))
+    assert store.locate(KEY, 30) == Located(10, "exact", 59)
+    assert store.locate(KEY, 22) == Located(10, "exact", 59)
+    assert store.locate(KEY, 5) == Located(5, "exact", 59)
