@@ -19,6 +19,7 @@ SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), 
 def exposed() -> set[str]:
     metrics = FlowMetrics("f", "q")
     metrics.drilled(True, {"topics": 0})  # the drill's series appear once a periodic drill ran
+    metrics.acls_synced(0, 0, {})  # and the ACL sync's once a pass ran
     return {f.name + suffix for f in metrics.collect() for suffix in SUFFIXES[f.type]}
 
 

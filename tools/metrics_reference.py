@@ -1,6 +1,6 @@
 """`docs/reference/metrics.md`, written from the metric families a flow's `/metrics` serves.
 
-The families come from `FlowMetrics.collect` itself (a drill is told first, so the families that
+The families come from `FlowMetrics.collect` itself (a drill and an ACL sync pass are told first, so the families that
 appear only after one are listed too): name, type, labels and help, as a scrape shows them.
 """
 
@@ -18,6 +18,7 @@ OUT = Path(__file__).resolve().parent.parent / "docs" / "reference" / "metrics.m
 def _families() -> list[Metric]:
     metrics = FlowMetrics("FLOW", "replicate-FLOW")
     metrics.drilled(True, {})
+    metrics.acls_synced(0, 0, {})
     return list(metrics.collect())
 
 

@@ -36,6 +36,12 @@ class AclPass:
     removed: tuple[Acl, ...]
     mapping: AclMapping
 
+    def left_out(self) -> dict[str, int]:
+        """The source ACLs not copied as they are, by how: narrowed, unmappable, refused."""
+        mapping = self.mapping
+        narrowed = sum(1 for acl, why in mapping.left_out if mapping.copied(acl, why))
+        return {"narrowed": narrowed, "unmappable": len(mapping.unmappable), "refused": len(mapping.refused)}
+
 
 def wanted_acls(config: FlowConfig, source: AdminClient) -> AclMapping:
     """The destination ACLs the source's call for now (the drill asks the same)."""
@@ -46,10 +52,13 @@ def wanted_acls(config: FlowConfig, source: AdminClient) -> AclMapping:
 
 class AclSync:
     def __init__(self, config: FlowConfig, source: AdminClient, destination: AdminClient,
-                 log: Callable[[str], None] = print, ledger: AclLedger | None = None) -> None:
+                 log: Callable[[str], None] = print, ledger: AclLedger | None = None,
+                 on_pass: Callable[[AclPass], None] = lambda done: None) -> None:
         """`ledger`: the flow's (its Spark and appends for a state deltalake cannot write), else
-        one that reads and writes the state through deltalake alone."""
+        one that reads and writes the state through deltalake alone; `on_pass` hears each pass
+        that ran to its end (the flow's metrics)."""
         self.config, self.source, self.destination, self.log = config, source, destination, log
+        self.on_pass = on_pass
         self.ledger = ledger or AclLedger(config, DeltaReads(None, log), DeltaAppends(log))
         self._said: set[tuple[Acl, str]] = set()
         self._refusal = ""
@@ -83,7 +92,9 @@ class AclSync:
         removed = self._apply(delete_acls, (ours - mapping.wanted) & there, "removed from", False)
         gone = (ours - mapping.wanted) - there  # removed on the destination by someone else: forgotten
         self.ledger.record(gone, False)
-        return AclPass(created, removed, mapping)
+        done = AclPass(created, removed, mapping)
+        self.on_pass(done)
+        return done
 
     def _apply(self, call, acls: Set[Acl], done: str, created: bool) -> tuple[Acl, ...]:
         results = call(self.destination, self.config.destination, acls)

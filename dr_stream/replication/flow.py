@@ -65,7 +65,7 @@ from dr_stream.positions import (
     settle_consumer_timestamps,
 )
 from dr_stream.replication.acl_ledger import AclLedger
-from dr_stream.replication.acl_sync import AclSync
+from dr_stream.replication.acl_sync import AclPass, AclSync
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.holds import PartitionHolds, clamped
 from dr_stream.replication.lag_sampler import LagSampler
@@ -157,7 +157,8 @@ class ReplicationFlow:
                                     log=self.log)
         self.acl_sync = AclSync(config, self._source_admin, self._dest_admin, self.log,
                                 AclLedger(config, DeltaReads(lambda: self.spark, self.log), self.appends,
-                                          lambda: self.spark)) if config.acls.enabled else None
+                                          lambda: self.spark),
+                                on_pass=self._acls_synced) if config.acls.enabled else None
         self.plan = ReplicationPlan(
             source_cluster_id=self.source_cluster_id, destination_cluster_id=self.destination_cluster_id,
             renamer=config.renamer, header=config.provenance.header, provenance_enabled=config.provenance.enabled,
@@ -257,6 +258,9 @@ class ReplicationFlow:
             return {}
         latest = dict(self.translate_loop.latest)  # one copy under the GIL: the loop's thread writes it
         return floors_of((c.topic, c.partition, c.offset) for c in latest.values())
+
+    def _acls_synced(self, done: AclPass) -> None:
+        self.metrics.acls_synced(len(done.created), len(done.removed), done.left_out())
 
     def _index_advanced(self) -> None:
         """The live index moved: positions waiting for it may translate now."""

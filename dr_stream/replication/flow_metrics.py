@@ -68,6 +68,10 @@ class FlowMetrics(Collector):
         self._thread_failures: dict[str, int] = {}
         self._lost: dict[tuple[str, str], int] = {}
         self._held = 0
+        # ACL sync: ACLs created and removed on the destination, and the last pass's source ACLs
+        # not copied as they are, by how (narrowed, unmappable, refused); None: no pass yet
+        self._acls_changed = {"created": 0, "removed": 0}
+        self._acls_left_out: dict[str, int] | None = None
         self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
@@ -172,6 +176,14 @@ class FlowMetrics(Collector):
         if groups:
             with self._lock:
                 self._share_unsynced[what] = self._share_unsynced.get(what, 0) + groups
+
+    def acls_synced(self, created: int, removed: int, left_out: Mapping[str, int]) -> None:
+        """An ACL sync pass: the ACLs it created and removed on the destination, and the source
+        ACLs it did not copy as they are, by how (`narrowed`, `unmappable`, `refused`)."""
+        with self._lock:
+            self._acls_changed["created"] += created
+            self._acls_changed["removed"] += removed
+            self._acls_left_out = {how: left_out.get(how, 0) for how in ("narrowed", "unmappable", "refused")}
 
     def partitions_held(self, held: int) -> None:
         """Partitions held now at a record the destination refused (`holds`)."""
@@ -280,6 +292,8 @@ class FlowMetrics(Collector):
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "
                          "error and was started again 5 s later (topics, lag, index-feed, translate, poller, acls, "
                          "share-groups)", "thread", self._thread_failures),
+            self._family(CounterMetricFamily, "dr_stream_acls_changed", "ACLs the ACL sync created on or removed "
+                         "from the destination, by change: created, removed", "change", self._acls_changed),
             self._family(CounterMetricFamily, "dr_stream_query_starts_unreturned", "Starts of a query not returned "
                          "when the supervisor stopped waiting (it then supervises the query Spark runs under that "
                          "name)", "query", self._unreturned_starts),
@@ -321,7 +335,12 @@ class FlowMetrics(Collector):
                                  "refused, waiting for `dr-stream skip` (every other partition goes on)",
                                  labels=["flow"])
         held.add_metric([self.flow], float(self._held))
-        return [records, seconds, active, up, trigger, held, *loops, *self._drill_gauges()]
+        acls = [] if self._acls_left_out is None else [  # no series without ACL sync
+            self._family(GaugeMetricFamily, "dr_stream_acls_not_copied", "Source ACLs the last ACL sync pass did "
+                         "not copy as they are, by how: narrowed (a wildcard or prefix granted on the copies only), "
+                         "unmappable (no setting brings it over: grant by hand), refused (a DENY of the flow's own "
+                         "principal)", "how", {k: float(v) for k, v in self._acls_left_out.items()})]
+        return [records, seconds, active, up, trigger, held, *acls, *loops, *self._drill_gauges()]
 
     def _drill_gauges(self) -> list[Metric]:
         if self._drill is None:  # no series until a drill ran: "not ready" would be a false alarm

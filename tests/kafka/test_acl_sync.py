@@ -163,8 +163,13 @@ def test_a_reader_on_the_source_reads_the_same_topic_and_group_on_the_destinatio
         # alone although the forged entry names it
         revoke(sec.bootstrap, "User:app", [reads[2]])
         config = load_flow(path)
-        sync = AclSync(config, clients.admin(config.source), clients.admin(config.destination), log=lambda _: None)
+        passes: list = []
+        sync = AclSync(config, clients.admin(config.source), clients.admin(config.destination), log=lambda _: None,
+                       on_pass=passes.append)
         done = sync.sync_once()
+        assert passes == [done]  # what the flow's /metrics hears: the WRITE narrowed, User:*, the DENY
+        left_out = done.left_out()
+        assert left_out["narrowed"] >= 1 and left_out["unmappable"] >= 1 and left_out["refused"] >= 1, left_out
         assert done.removed == (Acl("GROUP", group, "LITERAL", "User:app", "*", "READ", "ALLOW"),)
         assert app_acls(sec2) == expected - {Acl("GROUP", group, "LITERAL", "User:app", "*", "READ", "ALLOW")}
     finally:

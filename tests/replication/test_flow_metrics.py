@@ -124,3 +124,17 @@ def test_the_periodic_drills_verdict_appears_only_once_a_drill_ran():
     assert found[("dr_stream_drill_failures", (("check", "topics"), ("flow", "f")))] == 2.0
     assert found[("dr_stream_drill_failures", (("check", "lag"), ("flow", "f")))] == 0.0
     assert found[("dr_stream_drill_timestamp_seconds", (("flow", "f"), ("result", "last")))] == 1_800_000_000.0
+
+
+def test_acl_sync_passes_show_what_they_changed_and_what_they_did_not_copy_as_it_is():
+    metrics = FlowMetrics("f", "replicate-f")
+    assert not any(name.startswith("dr_stream_acls_not_copied") for name, _ in scrape(metrics))  # no pass yet
+    metrics.acls_synced(3, 0, {"narrowed": 2, "refused": 1})
+    metrics.acls_synced(0, 1, {"narrowed": 1, "unmappable": 1})
+    s = scrape(metrics)
+    assert s[("dr_stream_acls_changed_total", (("change", "created"), ("flow", "f")))] == 3
+    assert s[("dr_stream_acls_changed_total", (("change", "removed"), ("flow", "f")))] == 1
+    # the last pass's state, not a sum: a narrowing said once is still in force
+    assert s[("dr_stream_acls_not_copied", (("flow", "f"), ("how", "narrowed")))] == 1
+    assert s[("dr_stream_acls_not_copied", (("flow", "f"), ("how", "unmappable")))] == 1
+    assert s[("dr_stream_acls_not_copied", (("flow", "f"), ("how", "refused")))] == 0
