@@ -126,7 +126,9 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
         returned = None
         if positions.live and maps_back(config):
             returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
-                                       clusters.source.reader())
+                                       clusters.source.reader(), destination=config.destination,
+                                       destination_reader=clusters.destination.reader(),
+                                       on_unconfirmed=lambda topic, line: log(line))
         # per destination partition a group commits to, and per source partition the lowest offset
         # asked there: what the index snapshot reads
         dests: set[tuple[str, int]] = set()

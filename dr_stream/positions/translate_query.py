@@ -67,14 +67,21 @@ class TranslateQuery:
            on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None,
            on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None,
            on_forgotten: Callable[[set[tuple[str, str, int]]], None] = lambda positions: None,
+           on_unconfirmed: Callable[[str], None] = lambda topic: None,
            ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
         destination's Streams groups are described through `kafka4`. `on_synced` hears each
         round's sync outcomes, `on_round` its duration, positions and period, `on_upkeep` each
         compaction of the translation log's, `on_forgotten` the positions gone from the source
-        it forgot (the metrics)."""
-        returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id)
+        it forgot, `on_unconfirmed` the source topic of each provenance claim the destination did
+        not confirm (the metrics)."""
+        def unconfirmed(topic: str, line: str) -> None:
+            log(line)
+            on_unconfirmed(topic)
+
+        returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id,
+                                    destination=config.destination, on_unconfirmed=unconfirmed)
                     if maps_back(config) else None)
         translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
                                       returned=returned, header=config.provenance.header)

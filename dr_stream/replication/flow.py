@@ -311,7 +311,8 @@ class ReplicationFlow:
                                   on_synced=self.metrics.groups_synced,
                                   on_round=partial(self.metrics.loop_round, "translate"),
                                   on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"),
-                                  on_forgotten=self._forgotten)
+                                  on_forgotten=self._forgotten,
+                                  on_unconfirmed=self.metrics.provenance_unconfirmed)
         query.resume()
         return query
 

@@ -72,6 +72,7 @@ class FlowMetrics(Collector):
         # not copied as they are, by how (narrowed, unmappable, refused); None: no pass yet
         self._acls_changed = {"created": 0, "removed": 0}
         self._acls_left_out: dict[str, int] | None = None
+        self._unconfirmed: dict[str, int] = {}
         self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
@@ -185,6 +186,12 @@ class FlowMetrics(Collector):
             self._acls_changed["removed"] += removed
             self._acls_left_out = {how: left_out.get(how, 0) for how in ("narrowed", "unmappable", "refused")}
 
+    def provenance_unconfirmed(self, topic: str) -> None:
+        """A provenance claim of a record of source topic `topic` that the destination did not
+        confirm (`positions.returned_records`): not taken, a forged or stale header."""
+        with self._lock:
+            self._unconfirmed[topic] = self._unconfirmed.get(topic, 0) + 1
+
     def partitions_held(self, held: int) -> None:
         """Partitions held now at a record the destination refused (`holds`)."""
         with self._lock:
@@ -292,6 +299,10 @@ class FlowMetrics(Collector):
             self._family(CounterMetricFamily, "dr_stream_thread_failures", "Driver threads whose loop ended on an "
                          "error and was started again 5 s later (topics, lag, index-feed, translate, poller, acls, "
                          "share-groups)", "thread", self._thread_failures),
+            self._family(CounterMetricFamily, "dr_stream_provenance_unconfirmed", "Provenance claims of source "
+                         "records (a copy of the destination's record at an offset) the destination did not confirm, "
+                         "by source topic: the record there differs or is gone, so the claim moved no position",
+                         "topic", self._unconfirmed),
             self._family(CounterMetricFamily, "dr_stream_acls_changed", "ACLs the ACL sync created on or removed "
                          "from the destination, by change: created, removed", "change", self._acls_changed),
             self._family(CounterMetricFamily, "dr_stream_query_starts_unreturned", "Starts of a query not returned "
