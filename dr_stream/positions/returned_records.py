@@ -48,14 +48,15 @@ class Likeness:
     @classmethod
     def of(cls, msg: Message) -> Likeness:
         kind, at = msg.timestamp()
-        return cls(_digest(msg.key()), _digest(msg.value()), at if kind == TIMESTAMP_CREATE_TIME else None)
+        return cls(content_digest(msg.key()), content_digest(msg.value()),
+                   at if kind == TIMESTAMP_CREATE_TIME else None)
 
     def matches(self, other: Likeness) -> bool:
         times = self.create_time is None or other.create_time is None or self.create_time == other.create_time
         return self.key == other.key and self.value == other.value and times
 
 
-def _digest(data: bytes | str | None) -> bytes:
+def content_digest(data: bytes | str | None) -> bytes:
     if data is None:
         return b"null"
     return hashlib.blake2b(data.encode() if isinstance(data, str) else data, digest_size=16).digest()
@@ -201,7 +202,8 @@ def _reader(cluster: ClusterConfig, name: str) -> clients.OnDemandConsumer:
     })
 
 
-def _first_records(consumer: Consumer, starts: dict[tuple[str, int], int], timeout: float) -> dict[tuple[str, int], Message]:
+def _first_records(consumer: Consumer, starts: dict[tuple[str, int], int], timeout: float
+                   ) -> dict[tuple[str, int], Message]:
     """The first record at or after each partition's offset, every partition at once; a partition
     at its end, in error or silent within `timeout` has none."""
     consumer.assign([TopicPartition(t, p, at) for (t, p), at in starts.items()])
