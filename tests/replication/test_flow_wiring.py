@@ -33,14 +33,16 @@ def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state
 
 def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):
     translator = OffsetTranslator(RunStore().locate, NOWHERE.renamer, NOWHERE.destination,
-                                  source=NOWHERE.source, returned=ReturnedRecords(NOWHERE.source, "h", "id"))
+                                  source=NOWHERE.source, returned=ReturnedRecords(NOWHERE.source, "h", "id",
+                                                                           destination=NOWHERE.destination))
     reader = RunsReader(NOWHERE.destination, "__dr_stream_runs.x")
     sync = GroupSync(NOWHERE.destination, NOWHERE.name)
     stamps = RecordTimestamps(NOWHERE.source)
     assert translator._admins == {} and not translator._dest_consumer.opened
     assert not translator.returned._consumer.opened and not stamps._consumer.opened and sync._offsets is None
+    assert not translator.returned._dest_consumer.opened
     assert not reader._consumer.opened
     reader.close()
     translator.close()
     stamps.close()
-    assert not translator.returned._consumer.opened
+    assert not translator.returned._consumer.opened and not translator.returned._dest_consumer.opened
