@@ -221,12 +221,13 @@ class RunStore:
         """Forgets runs whose every record is below its destination partition's log start (retention
         removed them); returns how many went."""
         dropped = 0
-        self._by_origin.clear()
         for key, runs in list(self._runs.items()):
             start = log_starts.get((key[2], key[3]))
             if start is None:
                 continue
             kept = [r for r in runs if r.dest_end >= start]
+            if len(kept) != len(runs):  # the upkeep asks every minute: a key untouched keeps its order
+                self._by_origin.pop(key, None)
             dropped += len(runs) - len(kept)
             runs[:] = kept
             if not kept:  # a key is kept only while it has runs: the store follows what is live
