@@ -5,6 +5,7 @@ one offset per partition, not one read per look-up."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -14,6 +15,9 @@ from tests.kafka_tools import create_topic, delete_topics, produce, unique
 
 H = "__replicator_id"
 pytestmark = pytest.mark.integration
+# Producer times of now: the test brokers enforce their 7-day retention every 5 s, and a record
+# stamped years ago would be gone before it is looked up.
+NOW_MS = int(time.time() * 1000)
 
 
 class _CountedWaves(ReturnedRecords):
@@ -26,7 +30,7 @@ class _CountedWaves(ReturnedRecords):
 
 def _original(partition: int, offset: int) -> dict:
     return {"key": f"k{partition}-{offset}".encode(), "value": f"v{partition}-{offset}".encode(),
-            "partition": partition, "timestamp": 1_700_000_000_000 + offset}
+            "partition": partition, "timestamp": NOW_MS + offset}
 
 
 def _record(partition: int, offset: int, back: str, dc2_id: str) -> dict:
