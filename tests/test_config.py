@@ -130,6 +130,20 @@ def test_env_substitution_fills_values_and_secrets_stay_out_of_errors_and_repr(m
     with pytest.raises(ConfigError) as error:
         parse_flow(with_(source={"kafka": {"sasl.password": "${env:DR_TEST_PASSWORD}", "x": {"a": 1}}}), "f.yaml")
     assert "hunter2" not in str(error.value)
+    with_secrets = parse_flow(with_(source={"kafka": {"sasl.jaas.config": "${env:DR_TEST_PASSWORD}"},
+                                            "librdkafka": {"sasl.password": "${env:DR_TEST_PASSWORD}"}}), "f.yaml")
+    assert "hunter2" not in repr(with_secrets) and "hunter2" not in repr(with_secrets.source)
+    assert "librdkafka={'sasl.password': '***'}" in repr(with_secrets.source)
+
+
+@pytest.mark.parametrize("section", [{"streaming": {"trigger": "${env:DR_TEST_PASSWORD}"}},
+                                     {"streaming": {"mode": "${env:DR_TEST_PASSWORD}"}},
+                                     {"name": "${env:DR_TEST_PASSWORD}"}])
+def test_a_value_from_the_environment_that_is_refused_is_named_as_written_not_shown(monkeypatch, section):
+    monkeypatch.setenv("DR_TEST_PASSWORD", "hunter2 secret!")
+    with pytest.raises(ConfigError) as error:
+        parse_flow(with_(**section), "f.yaml")
+    assert "hunter2" not in str(error.value) and "'${env:DR_TEST_PASSWORD}' (its value not shown)" in str(error.value)
 
 
 def test_a_jaas_string_from_the_environment_becomes_librdkafka_credentials_and_never_shows(monkeypatch):

@@ -12,7 +12,9 @@ from dr_stream.runtime.submission import (
     Target,
     _python_environment,
     driver_environment,
+    kubernetes_secret,
     plan,
+    secret_references,
 )
 
 ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv.tar.gz", "/repo/jobs/replicate.py")
@@ -131,9 +133,25 @@ def test_the_flow_files_variables_go_to_a_remote_driver_only():
     environ = {"DC1_USER": "drs", "DC1_PASSWORD": "s3cret"}
     assert driver_environment(Target("yarn", "cluster"), names, environ) == {
         "spark.yarn.appMasterEnv.DC1_USER": "drs", "spark.yarn.appMasterEnv.DC1_PASSWORD": "s3cret"}
-    assert driver_environment(Target("k8s://https://api", "cluster"), names, environ) == {
-        "spark.kubernetes.driverEnv.DC1_USER": "drs", "spark.kubernetes.driverEnv.DC1_PASSWORD": "s3cret"}
+    assert driver_environment(Target("k8s://https://api", "cluster"), names, environ) == {}
     assert driver_environment(Target("yarn", "client"), names, environ) == {}
+
+
+def test_a_kubernetes_driver_reads_each_variable_from_a_secret_and_is_given_no_value():
+    names = ["DC1_USER", "DC1_PASSWORD"]
+    k8s = Target("k8s://https://api", "cluster")
+    secret = kubernetes_secret("dc1-to-dc2", {})
+    assert secret == "dr-stream-dc1-to-dc2"
+    assert secret_references(k8s, names, secret, []) == {
+        "spark.kubernetes.driver.secretKeyRef.DC1_USER": "dr-stream-dc1-to-dc2:DC1_USER",
+        "spark.kubernetes.driver.secretKeyRef.DC1_PASSWORD": "dr-stream-dc1-to-dc2:DC1_PASSWORD"}
+    assert kubernetes_secret("dc1-to-dc2", {"DR_STREAM_KUBERNETES_SECRET": "kafka-creds"}) == "kafka-creds"
+    # the user's own reference for a name is theirs: none of ours beside it
+    own = ["--conf", "spark.kubernetes.driver.secretKeyRef.DC1_PASSWORD=vault:dc1"]
+    assert secret_references(k8s, names, secret, own) == {
+        "spark.kubernetes.driver.secretKeyRef.DC1_USER": "dr-stream-dc1-to-dc2:DC1_USER"}
+    for elsewhere in (Target("yarn", "cluster"), Target("k8s://https://api", "client"), Target()):
+        assert secret_references(elsewhere, names, secret, []) == {}
 
 
 def test_spark_redacts_every_variable_handed_to_a_remote_driver():

@@ -110,11 +110,21 @@ class ClusterConfig:
         return ConfigError(f"{where}.{key}: {message} (cluster {self.alias})")
 
     def redacted_kafka(self) -> dict[str, str]:
-        return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in self.kafka.items()}
+        return _redacted(self.kafka)
+
+    def __repr__(self) -> str:
+        # A config object reaches tracebacks, logs and test reports: never with its secrets.
+        return (f"ClusterConfig(alias={self.alias!r}, bootstrap_servers={self.bootstrap_servers!r}, "
+                f"kafka={_redacted(self.kafka)!r}, librdkafka={_redacted(self.librdkafka)!r}, "
+                f"defined_at={self.defined_at!r})")
 
     def java_properties(self) -> dict[str, str]:
         """What a Java client of this cluster is given: its bootstrap servers and `kafka` as written."""
         return {"bootstrap.servers": self.bootstrap_servers, **self.kafka}
+
+
+def _redacted(settings: dict[str, str]) -> dict[str, str]:
+    return {k: ("***" if _SECRET_KEY.search(k) else v) for k, v in settings.items()}
 
 
 CLUSTER = Section("source", "A cluster of the flow: `source` and `destination` take the same keys.", CLUSTER_KEYS,

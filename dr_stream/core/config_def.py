@@ -63,6 +63,12 @@ class YamlReader:
 
         return ENV.sub(lookup, value)
 
+    @staticmethod
+    def shown(value: Any, text: str) -> str:
+        """A value for an error line: as written when `${env:...}` expanded it, since what a
+        variable holds may be a secret."""
+        return repr(text) if text == value else f"{value!r} (its value not shown)"
+
     def text(self, value: Any, key: str) -> str:
         if not isinstance(value, str) or value == "":
             raise self.fail(key, f"expected a non-empty string, got {value!r}")
@@ -99,7 +105,7 @@ class Text:
     def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> str:
         text = r.text(value, key)
         if self.pattern and not re.fullmatch(self.pattern, text):
-            raise r.fail(key, f"{text!r} {self.pattern_doc}")
+            raise r.fail(key, f"{r.shown(value, text)} {self.pattern_doc}")
         return text
 
 
@@ -189,7 +195,7 @@ class Period:
     def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> float:
         text = r.text(value, key)
         if not DURATION.match(text):
-            raise r.fail(key, f"{text!r} is not a duration like 500ms, 1s or 1m")
+            raise r.fail(key, f"{r.shown(value, text)} is not a duration like 500ms, 1s or 1m")
         seconds = milliseconds(text) / 1000
         if seconds < self.minimum_s:
             why = f": {self.why}" if self.why else ""
@@ -208,7 +214,7 @@ class OneOf:
     def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> str:
         text = r.text(value, key)
         if text not in self.values:
-            raise r.fail(key, f"expected {' or '.join(self.values)}, got {text!r}")
+            raise r.fail(key, f"expected {' or '.join(self.values)}, got {r.shown(value, text)}")
         return text
 
 

@@ -14,10 +14,14 @@ properties file, run). What the rule guarantees, per where the driver runs:
   job file and jars; nothing is shipped, since the executors run the same image.
 * Kubernetes, either mode, and cluster mode anywhere: the flow's state is on shared storage
   (a pod's own disk goes with the pod).
-* cluster mode anywhere: each `${env:NAME}` the flow file uses is set on the remote driver
-  from this shell (YARN: `spark.yarn.appMasterEnv.NAME`, Kubernetes:
-  `spark.kubernetes.driverEnv.NAME`), through a properties file only this user can read,
-  never on a command line that `ps` shows; Spark redacts those keys in its UI and logs.
+* YARN cluster mode: each `${env:NAME}` the flow file uses is set on the remote driver from
+  this shell (`spark.yarn.appMasterEnv.NAME`), through a properties file only this user can
+  read, never on a command line that `ps` shows; Spark redacts those keys in its UI and logs.
+* Kubernetes cluster mode: no value leaves this shell. Each `${env:NAME}` is a reference to the
+  key NAME of a Kubernetes Secret (`spark.kubernetes.driver.secretKeyRef.NAME`), the flow's
+  `dr-stream-<flow>` unless `DR_STREAM_KUBERNETES_SECRET` names another, so the driver pod's
+  spec holds the Secret's name and never a password (anyone allowed `get pods` reads a spec;
+  only those allowed `get secrets` read a Secret). A `--conf` of the user's for a NAME wins.
 * the user's own `--files`, `--jars`, `--archives` are merged with dr-stream's, since
   spark-submit keeps only the last of each.
 """
@@ -87,11 +91,29 @@ def _pairs(options: list[str], names: set[str]):
 
 
 def driver_environment(target: Target, names: list[str], environ: dict[str, str]) -> dict[str, str]:
-    """The properties that set the remote driver's environment; none when the driver runs here."""
-    if not target.cluster_mode:
+    """The properties that set a YARN cluster-mode driver's environment from this shell's values;
+    none when the driver runs here, and none on Kubernetes (`secret_references`)."""
+    if not (target.cluster_mode and target.on_yarn):
         return {}
-    prefix = "spark.yarn.appMasterEnv." if target.on_yarn else "spark.kubernetes.driverEnv."
-    return {prefix + name: environ[name] for name in names if name in environ}
+    return {"spark.yarn.appMasterEnv." + name: environ[name] for name in names if name in environ}
+
+
+SECRET_REF = "spark.kubernetes.driver.secretKeyRef."
+
+
+def kubernetes_secret(flow_name: str, environ: dict[str, str]) -> str:
+    """The Secret whose keys a Kubernetes cluster-mode driver reads its `${env:...}` from."""
+    return environ.get("DR_STREAM_KUBERNETES_SECRET") or f"dr-stream-{flow_name}"
+
+
+def secret_references(target: Target, names: list[str], secret: str, options: list[str]) -> dict[str, str]:
+    """For a Kubernetes cluster-mode driver, each variable as the key of the same name in
+    `secret`, except those the user's own options already reference; none anywhere else."""
+    if not (target.cluster_mode and target.on_kubernetes):
+        return {}
+    given = {value.split("=", 1)[0][len(SECRET_REF):] for _, value in _pairs(options, {"--conf"})
+             if value.startswith(SECRET_REF) and "=" in value}
+    return {SECRET_REF + name: f"{secret}:{name}" for name in names if name not in given}
 
 
 @dataclass(frozen=True)
@@ -232,12 +254,12 @@ def main(argv: list[str], in_image: bool = False) -> int:
     target = Target.of(options)
     names = env_names(Path(flow_path).read_text())
     unset = [n for n in names if n not in os.environ] if target.cluster_mode else []
-    if unset:
-        # The remote driver may get them from its cluster (a Kubernetes secretKeyRef, a YARN
-        # appMasterEnv set elsewhere); the flow is checked here with stand-ins.
+    if unset and not target.on_kubernetes:
+        # The remote driver may get them from its cluster (a YARN appMasterEnv set elsewhere).
         print(f"spark-submit.sh: {', '.join(unset)} not set here: the driver must get them from its cluster",
               file=sys.stderr)
-        os.environ.update({n: "unset-at-submit" for n in unset})
+    # The flow is checked here with stand-ins, which pass as a host:port or any text.
+    os.environ.update({n: "unset.at.submit:9092" for n in unset})
     try:
         flow = load_flow(flow_path)
         if target.cluster_mode or target.on_kubernetes:
@@ -258,14 +280,20 @@ def main(argv: list[str], in_image: bool = False) -> int:
     for name in unset:
         del os.environ[name]
     properties = driver_environment(target, names, dict(os.environ))
+    secret = kubernetes_secret(flow.name, dict(os.environ))
+    references = secret_references(target, names, secret, options)
+    if properties:
+        print(f"spark-submit.sh: passing {', '.join(k.rsplit('.', 1)[1] for k in properties)} "
+              "to the driver", file=sys.stderr)
+    if references:
+        print(f"spark-submit.sh: the driver reads {', '.join(k[len(SECRET_REF):] for k in references)} from the "
+              f"Kubernetes Secret {secret} (keys of the same names); no value of this shell is sent", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="dr-stream-submit-") as private:  # mode 0700
         properties_file = None
-        if properties:
+        if properties or references:
             properties_file = os.path.join(private, "driver-env.properties")
             with open(properties_file, "w", opener=lambda p, f: os.open(p, f, 0o600)) as out:
-                out.writelines(f"{k}={_escape(v)}\n" for k, v in properties.items())
-            print(f"spark-submit.sh: passing {', '.join(k.rsplit('.', 1)[1] for k in properties)} "
-                  "to the driver", file=sys.stderr)
+                out.writelines(f"{k}={_escape(v)}\n" for k, v in {**properties, **references}.items())
         arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file)
         return _run_forwarding_signals([submit, *arguments], _python_environment(target, root))
 

@@ -203,7 +203,9 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
 def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_shows(
         kube: LocalKube, hadoop: LocalHadoop, dc1, dc2, topics, tmp_path: Path) -> None:
     """The guide's `./spark-submit.sh ... --deploy-mode cluster` line, as written: the flow file
-    travels through the upload path on HDFS to a driver pod, which copies with an executor pod."""
+    travels through the upload path on HDFS to a driver pod, which copies with an executor pod.
+    Its destination's `${env:...}` are in the flow's Secret only, not in the submitting shell:
+    the driver reads them there, and no pod's spec holds their values."""
     guide = (project_root() / "docs" / "deploying.md").read_text()
     found = re.search(r"```\n(\./spark-submit\.sh FLOW\.yaml --master k8s://.*?)```", guide, re.S)
     assert found, "docs/deploying.md: no ./spark-submit.sh line for the dev Kubernetes"
@@ -211,8 +213,17 @@ def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_show
     total = 3000
     topic = _source_topic(dc1, topics, total)
     flow = _flow_file(tmp_path / "flow.yaml", hadoop, dc1, dc2, topic, "dc1-to-dc2-submit")
+    settings = yaml.safe_load(flow.read_text())
+    settings["destination"].update(bootstrap_servers="${env:DC2_BOOTSTRAP}", kafka={"client.id": "${env:DC2_CLIENT}"})
+    flow.write_text(yaml.safe_dump(settings))
+    canary = unique("canary-")
+    secret = f"dr-stream-{settings['name']}"
+    kube.kubectl("create", "secret", "generic", secret, f"--from-literal=DC2_BOOTSTRAP={dc2.bootstrap}",
+                 f"--from-literal=DC2_CLIENT={canary}")
     line = command.replace("FLOW.yaml", str(flow)).replace("hdfs://localhost:19800", hadoop.fs_uri)
     env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "SPARK_CONF_DIR": str(kube.spark_conf_dir)}
+    for name in ("DC2_BOOTSTRAP", "DC2_CLIENT", "DR_STREAM_KUBERNETES_SECRET"):
+        env.pop(name, None)
     log = tmp_path / "submit.log"
     with log.open("w") as out:
         submit = subprocess.Popen(["bash", "-c", line], env=env, cwd=project_root(), stdout=out,
@@ -225,8 +236,12 @@ def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_show
         roles = {p["metadata"]["labels"].get("spark-role")
                  for p in json.loads(kube.kubectl("get", "pods", "-o", "json"))["items"]}
         assert roles == {"driver", "executor"}
+        specs = kube.kubectl("get", "pods", "-o", "json")
+        assert canary not in specs and f"{secret}" in specs, "a variable's value is in a pod spec"
+        assert f"the driver reads DC2_BOOTSTRAP, DC2_CLIENT from the Kubernetes Secret {secret}" in log.read_text()
     finally:
         kube.kubectl("delete", "pods", "-l", "spark-role=driver", "--wait=true", check=False)
+        kube.kubectl("delete", "secret", secret, "--ignore-not-found", check=False)
         try:
             submit.wait(timeout=120)  # spark-submit returns once its driver pod is gone
         except subprocess.TimeoutExpired:
