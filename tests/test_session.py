@@ -78,3 +78,7 @@ def test_the_race_is_retried_a_bounded_number_of_times():
 def test_a_concurrent_modification_elsewhere_is_not_the_ui_race():
     assert is_ui_start_race(RuntimeError(RACE))
     assert not is_ui_start_race(RuntimeError("java.util.ConcurrentModificationException\n\tat scala.collection"))
+
+
+def test_the_ui_of_a_flow_shows_jobs_and_cannot_kill_them(spark):
+    assert spark.conf.get("spark.ui.killEnabled") == "false"

@@ -20,12 +20,17 @@ from dr_stream.replication.flow_metrics import FlowMetrics
 class MetricsServer:
     """Serves one flow's metrics on host:port until `close`."""
 
-    def __init__(self, metrics: FlowMetrics, host: str, port: int, health_window_s: float) -> None:
+    def __init__(self, metrics: FlowMetrics, host: str, port: int, health_window_s: float,
+                 idle_timeout_s: float = 10.0) -> None:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(metrics)
         window = health_window_s
 
         class Handler(BaseHTTPRequestHandler):
+            # A client that connects and sends nothing (or trickles) holds a thread, not the flow:
+            # its socket gives up after `idle_timeout_s`.
+            timeout = idle_timeout_s
+
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":

@@ -232,6 +232,9 @@ def _flow_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
         .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
         .config("spark.redaction.regex", REDACTED_CONF)
         .config("spark.scheduler.mode", "FAIR")
+        # The UI, when a flow turns it on, shows; it does not stop jobs or stages: a click there
+        # would fail the replicate query (a killed task fails it, `spark.task.maxFailures`).
+        .config("spark.ui.killEnabled", "false")
         # A scheme, or Spark would look for it on the default file system (HDFS on YARN).
         .config("spark.scheduler.allocation.file", "file://" + scheduler_pools())
         # Replication must see each task failure as a query failure: the restart path is what
