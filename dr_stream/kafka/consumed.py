@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from confluent_kafka import Message
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Message
 
 
 def topic_partition(message: Message) -> tuple[str, int]:
@@ -36,6 +36,19 @@ def place(message: Message) -> tuple[str, int] | None:
 def timestamp(message: Message) -> int:
     """The record's timestamp in ms (CreateTime or LogAppendTime, whichever the topic keeps)."""
     return message.timestamp()[1]
+
+
+def producer_time(message: Message) -> int | None:
+    """The record's timestamp when it is the producer's (CreateTime); None when the topic stamps
+    the time it appended the record, which a copy does not share with its original."""
+    kind, at = message.timestamp()
+    return at if kind == TIMESTAMP_CREATE_TIME else None
+
+
+def same_producer_time(a: int | None, b: int | None) -> bool:
+    """Whether a record and its supposed copy agree on the producer's time: a copy keeps it, so
+    they must, unless one side does not keep it (an append-time topic)."""
+    return a is None or b is None or a == b
 
 
 def headers(message: Message) -> list[tuple[str, bytes | None]]:

@@ -13,7 +13,7 @@ from confluent_kafka import TopicPartition
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
-from dr_stream.kafka.consumed import headers, offset, timestamp, topic_partition
+from dr_stream.kafka.consumed import headers, offset, producer_time, same_producer_time, timestamp, topic_partition
 
 Partition = tuple[str, int]
 
@@ -24,10 +24,13 @@ class ReadRecord:
     key: bytes | None
     value: bytes | None
     size: int  # key, value and headers in bytes
+    producer_time: int | None = None  # the timestamp when it is the producer's (`consumed.producer_time`)
 
     def same_as(self, other: ReadRecord) -> bool:
-        """Whether two reads are of the same record (a copy keeps timestamp, key and value)."""
-        return (self.timestamp, self.key, self.value) == (other.timestamp, other.key, other.value)
+        """Whether two reads are of the same record: a copy keeps key, value and the producer's
+        time (a destination topic that stamps append time gives the copy a time of its own)."""
+        return (self.key, self.value) == (other.key, other.value) and \
+            same_producer_time(self.producer_time, other.producer_time)
 
 
 def read_records(cluster: ClusterConfig, at: dict[Partition, int],
@@ -51,7 +54,8 @@ def read_records(cluster: ClusterConfig, at: dict[Partition, int],
                         continue
                     out[key] = ReadRecord(timestamp(msg), msg.key(), msg.value(),
                                           len(msg.key() or b"") + len(msg.value() or b"")
-                                          + sum(len(k.encode()) + len(v or b"") for k, v in headers(msg)))
+                                          + sum(len(k.encode()) + len(v or b"") for k, v in headers(msg)),
+                                          producer_time(msg))
     except Exception:  # a check that cannot read says nothing; the caller goes on without it
         return out
     return out

@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.core.provenance import entries, origin_offset
 from dr_stream.kafka import clients
-from dr_stream.kafka.consumed import headers, offset, place
+from dr_stream.kafka.consumed import headers, offset, place, producer_time, same_producer_time
 
 LookUp = tuple[str, int, int, str]  # source topic, partition, offset; destination topic
 
@@ -47,13 +47,11 @@ class Likeness:
 
     @classmethod
     def of(cls, msg: Message) -> Likeness:
-        kind, at = msg.timestamp()
-        return cls(content_digest(msg.key()), content_digest(msg.value()),
-                   at if kind == TIMESTAMP_CREATE_TIME else None)
+        return cls(content_digest(msg.key()), content_digest(msg.value()), producer_time(msg))
 
     def matches(self, other: Likeness) -> bool:
-        times = self.create_time is None or other.create_time is None or self.create_time == other.create_time
-        return self.key == other.key and self.value == other.value and times
+        return self.key == other.key and self.value == other.value and \
+            same_producer_time(self.create_time, other.create_time)
 
 
 def content_digest(data: bytes | str | None) -> bytes:

@@ -28,3 +28,15 @@ def test_a_missing_key_or_value_is_not_an_empty_one():
     assert not like(None, b"v", 5).matches(like(b"", b"v", 5))
     assert not like(b"k", None, 5).matches(like(b"k", b"", 5))
     assert like(None, None, 5).matches(like(None, None, 5))
+
+
+def test_the_loss_checks_read_records_by_the_same_rule():
+    """A source record and its copy read back (`record_reads`, the loss and hold checks): an
+    append-time destination gives the copy its own time, and it is still the same record."""
+    from dr_stream.kafka.record_reads import ReadRecord
+
+    source = ReadRecord(5, b"k", b"v", 2, producer_time=5)
+    assert source.same_as(ReadRecord(9, b"k", b"v", 2, producer_time=None))
+    assert source.same_as(ReadRecord(5, b"k", b"v", 2, producer_time=5))
+    assert not source.same_as(ReadRecord(6, b"k", b"v", 2, producer_time=6))
+    assert not source.same_as(ReadRecord(9, b"k", b"w", 2, producer_time=None))
