@@ -3,7 +3,9 @@
 Positions arrive two ways. The translate query (`translate_query`) reads `__consumer_timestamps`
 and hands over each batch's newest position per group and partition (`take_batch`); the batch
 ends once they are translated, synced and in the translation log, so a position the query's
-checkpoint has passed is never lost. The flow's own poller hands over the positions it is about
+checkpoint has passed is never lost. A position from that topic is taken only once a commit on
+the source backs it (`commit_backing`): anyone who may write the topic can write any group's
+record, and a position synced never moves back. The flow's own poller hands over the positions it is about
 to write to that topic as it writes them (`offer`): the step thread (`run`) translates them at
 once, without waiting for the write, the next trigger and the read back; when their records
 reach the query they change nothing, being the same positions.
@@ -49,6 +51,7 @@ from dr_stream.core.config import OffsetsConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line, named, summarised
+from dr_stream.positions.commit_backing import CommitBacking
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.gone_positions import GONE, GonePositions, SourceGroups, groups_of
 from dr_stream.positions.group_sync import GroupsRead, GroupSync, held_by_members, sync_translations
@@ -90,7 +93,7 @@ class LiveTranslation:
     pending: set[Key] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
                                                               "synced": 0, "sync_failures": 0,
-                                                              "forgotten": 0})
+                                                              "forgotten": 0, "unbacked": 0})
     # told each sync's actions (one per group and partition)
     on_synced: Callable[[list[str]], None] = lambda actions: None
     # told each round's duration, the positions it translated, and the time since the last ended
@@ -102,6 +105,10 @@ class LiveTranslation:
     # told the positions each forgetting forgot (the metrics count them; the poller deletes their
     # records from `__consumer_timestamps`)
     on_forgotten: Callable[[set[Key]], None] = lambda positions: None
+    # which of the topic's positions a source commit backs; None takes every record as it is
+    backing: CommitBacking | None = field(default_factory=CommitBacking)
+    # told how many positions were held past the backing's grace, each time some were
+    on_unbacked: Callable[[int], None] = lambda positions: None
     # the poller's newest full read of the source, taken at the next step
     _source_groups: SourceGroups | None = None
     _round_ended: float | None = None
@@ -145,6 +152,8 @@ class LiveTranslation:
         """Positions the flow's own poller is about to write to the topic, handed over at once
         (any thread). A record the query reads after them for the same key (a client helper's)
         still replaces them, as the topic's order says."""
+        if self.backing is not None:
+            self.backing.committed(commits)  # read off the source's own committed offsets
         with self._lock:
             self._offered.extend(commits)
         self._wake.set()
@@ -170,6 +179,8 @@ class LiveTranslation:
                 timestamp = row["source_timestamp"]
                 self.latest.setdefault(key, GroupCommit(*key, row["source_offset"],
                                                         UNKNOWN_TIMESTAMP if timestamp is None else timestamp))
+                if self.backing is not None:  # the flow's own record of what was taken
+                    self.backing.committed([self.latest[key]])
                 action = row["action"] or ""
                 self._recorded[key] = _outcome(row["source_offset"], row["offset"], row["method"], row["note"], action)
                 if row["method"] not in SETTLED:
@@ -193,6 +204,9 @@ class LiveTranslation:
             self.totals["malformed"] += malformed
             self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: skipped {malformed} malformed records "
                      f"({self.totals['malformed']} so far)")
+        if self.backing is not None:
+            selected = [c for c in commits if self.groups.matches(c.group) and self.topics.matches(c.topic)]
+            commits = [*self.backing.released(), *self.backing.backed(selected)]
         with self._translating:
             keys = self._take_commits(commits)
             changed = self._translate_due(keys)
@@ -220,6 +234,9 @@ class LiveTranslation:
         with self._lock:
             offered, self._offered = self._offered, []
             read, self._source_groups = self._source_groups, None
+        if self.backing is not None:
+            offered += self.backing.released()
+            self._say_unbacked(self.backing)
         with self._translating:
             if read is not None:
                 self._forget_gone(read)
@@ -233,6 +250,22 @@ class LiveTranslation:
                 keys |= self._held
                 self._held_retry_at = time.monotonic() + self.held_retry_s
             self._translate_due(keys)
+
+    def _say_unbacked(self, backing: CommitBacking) -> None:
+        overdue = backing.overdue()
+        for position, highest in overdue:
+            shown = "none" if highest is None else str(highest)
+            self.log(f"group {position.group}: {CONSUMER_TIMESTAMPS_TOPIC} says {position.topic}[{position.partition}] "
+                     f"is at {position.offset}, but no commit on the source reached it for {backing.grace_s:g} s "
+                     f"(highest seen: {shown}): not translated (a forged or stale record, or a group the flow may "
+                     "not describe); taken once the group commits there")
+        if overdue:
+            self.totals["unbacked"] += len(overdue)
+            self.on_unbacked(len(overdue))
+        expired = backing.expired()
+        if expired:
+            self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: {expired} positions no source commit backed within "
+                     f"{backing.expire_s:g} s dropped")
 
     def _translate_due(self, keys: set[Key]) -> list[tuple[Translation, str]]:
         """Translates `keys` and every position left due; on failure all of them stay due."""
@@ -300,6 +333,8 @@ class LiveTranslation:
             keys.difference_update(gone)
         for key in gone:
             self._recorded.pop(key, None)
+        if self.backing is not None:
+            self.backing.forget(gone)
         with self._lock:
             for key in gone:
                 self._arrived.pop(key, None)

@@ -312,7 +312,8 @@ class ReplicationFlow:
                                   on_round=partial(self.metrics.loop_round, "translate"),
                                   on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"),
                                   on_forgotten=self._forgotten,
-                                  on_unconfirmed=self.metrics.provenance_unconfirmed)
+                                  on_unconfirmed=self.metrics.provenance_unconfirmed,
+                                  on_unbacked=self.metrics.positions_unbacked)
         query.resume()
         return query
 

@@ -73,6 +73,7 @@ class FlowMetrics(Collector):
         self._acls_changed = {"created": 0, "removed": 0}
         self._acls_left_out: dict[str, int] | None = None
         self._unconfirmed: dict[str, int] = {}
+        self._unbacked = 0
         self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
@@ -192,6 +193,12 @@ class FlowMetrics(Collector):
         with self._lock:
             self._unconfirmed[topic] = self._unconfirmed.get(topic, 0) + 1
 
+    def positions_unbacked(self, positions: int) -> None:
+        """Positions of `__consumer_timestamps` no source commit backed within the grace
+        (`positions.commit_backing`): held, not translated, a forged or stale record."""
+        with self._lock:
+            self._unbacked += positions
+
     def partitions_held(self, held: int) -> None:
         """Partitions held now at a record the destination refused (`holds`)."""
         with self._lock:
@@ -274,10 +281,16 @@ class FlowMetrics(Collector):
                                         "committed offset for them for `offsets.gone_after`: groups deleted or "
                                         "expired, topics deleted", labels=["flow"])
         forgotten.add_metric([self.flow], self._forgotten)
+        unbacked = CounterMetricFamily("dr_stream_positions_unbacked", "Positions read from __consumer_timestamps "
+                                       "that no commit on the source reached within 30 s: held, not translated (a "
+                                       "forged or stale record, or a group the flow may not describe); taken once "
+                                       "the group commits there", labels=["flow"])
+        unbacked.add_metric([self.flow], self._unbacked)
         return [
             lost,
             reread,
             forgotten,
+            unbacked,
             self._family(CounterMetricFamily, "dr_stream_records_copied", "Records the destination acknowledged, per "
                          "source topic, since the process started (from the runs the sink publishes)", "topic",
                          self._copied),

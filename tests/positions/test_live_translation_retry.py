@@ -63,6 +63,9 @@ class _Log:
 
 
 def loop(destination: _Destination, lines: list[str], translator=None, **more) -> LiveTranslation:
+    """A translation whose batches' positions stand for commits the source made: holding them
+    until the poller reads those commits is `test_commit_backing`'s."""
+    more.setdefault("backing", None)
     return LiveTranslation(translator or _Translator(), _Log(), destination, GroupFilter(), TopicFilter((".*",)),
                            log=lines.append, retry_s=0.0, **more)
 
@@ -153,7 +156,7 @@ def test_a_sync_refused_by_a_fresh_clusters_coordinator_lands_once_it_comes_up_w
     create_topic(fresh.bootstrap, "orders", partitions=1)
     lines: list[str] = []
     translate = LiveTranslation(_Translator(), _Log(), GroupSync(fresh.config, "retry-test", timeout_s=2.0),
-                                GroupFilter(), TopicFilter((".*",)), log=lines.append, retry_s=0.5)
+                                GroupFilter(), TopicFilter((".*",)), log=lines.append, retry_s=0.5, backing=None)
     translate.take_batch([commit(40)])  # the one commit the group ever makes
     assert len(lines) == 1 and lines[0].startswith("group app: offsets not synced: "), lines
     assert lines[0] == ("group app: offsets not synced: group app: no coordinator answered its describe "

@@ -2,8 +2,8 @@
 checkpointed beside the replicate query, which reads on from its checkpoint after a restart
 and finishes what the last run left pending in the translation log.
 
-Positions are written to `__consumer_timestamps` directly, as a client helper would, for groups
-that never commit on the source: the poller hands over nothing, so only the query can bring them.
+Positions are written to `__consumer_timestamps` by a client helper at its commit: the query
+takes each once the poller has read the commit behind it (`commit_backing`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,23 @@ from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 from tests.flows import flow_config, running_flow
-from tests.kafka_tools import committed, create_topic, delete_groups, delete_topics, produce, unique, wait_until
+from tests.kafka_tools import (
+    committed,
+    consume_and_commit,
+    create_topic,
+    delete_groups,
+    delete_topics,
+    produce,
+    unique,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
 
 def write_position(bootstrap: str, group: str, topic: str, offset: int) -> None:
-    """What a client helper writes at a commit, without the commit itself."""
-    position = GroupCommit(group, topic, 0, offset, int(time.time() * 1000))
-    produce(bootstrap, CONSUMER_TIMESTAMPS_TOPIC, [{"key": position.record_key(), "value": position.record_value()}])
+    """A client helper's commit: the group's offset on the source and its record in the topic."""
+    consume_and_commit(bootstrap, topic, group, {0: offset}, helper=True)
 
 
 def translate_query(spark, config):
@@ -78,7 +86,8 @@ def test_a_restarted_translate_query_reads_on_from_its_checkpoint_not_from_the_f
         # tests have written to dc1 so far; from its checkpoint, only the one written since.
         assert wait_until(lambda: rows_read(spark, config) >= 1, 30)
         time.sleep(1)  # a few more triggers
-        assert rows_read(spark, config) == 1, [p.json for p in translate_query(spark, config).recentProgress]
+        # the helper's record and the poller's, and the restarted poller's first full read
+        assert rows_read(spark, config) <= 3, [p.json for p in translate_query(spark, config).recentProgress]
         assert any(f"translated anew: {group} {topic}[0] 60 -> 60 (exact)" in line for line in lines), lines
 
 
@@ -100,3 +109,26 @@ def test_a_position_the_last_run_left_not_final_is_translated_and_synced_after_a
             "translation log)") in lines, lines
     newest = {(r["group"], r["partition"]): r for r in TranslationLog(config.streaming.translations).latest()}
     assert (newest[(group, 0)]["method"], newest[(group, 0)]["offset"]) == ("exact", 30)
+
+
+def test_a_position_record_no_source_commit_backs_moves_no_destination_group_and_is_said(spark, dc1, dc2, scenario):
+    """Anyone with WRITE on `__consumer_timestamps` can write any group's record: one ahead of
+    what the group committed on the source is held, said, and taken once the group commits there."""
+    config, topic, prefix = scenario
+    group = prefix + "b"
+    lines: list[str] = []
+    with running_flow(spark, config, log=lines.append) as flow:
+        flow.translate_loop.backing.grace_s = 1.0
+        assert wait_until(lambda: copied(flow, topic), 120, interval=0.5)
+        write_position(dc1.bootstrap, group, topic, 40)
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1) == {0: 40}, 60)
+        forged = GroupCommit(group, topic, 0, 90, int(time.time() * 1000))
+        produce(dc1.bootstrap, CONSUMER_TIMESTAMPS_TOPIC, [{"key": forged.record_key(),
+                                                            "value": forged.record_value()}])
+        said = (f"group {group}: __consumer_timestamps says {topic}[0] is at 90, but no commit on the source "
+                "reached it for 1 s (highest seen: 40)")
+        assert wait_until(lambda: any(line.startswith(said) for line in lines), 60), lines[-20:]
+        assert committed(dc2.bootstrap, group, topic, 1) == {0: 40}
+        assert flow.translate_loop.totals["unbacked"] == 1
+        write_position(dc1.bootstrap, group, topic, 90)  # the group does commit there
+        assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1) == {0: 90}, 60)

@@ -1,0 +1,90 @@
+"""A position read from `__consumer_timestamps` counts once a commit on the source backs it (pure,
+and through the live translation with a stand-in destination)."""
+
+from __future__ import annotations
+
+from dr_stream.positions.commit_backing import CommitBacking
+from dr_stream.positions.consumer_timestamps import GroupCommit
+from tests.positions.test_live_translation_retry import _Destination, loop
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def at(offset: int, group: str = "app", partition: int = 0) -> GroupCommit:
+    return GroupCommit(group, "orders", partition, offset, 1000)
+
+
+def test_a_position_at_or_below_what_the_source_committed_is_backed_and_one_above_is_held():
+    backing = CommitBacking()
+    backing.committed([at(40)])
+    assert backing.backed([at(40), at(30, partition=1)]) == [at(40)]
+    assert backing.holding == 1
+    assert backing.backed([at(41)]) == [] and backing.holding == 2
+
+
+def test_a_held_position_is_released_once_a_commit_reaches_it_and_only_the_newest_per_key_is_kept():
+    backing = CommitBacking()
+    assert backing.backed([at(50)]) == [] and backing.backed([at(60)]) == []
+    backing.committed([at(55)])
+    assert backing.released() == []
+    backing.committed([at(60)])
+    assert backing.released() == [at(60)] and backing.holding == 0
+
+
+def test_a_backed_position_replaces_a_held_older_one():
+    backing = CommitBacking()
+    backing.backed([at(90)])
+    backing.committed([at(70)])
+    assert backing.backed([at(70)]) == [at(70)]
+    assert backing.holding == 0 and backing.released() == []
+
+
+def test_a_position_held_past_the_grace_is_said_once_with_the_highest_commit_and_dropped_at_expiry():
+    clock = _Clock()
+    backing = CommitBacking(grace_s=30, expire_s=100, clock=clock)
+    backing.committed([at(10)])
+    backing.backed([at(500)])
+    clock.now = 29
+    assert backing.overdue() == []
+    clock.now = 30
+    assert backing.overdue() == [(at(500), 10)]
+    backing.backed([at(600)])  # a newer forged one: held since the first, not said again
+    assert backing.overdue() == []
+    assert backing.expired() == 0
+    clock.now = 100
+    assert backing.expired() == 1 and backing.holding == 0
+
+
+def test_a_forgotten_position_leaves_nothing_behind():
+    backing = CommitBacking()
+    backing.committed([at(10)])
+    backing.backed([at(20)])
+    backing.forget({("app", "orders", 0)})
+    assert backing.holding == 0 and backing.backed([at(5)]) == []
+
+
+def test_a_forged_record_ahead_of_every_commit_moves_no_destination_group_until_the_source_commits_there():
+    destination, lines = _Destination(refusals=0), []
+    translate = loop(destination, lines, backing=CommitBacking(grace_s=0))
+    translate.offer([at(40)])  # the poller read the group's commit
+    translate.step()
+    assert destination.offsets[("app", "orders", 0)] == 45
+    translate.take_batch([at(900)])  # a record no commit stands behind
+    translate.step()
+    assert destination.offsets[("app", "orders", 0)] == 45
+    assert lines == ["group app: __consumer_timestamps says orders[0] is at 900, but no commit on the source reached "
+                     "it for 0 s (highest seen: 40): not translated (a forged or stale record, or a group the flow "
+                     "may not describe); taken once the group commits there"]
+    assert translate.totals["unbacked"] == 1
+    translate.take_batch([at(950, group="never-committed")])
+    translate.step()
+    assert ("never-committed", "orders", 0) not in destination.offsets
+    translate.offer([at(900)])  # the group does commit there
+    translate.step()
+    assert destination.offsets[("app", "orders", 0)] == 905
