@@ -12,8 +12,10 @@ destination nowhere it would not go anyway.)
 
 A genuine helper's record usually reaches the translate query before the poller's next round
 has read the commit it stands for: an unbacked position is held, newest per group and
-partition, and released as soon as a commit reaches it. One still held after `grace_s` is said
-once (`overdue`): a forged record, or a group the poller may not read. One held for `expire_s`
+partition, and released as soon as a commit reaches it. One still held `grace_s` after both it
+arrived and the poller first read the source in full (`source_read`: a poller catching up on a
+long `__consumer_offsets` has not seen every commit yet) is said once (`overdue`): a forged
+record, or a group the poller may not read. One held for `expire_s`
 is dropped and counted, so a flood of records for groups that never commit costs nothing lasting.
 
 Invariant: a position leaves the hold only as backed (`released`) or as expired (`expired`);
@@ -44,7 +46,14 @@ class CommitBacking:
     # the newest unbacked position per key, and when a position of that key was first held
     _held: dict[Key, tuple[GroupCommit, float]] = field(default_factory=dict)
     _said: set[Key] = field(default_factory=set)
+    _read_at: float | None = None  # when the poller's first full read of the source came
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def source_read(self) -> None:
+        """The poller read every selected group's committed offsets once (it has seen them all)."""
+        with self._lock:
+            if self._read_at is None:
+                self._read_at = self.clock()
 
     def committed(self, commits: Iterable[GroupCommit]) -> None:
         """Offsets the source showed committed (the poller's read, the flow's own record)."""
@@ -83,8 +92,10 @@ class CommitBacking:
         showed for its key (None: none)."""
         now = self.clock()
         with self._lock:
+            if self._read_at is None:
+                return []
             due = [(p, self._highest.get(key)) for key, (p, since) in sorted(self._held.items())
-                   if now - since >= self.grace_s and key not in self._said]
+                   if now - max(since, self._read_at) >= self.grace_s and key not in self._said]
             self._said.update(p.key for p, _ in due)
         return due
 

@@ -161,6 +161,8 @@ class LiveTranslation:
     def source_groups(self, read: SourceGroups) -> None:
         """What a full read of the source's committed offsets found (any thread): the step
         thread forgets the positions it has lacked for long enough."""
+        if self.backing is not None:
+            self.backing.source_read()
         with self._lock:
             self._source_groups = read
         self._wake.set()
