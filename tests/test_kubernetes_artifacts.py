@@ -162,9 +162,23 @@ def test_the_statefulsets_account_may_manage_executor_pods_and_nothing_cluster_w
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account,
                                     "namespace": documents["ServiceAccount"]["metadata"]["namespace"]}]
     assert binding["roleRef"]["kind"] == "Role" and binding["roleRef"]["name"] == documents["Role"]["metadata"]["name"]
-    resources = {r for rule in documents["Role"]["rules"] for r in rule["resources"]}
-    assert {"pods", "configmaps"} <= resources
+    [rule] = documents["Role"]["rules"]
+    assert set(rule["resources"]) == {"pods", "configmaps"}
+    # no patch or update: the driver cannot rewrite the flow's own ConfigMaps
+    assert set(rule["verbs"]) == {"get", "list", "watch", "create", "delete", "deletecollection"}
     assert "ClusterRole" not in (DEPLOY / "flow-statefulset.yaml").read_text()
+
+
+def test_only_the_flows_own_pods_reach_each_other_and_anyone_only_the_metrics_port():
+    documents = _statefulset_documents()
+    policy = documents["NetworkPolicy"]["spec"]
+    labels = documents["StatefulSet"]["spec"]["template"]["metadata"]["labels"]
+    executor = yaml.safe_load(documents["ConfigMap"]["data"]["executor.yaml"])
+    assert policy["podSelector"]["matchLabels"] == labels == executor["metadata"]["labels"]
+    assert policy["policyTypes"] == ["Ingress"]
+    own, metrics = policy["ingress"]
+    assert own == {"from": [{"podSelector": {"matchLabels": labels}}]}
+    assert metrics == {"ports": [{"port": 9404}]}
 
 
 def test_the_statefulsets_secrets_are_the_same_as_the_spark_applications():
