@@ -121,6 +121,16 @@ def test_the_flows_jit_and_collector_choices_reach_the_driver_and_the_executors(
     assert conf["spark.executor.extraJavaOptions"] == "-XX:+UseG1GC -Dlog4j2.configurationFile=log4j2.properties"
 
 
+def test_on_yarn_the_driver_and_executors_authenticate_and_encrypt_their_rpc_unless_the_user_says_otherwise():
+    for mode in ("client", "cluster"):
+        conf = _conf(_plan("--master", "yarn", "--deploy-mode", mode))
+        assert (conf["spark.authenticate"], conf["spark.network.crypto.enabled"]) == ("true", "true")
+    argv = _plan("--master", "yarn", "--conf", "spark.network.crypto.enabled=false")
+    # spark-submit takes the last of a key given twice: the user's
+    assert [a for a in argv if a.startswith("spark.network.crypto.enabled=")][-1] == "spark.network.crypto.enabled=false"
+    assert "spark.authenticate" not in _conf(_plan())
+
+
 def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():
     argv = _plan("--master", "yarn", "--deploy-mode", "cluster", properties="/tmp/p/driver-env.properties")
     assert _option(argv, "--properties-file") == "/tmp/p/driver-env.properties"

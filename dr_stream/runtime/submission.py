@@ -22,6 +22,8 @@ properties file, run). What the rule guarantees, per where the driver runs:
   `dr-stream-<flow>` unless `DR_STREAM_KUBERNETES_SECRET` names another, so the driver pod's
   spec holds the Secret's name and never a password (anyone allowed `get pods` reads a spec;
   only those allowed `get secrets` read a Secret). A `--conf` of the user's for a NAME wins.
+* YARN, either mode: Spark's RPC between the driver and its executors is authenticated and
+  encrypted (`spark.authenticate`, `spark.network.crypto.enabled`).
 * the user's own `--files`, `--jars`, `--archives` are merged with dr-stream's, since
   spark-submit keeps only the last of each.
 """
@@ -168,6 +170,12 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
         # forgotten, so a flow running for months is not given up after its second lost node.
         conf["spark.yarn.maxAppAttempts"] = "2"
         conf["spark.yarn.am.attemptFailuresValidityInterval"] = "1h"
+        # The driver and its executors talk over the cluster's network, and every task carries the
+        # flow's Kafka properties, passwords included: Spark's RPC authenticates both ends (YARN
+        # hands each application its own secret, through its credentials, never a command line)
+        # and encrypts the channel. A `--conf` of the user's for either wins.
+        conf["spark.authenticate"] = "true"
+        conf["spark.network.crypto.enabled"] = "true"
     if target.on_kubernetes and target.cluster_mode:
         job = IMAGE_JOB  # the image carries the jars and the package
     else:
