@@ -127,7 +127,8 @@ def test_on_yarn_the_driver_and_executors_authenticate_and_encrypt_their_rpc_unl
         assert (conf["spark.authenticate"], conf["spark.network.crypto.enabled"]) == ("true", "true")
     argv = _plan("--master", "yarn", "--conf", "spark.network.crypto.enabled=false")
     # spark-submit takes the last of a key given twice: the user's
-    assert [a for a in argv if a.startswith("spark.network.crypto.enabled=")][-1] == "spark.network.crypto.enabled=false"
+    given = [a for a in argv if a.startswith("spark.network.crypto.enabled=")]
+    assert given[-1] == "spark.network.crypto.enabled=false"
     assert "spark.authenticate" not in _conf(_plan())
 
 
