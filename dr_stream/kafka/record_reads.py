@@ -13,18 +13,17 @@ from confluent_kafka import TopicPartition
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka import clients
-from dr_stream.kafka.consumed import headers, offset, producer_time, same_producer_time, timestamp, topic_partition
+from dr_stream.kafka.consumed import headers, offset, producer_time, same_producer_time, topic_partition
 
 Partition = tuple[str, int]
 
 
 @dataclass(frozen=True)
 class ReadRecord:
-    timestamp: int
     key: bytes | None
     value: bytes | None
     size: int  # key, value and headers in bytes
-    producer_time: int | None = None  # the timestamp when it is the producer's (`consumed.producer_time`)
+    producer_time: int | None  # the timestamp when it is the producer's (`consumed.producer_time`)
 
     def same_as(self, other: ReadRecord) -> bool:
         """Whether two reads are of the same record: a copy keeps key, value and the producer's
@@ -52,7 +51,7 @@ def read_records(cluster: ClusterConfig, at: dict[Partition, int],
                     key = topic_partition(msg)
                     if key in out or offset(msg) != at.get(key):
                         continue
-                    out[key] = ReadRecord(timestamp(msg), msg.key(), msg.value(),
+                    out[key] = ReadRecord(msg.key(), msg.value(),
                                           len(msg.key() or b"") + len(msg.value() or b"")
                                           + sum(len(k.encode()) + len(v or b"") for k, v in headers(msg)),
                                           producer_time(msg))
