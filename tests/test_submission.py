@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dr_stream.core.config import env_names
+import pytest
+
+from dr_stream.core.config import ConfigError, env_names
 from dr_stream.runtime.submission import (
     IMAGE_JOB,
     IMAGE_PYTHON,
@@ -172,3 +174,30 @@ def test_spark_redacts_every_variable_handed_to_a_remote_driver():
 
     assert re.search(REDACTED_CONF, "spark.yarn.appMasterEnv.DC1_USER")
     assert re.search(REDACTED_CONF, "spark.kubernetes.driverEnv.ANYTHING")
+
+
+def test_a_secret_name_kubernetes_refuses_is_one_clear_error_at_submit():
+    with pytest.raises(ConfigError, match=r"DR_STREAM_KUBERNETES_SECRET='Kafka_Creds' is not a Kubernetes Secret"):
+        kubernetes_secret("dc1-to-dc2", {"DR_STREAM_KUBERNETES_SECRET": "Kafka_Creds"})
+    with pytest.raises(ConfigError, match=r"flow's name 'DC1_to_DC2'.*set DR_STREAM_KUBERNETES_SECRET"):
+        kubernetes_secret("DC1_to_DC2", {})
+    assert kubernetes_secret("DC1_to_DC2", {"DR_STREAM_KUBERNETES_SECRET": "kafka.creds-1"}) == "kafka.creds-1"
+    for refused in ("-creds", "creds-", "a..b", "x" * 254):
+        with pytest.raises(ConfigError):
+            kubernetes_secret("f", {"DR_STREAM_KUBERNETES_SECRET": refused})
+
+
+def test_spark_submit_sh_refuses_a_kubernetes_secret_name_before_it_submits(tmp_path, monkeypatch, capsys):
+    from dr_stream.exit_codes import ExitCode
+    from dr_stream.runtime.submission import main
+
+    flow = tmp_path / "flow.yaml"
+    text = (Path(__file__).parents[1] / "conf" / "dc1-to-dc2-k8s.yaml").read_text()
+    flow.write_text(text.replace("127.0.0.1:29092", "${env:DC2_BOOTSTRAP}"))
+    monkeypatch.setenv("DC2_BOOTSTRAP", "dc2:9092")
+    monkeypatch.setenv("DR_STREAM_KUBERNETES_SECRET", "DC2_creds")
+    code = main([str(flow), "--master", "k8s://https://127.0.0.1:6443", "--deploy-mode", "cluster"], in_image=True)
+    assert code == ExitCode.CONFIG
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(flow) in err[0] and "DR_STREAM_KUBERNETES_SECRET='DC2_creds'" in err[0]
+    assert "dc2:9092" not in err[0]

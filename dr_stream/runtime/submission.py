@@ -31,6 +31,7 @@ properties file, run). What the rule guarantees, per where the driver runs:
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -38,7 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dr_stream.core.config import env_names
+from dr_stream.core.config import ConfigError, env_names
 from dr_stream.exit_codes import ExitCode
 
 _LISTS = ("--files", "--jars", "--archives", "--py-files")
@@ -103,9 +104,24 @@ def driver_environment(target: Target, names: list[str], environ: dict[str, str]
 SECRET_REF = "spark.kubernetes.driver.secretKeyRef."
 
 
+# Kubernetes names a Secret by a DNS subdomain: lowercase labels of letters, digits and '-' that
+# start and end with a letter or digit, joined by '.', 253 characters at most.
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 def kubernetes_secret(flow_name: str, environ: dict[str, str]) -> str:
-    """The Secret whose keys a Kubernetes cluster-mode driver reads its `${env:...}` from."""
-    return environ.get("DR_STREAM_KUBERNETES_SECRET") or f"dr-stream-{flow_name}"
+    """The Secret whose keys a Kubernetes cluster-mode driver reads its `${env:...}` from.
+    Raises ConfigError for a name Kubernetes refuses: the driver pod would wait forever on it
+    (CreateContainerConfigError) instead of failing at submit."""
+    given = environ.get("DR_STREAM_KUBERNETES_SECRET")
+    secret = given or f"dr-stream-{flow_name}"
+    if len(secret) <= 253 and _SUBDOMAIN.fullmatch(secret):
+        return secret
+    rule = "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, 253 at most"
+    if given:
+        raise ConfigError(f"DR_STREAM_KUBERNETES_SECRET={given!r} is not a Kubernetes Secret name ({rule})")
+    raise ConfigError(f"the flow's name {flow_name!r} gives the Secret name {secret!r}, which Kubernetes refuses "
+                      f"({rule}): set DR_STREAM_KUBERNETES_SECRET to the Secret that holds the flow's variables")
 
 
 def secret_references(target: Target, names: list[str], secret: str, options: list[str]) -> dict[str, str]:
@@ -251,7 +267,7 @@ def _python_environment(target: Target, root: Path) -> dict[str, str]:
 
 def main(argv: list[str], in_image: bool = False) -> int:
     """`in_image`: submitted from inside dr-stream's image, not from a checkout."""
-    from dr_stream.core.config import ConfigError, load_flow
+    from dr_stream.core.config import load_flow
     from dr_stream.runtime.dist import dist_dir
     from dr_stream.runtime.jvm import spark_jars
     from dr_stream.runtime.paths import project_root
@@ -275,6 +291,13 @@ def main(argv: list[str], in_image: bool = False) -> int:
     except ConfigError as exc:
         print(f"spark-submit.sh: config error: {exc}", file=sys.stderr)
         return ExitCode.CONFIG
+    secret = ""  # the Secret a Kubernetes cluster-mode driver reads the variables from
+    if names and target.cluster_mode and target.on_kubernetes:
+        try:
+            secret = kubernetes_secret(flow.name, dict(os.environ))
+        except ConfigError as exc:
+            print(f"spark-submit.sh: config error: {flow_path}: {exc}", file=sys.stderr)
+            return ExitCode.CONFIG
     root = project_root()
     if in_image:
         artifacts = Artifacts((), "", IMAGE_JOB_PATH)
@@ -288,7 +311,6 @@ def main(argv: list[str], in_image: bool = False) -> int:
     for name in unset:
         del os.environ[name]
     properties = driver_environment(target, names, dict(os.environ))
-    secret = kubernetes_secret(flow.name, dict(os.environ))
     references = secret_references(target, names, secret, options)
     if properties:
         print(f"spark-submit.sh: passing {', '.join(k.rsplit('.', 1)[1] for k in properties)} "
