@@ -10,8 +10,9 @@ The one face other wings use; what is behind it may change without them knowing.
   `ReturnedRecords`, `maps_back`: copies that map back to originals (`returned_records`).
 - `TranslateQuery`: a running flow's translate query over `__consumer_timestamps`
   (`translate_query`, its Spark steps in `position_records`), feeding its `LiveTranslation`
-  (`live_translation`), which the poller's hand-overs feed too; each outcome recorded in the
-  `TranslationLog` (`translation_log`).
+  (`live_translation`), which the poller's hand-overs feed too, and which takes a position only
+  once a source commit backs it (`CommitBacking`, `commit_backing`); each outcome recorded in
+  the `TranslationLog` (`translation_log`).
 - `GroupSync`, `GroupsRead`, `SyncAction`, `sync_translations`: when and how a destination group is written
   (`group_sync`), each partition's outcome a `SyncOutcome` (`sync_outcome`); `ShareGroupSync`:
   the same for share groups' start offsets, in a flow (`share_group_sync`).
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 from dr_stream.face import resolver
 
 if TYPE_CHECKING:
+    from dr_stream.positions.commit_backing import CommitBacking
     from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps
     from dr_stream.positions.consumer_timestamps import ensure_topic as ensure_consumer_timestamps
     from dr_stream.positions.consumer_timestamps import settle_topic as settle_consumer_timestamps
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 # name on the face -> (module, name there)
 _FACE = {
+    "CommitBacking": ("commit_backing", "CommitBacking"),
     "GroupCommit": ("consumer_timestamps", "GroupCommit"),
     "RecordTimestamps": ("consumer_timestamps", "RecordTimestamps"),
     "ensure_consumer_timestamps": ("consumer_timestamps", "ensure_topic"),
@@ -64,6 +67,7 @@ _FACE = {
     "SyncOutcome": ("sync_outcome", "SyncOutcome"),
 }
 __all__ = [
+    "CommitBacking",
     "CommittedOffsetPoller",
     "GroupCommit",
     "GroupSync",

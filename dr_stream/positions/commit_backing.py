@@ -15,10 +15,14 @@ has read the commit it stands for: an unbacked position is held, newest per grou
 partition, and released as soon as a commit reaches it. One still held `grace_s` after both it
 arrived and the poller first read the source in full (`source_read`: a poller catching up on a
 long `__consumer_offsets` has not seen every commit yet) is said once (`overdue`): a forged
-record, or a group the poller may not read. One held for `expire_s`
-is dropped and counted, so a flood of records for groups that never commit costs nothing lasting.
+record, or a group the poller may not read. What is held is bounded by what is live: a position
+whose group held no committed offset on its partition in a full read of the source taken
+`grace_s` after it was held is dropped (`not_live`; its group will write a new record, and the
+poller offers the commit itself, when it commits there), and any held for `expire_s` is dropped
+(`expired`). Both are counted, so a flood of records for groups that never commit costs nothing
+lasting.
 
-Invariant: a position leaves the hold only as backed (`released`) or as expired (`expired`);
+Invariant: a position leaves the hold only as backed (`released`) or dropped (`not_live`, `expired`);
 what the flow's own state recorded (the translation log, read back at a restart) and what the
 poller itself read count as commits. Thread-safe: the poller's thread reports commits while the
 translate query's batch and the step thread take positions.
@@ -32,13 +36,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.gone_positions import SourceGroups
 
 Key = tuple[str, str, int]
 
 
 @dataclass
 class CommitBacking:
+    # how long a commit may take to reach the poller's read after its group's record was read
     grace_s: float = 30.0
+    # how long an unbacked position is held at most
     expire_s: float = 3600.0
     clock: Callable[[], float] = time.monotonic
     # the highest offset a source commit showed, per group and partition
@@ -98,6 +105,17 @@ class CommitBacking:
                    if now - max(since, self._read_at) >= self.grace_s and key not in self._said]
             self._said.update(p.key for p, _ in due)
         return due
+
+    def not_live(self, read: SourceGroups) -> int:
+        """Drops the positions held `grace_s` before `read` was taken whose group it found no
+        committed offset for on their partition; returns how many."""
+        with self._lock:
+            dead = [key for key, (_, since) in self._held.items()
+                    if read.taken_at - since >= self.grace_s and not read.holds(key)]
+            for key in dead:
+                del self._held[key]
+                self._said.discard(key)
+        return len(dead)
 
     def expired(self) -> int:
         """Drops positions held for `expire_s`; returns how many."""

@@ -93,7 +93,8 @@ class LiveTranslation:
     pending: set[Key] = field(default_factory=set)
     totals: dict[str, int] = field(default_factory=lambda: {"commits": 0, "malformed": 0, "translations": 0,
                                                               "synced": 0, "sync_failures": 0,
-                                                              "forgotten": 0, "unbacked": 0})
+                                                              "forgotten": 0, "unbacked": 0,
+                                                              "unbacked_dropped": 0})
     # told each sync's actions (one per group and partition)
     on_synced: Callable[[list[str]], None] = lambda actions: None
     # told each round's duration, the positions it translated, and the time since the last ended
@@ -109,6 +110,9 @@ class LiveTranslation:
     backing: CommitBacking | None = field(default_factory=CommitBacking)
     # told how many positions were held past the backing's grace, each time some were
     on_unbacked: Callable[[int], None] = lambda positions: None
+    # told how many held positions were dropped (their group holds no offset there, or an hour
+    # passed), each time some were
+    on_unbacked_dropped: Callable[[int], None] = lambda positions: None
     # the poller's newest full read of the source, taken at the next step
     _source_groups: SourceGroups | None = None
     _round_ended: float | None = None
@@ -238,7 +242,7 @@ class LiveTranslation:
             read, self._source_groups = self._source_groups, None
         if self.backing is not None:
             offered += self.backing.released()
-            self._say_unbacked(self.backing)
+            self._say_unbacked(self.backing, read)
         with self._translating:
             if read is not None:
                 self._forget_gone(read)
@@ -253,7 +257,7 @@ class LiveTranslation:
                 self._held_retry_at = time.monotonic() + self.held_retry_s
             self._translate_due(keys)
 
-    def _say_unbacked(self, backing: CommitBacking) -> None:
+    def _say_unbacked(self, backing: CommitBacking, read: SourceGroups | None) -> None:
         overdue = backing.overdue()
         for position, highest in overdue:
             shown = "none" if highest is None else str(highest)
@@ -264,10 +268,17 @@ class LiveTranslation:
         if overdue:
             self.totals["unbacked"] += len(overdue)
             self.on_unbacked(len(overdue))
+        dead = backing.not_live(read) if read is not None else 0
+        if dead:
+            self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: {dead} unbacked positions dropped: their groups hold no "
+                     f"committed offset on those partitions {backing.grace_s:g} s after they were read")
         expired = backing.expired()
         if expired:
             self.log(f"{CONSUMER_TIMESTAMPS_TOPIC}: {expired} positions no source commit backed within "
                      f"{backing.expire_s:g} s dropped")
+        if dead + expired:
+            self.totals["unbacked_dropped"] += dead + expired
+            self.on_unbacked_dropped(dead + expired)
 
     def _translate_due(self, keys: set[Key]) -> list[tuple[Translation, str]]:
         """Translates `keys` and every position left due; on failure all of them stay due."""

@@ -69,6 +69,7 @@ class TranslateQuery:
            on_forgotten: Callable[[set[tuple[str, str, int]]], None] = lambda positions: None,
            on_unconfirmed: Callable[[str], None] = lambda topic: None,
            on_unbacked: Callable[[int], None] = lambda positions: None,
+           on_unbacked_dropped: Callable[[int], None] = lambda positions: None,
            ) -> TranslateQuery:
         """The flow's translation through its live offset index (`locate`), and its query; its
         commits name `origin`, the source's cluster.id. With `offsets.streams_groups`, the
@@ -77,7 +78,7 @@ class TranslateQuery:
         compaction of the translation log's, `on_forgotten` the positions gone from the source
         it forgot, `on_unconfirmed` the source topic of each provenance claim the destination did
         not confirm, `on_unbacked` how many positions of `__consumer_timestamps` no source commit
-        backed in time (the metrics)."""
+        backed in time and `on_unbacked_dropped` how many of those it dropped (the metrics)."""
         def unconfirmed(topic: str, line: str) -> None:
             log(line)
             on_unconfirmed(topic)
@@ -98,7 +99,7 @@ class TranslateQuery:
             else None,
             groups=config.group_filter, topics=config.topic_filter, log=log, on_synced=on_synced, on_round=on_round,
             on_upkeep=on_upkeep, gone=GonePositions(after_s=config.offsets.gone_after_s), on_forgotten=on_forgotten,
-            on_unbacked=on_unbacked,
+            on_unbacked=on_unbacked, on_unbacked_dropped=on_unbacked_dropped,
         )
         return cls(spark, config, translation, log)
 

@@ -313,7 +313,8 @@ class ReplicationFlow:
                                   on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"),
                                   on_forgotten=self._forgotten,
                                   on_unconfirmed=self.metrics.provenance_unconfirmed,
-                                  on_unbacked=self.metrics.positions_unbacked)
+                                  on_unbacked=self.metrics.positions_unbacked,
+                                  on_unbacked_dropped=self.metrics.positions_unbacked_dropped)
         query.resume()
         return query
 

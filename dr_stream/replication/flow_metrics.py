@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 from dr_stream.core.lag import PartitionLag
 from dr_stream.index import Run
 from dr_stream.kafka.waits import WAITS
-from dr_stream.positions import SyncOutcome
+from dr_stream.positions import CommitBacking, SyncOutcome
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 from dr_stream.replication.health import Health, QueryState, judge
 
@@ -74,6 +74,7 @@ class FlowMetrics(Collector):
         self._acls_left_out: dict[str, int] | None = None
         self._unconfirmed: dict[str, int] = {}
         self._unbacked = 0
+        self._unbacked_dropped = 0
         self._unreturned_starts: dict[str, int] = {}
         # control loop -> its last round: (seconds, items it covered, period its pace set)
         self._rounds: dict[str, tuple[float, int, float]] = {}
@@ -199,6 +200,12 @@ class FlowMetrics(Collector):
         with self._lock:
             self._unbacked += positions
 
+    def positions_unbacked_dropped(self, positions: int) -> None:
+        """Unbacked positions dropped from the hold: their group held no offset on their
+        partition, or none backed them within an hour."""
+        with self._lock:
+            self._unbacked_dropped += positions
+
     def partitions_held(self, held: int) -> None:
         """Partitions held now at a record the destination refused (`holds`)."""
         with self._lock:
@@ -281,16 +288,22 @@ class FlowMetrics(Collector):
                                         "committed offset for them for `offsets.gone_after`: groups deleted or "
                                         "expired, topics deleted", labels=["flow"])
         forgotten.add_metric([self.flow], self._forgotten)
+        grace, expire_h = CommitBacking.grace_s, CommitBacking.expire_s / 3600
         unbacked = CounterMetricFamily("dr_stream_positions_unbacked", "Positions read from __consumer_timestamps "
-                                       "that no commit on the source reached within 30 s: held, not translated (a "
-                                       "forged or stale record, or a group the flow may not describe); taken once "
-                                       "the group commits there", labels=["flow"])
+                                       f"that no commit on the source reached within {grace:g} s: held, not "
+                                       "translated (a forged or stale record, or a group the flow may not describe); "
+                                       "taken once the group commits there", labels=["flow"])
         unbacked.add_metric([self.flow], self._unbacked)
+        dropped = CounterMetricFamily("dr_stream_positions_unbacked_dropped", "Unbacked positions dropped unread: "
+                                      "their group held no committed offset on their partition on the source, or "
+                                      f"no commit backed them within {expire_h:g} h", labels=["flow"])
+        dropped.add_metric([self.flow], self._unbacked_dropped)
         return [
             lost,
             reread,
             forgotten,
             unbacked,
+            dropped,
             self._family(CounterMetricFamily, "dr_stream_records_copied", "Records the destination acknowledged, per "
                          "source topic, since the process started (from the runs the sink publishes)", "topic",
                          self._copied),

@@ -96,3 +96,33 @@ def test_a_forged_record_ahead_of_every_commit_moves_no_destination_group_until_
     translate.offer([at(900)])  # the group does commit there
     translate.step()
     assert destination.offsets[("app", "orders", 0)] == 905
+
+
+def test_what_is_held_is_bounded_by_the_groups_the_source_holds_offsets_for():
+    clock = _Clock()
+    backing = CommitBacking(grace_s=30, clock=clock)
+    backing.backed([at(500, group="ghost-1"), at(500, group="ghost-2"), at(500, group="app"),
+                    at(500, group="unreadable")])
+    clock.now = 10
+    backing.backed([at(500, group="new-app")])  # its commit may not be in a read this young yet
+    read = SourceGroups({"app": frozenset({("orders", 0)}), "ghost-2": frozenset({("orders", 1)})},
+                        frozenset({"unreadable"}), taken_at=29)
+    assert backing.not_live(read) == 0  # nothing was held a whole grace before the read was taken
+    read = SourceGroups(read.offsets, read.unread, taken_at=30)
+    assert backing.not_live(read) == 2  # ghost-1 holds nothing; ghost-2 holds another partition
+    assert backing.holding == 3  # app (its group holds the partition), unreadable (not read), new-app (young)
+    read = SourceGroups(read.offsets, read.unread, taken_at=40)
+    assert backing.not_live(read) == 1 and backing.holding == 2
+
+
+def test_dropped_positions_are_said_and_counted_for_the_metrics():
+    destination, lines, dropped = _Destination(refusals=0), [], []
+    translate = loop(destination, lines, backing=CommitBacking(grace_s=0), on_unbacked_dropped=dropped.append)
+    translate.take_batch([at(950, group="never-committed"), at(951, group="never-committed", partition=1)])
+    translate.source_groups(SourceGroups({"app": frozenset({("orders", 0)})}, frozenset(), time.monotonic()))
+    translate.step()
+    assert dropped == [2] and translate.totals["unbacked_dropped"] == 2
+    assert translate.backing is not None and translate.backing.holding == 0
+    assert lines[-1] == ("__consumer_timestamps: 2 unbacked positions dropped: their groups hold no committed offset "
+                         "on those partitions 0 s after they were read")
+    assert destination.offsets == {}
