@@ -149,8 +149,11 @@ def test_the_dev_flow_manifest_is_the_shipped_one_on_this_clusters_image_network
     conf = dict(driver["args"][i + 1].split("=", 1) for i, a in enumerate(driver["args"]) if a == "--conf")
     assert conf["spark.kubernetes.container.image"] == IMAGE
     assert len([a for a in driver["args"] if a.startswith("spark.kubernetes.container.image=")]) == 1
-    # none of the Secrets only a real cluster holds
-    assert "envFrom" not in driver and not any("secret" in v for v in pod["volumes"])
+    # none of the Secrets only a real cluster holds; Spark's RPC secret is mounted here too
+    assert "envFrom" not in driver
+    assert [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v] == ["dr-stream-dc1-to-dc2-rpc"]
+    assert {"name": "DR_STREAM_KUBERNETES_SECRET", "value": "dr-stream-dc1-to-dc2"} in driver["env"]
+    assert "/etc/dr-stream/rpc" in {m["mountPath"] for m in driver["volumeMounts"]}
     assert not any("secretKeyRef" in a or ".secrets." in a for a in driver["args"])
     # the executors' pod template is mounted where the driver is told to read it
     template = conf["spark.kubernetes.executor.podTemplateFile"]

@@ -23,7 +23,7 @@ ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv
 
 
 def _plan(*options: str, properties: str | None = None) -> list[str]:
-    return plan(list(options), "conf/flow.yaml", "f", ARTIFACTS, "(?i)secret", properties)
+    return plan(list(options), "conf/flow.yaml", "f", ARTIFACTS, "(?i)secret", properties, "dr-stream-f")
 
 
 def _conf(argv: list[str]) -> dict[str, str]:
@@ -132,6 +132,36 @@ def test_on_yarn_the_driver_and_executors_authenticate_and_encrypt_their_rpc_unl
     given = [a for a in argv if a.startswith("spark.network.crypto.enabled=")]
     assert given[-1] == "spark.network.crypto.enabled=false"
     assert "spark.authenticate" not in _conf(_plan())
+
+
+def test_on_kubernetes_the_rpc_secret_is_a_mounted_file_so_no_pod_spec_holds_it():
+    cluster = _conf(_plan("--master", "k8s://https://api:6443", "--deploy-mode", "cluster"))
+    assert (cluster["spark.authenticate"], cluster["spark.network.crypto.enabled"]) == ("true", "true")
+    # Spark puts a generated secret in each executor's environment unless both files are set
+    assert cluster["spark.authenticate.secret.driver.file"] == "/etc/dr-stream/rpc/secret"
+    assert cluster["spark.authenticate.secret.executor.file"] == "/etc/dr-stream/rpc/secret"
+    assert cluster["spark.kubernetes.driver.secrets.dr-stream-f-rpc"] == "/etc/dr-stream/rpc"
+    assert cluster["spark.kubernetes.executor.secrets.dr-stream-f-rpc"] == "/etc/dr-stream/rpc"
+    assert "spark.authenticate.secret" not in cluster
+    client = _conf(_plan("--master", "k8s://https://api:6443", "--deploy-mode", "client"))
+    assert client["spark.kubernetes.executor.secrets.dr-stream-f-rpc"] == "/etc/dr-stream/rpc"
+    assert not any(key.startswith("spark.kubernetes.driver.secrets.") for key in client)  # the driver is here
+    # the user's own spark.authenticate* makes the whole of it theirs: no Secret of ours is mounted
+    own = _conf(_plan("--master", "k8s://https://api:6443", "--conf", "spark.authenticate=false"))
+    assert own["spark.authenticate"] == "false" and not any(".secrets." in key for key in own)
+
+
+def test_a_client_mode_driver_without_the_rpc_secret_file_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    from dr_stream.exit_codes import ExitCode
+    from dr_stream.runtime.submission import main
+
+    flow = tmp_path / "flow.yaml"
+    flow.write_text((Path(__file__).parents[1] / "conf" / "dc1-to-dc2-k8s.yaml").read_text())
+    monkeypatch.setenv("DR_STREAM_RPC_SECRET_FILE", str(tmp_path / "absent"))
+    code = main([str(flow), "--master", "k8s://https://127.0.0.1:6443"], in_image=True)
+    assert code == ExitCode.CONFIG
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path / "absent") in err[0] and "dr-stream-dc1-to-dc2-k8s-rpc" in err[0]
 
 
 def test_a_properties_file_is_passed_with_spark_defaults_still_loaded():

@@ -3,9 +3,11 @@
 # Kubernetes API server, through ./spark-submit.sh (which runs the image's job file and ships the
 # flow file with --files; on Kubernetes a local file travels through the upload path).
 #   K8S_API=https://api.example.com:6443 deploy/kubernetes/spark-submit-k8s.sh conf/dc1-to-dc2.yaml
-# Secrets come from the Kubernetes Secret, never from this shell. Nothing restarts a driver
-# submitted this way when it dies: to run a flow for good, apply flow-statefulset.yaml (or the
-# operator's spark-application.yaml, restartPolicy: Always).
+# Secrets come from the Kubernetes Secret, never from this shell; Spark's RPC secret from the
+# Secret dr-stream-dc1-to-dc2-rpc (key `secret`, mounted on the driver and executors: see
+# docs/deploying.md). Nothing restarts a driver submitted this way when it dies: to run a flow
+# for good, apply flow-statefulset.yaml (or the operator's spark-application.yaml,
+# restartPolicy: Always).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 flow=${1:?usage: $0 FLOW.yaml}

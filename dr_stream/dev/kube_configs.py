@@ -129,7 +129,7 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
     pulled; the API server at the node's address (no kube-proxy); the driver and its executors on
     the host's network (`POD_TEMPLATE`), one executor with a free block-manager port; half a core
     asked; none of the Secrets a real cluster holds (the dev clusters need no password, the dev
-    HDFS no key)."""
+    HDFS no key) but Spark's RPC secret, which the driver and its executors share here too."""
     import yaml
 
     documents = json.loads(json.dumps(shipped))
@@ -146,7 +146,8 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
     for statefulset in (d for d in documents if d["kind"] == "StatefulSet"):
         pod = statefulset["spec"]["template"]["spec"]
         pod.update(on_host)
-        secret_volumes = {v["name"] for v in pod["volumes"] if "secret" in v}
+        secret_volumes = {v["name"] for v in pod["volumes"]
+                          if "secret" in v and not v["secret"]["secretName"].endswith("-rpc")}
         pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in secret_volumes]
         driver = pod["containers"][0]
         driver.update(image=IMAGE, imagePullPolicy="Never")

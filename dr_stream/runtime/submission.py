@@ -22,8 +22,12 @@ properties file, run). What the rule guarantees, per where the driver runs:
   `dr-stream-<flow>` unless `DR_STREAM_KUBERNETES_SECRET` names another, so the driver pod's
   spec holds the Secret's name and never a password (anyone allowed `get pods` reads a spec;
   only those allowed `get secrets` read a Secret). A `--conf` of the user's for a NAME wins.
-* YARN, either mode: Spark's RPC between the driver and its executors is authenticated and
-  encrypted (`spark.authenticate`, `spark.network.crypto.enabled`).
+* YARN and Kubernetes, either mode: Spark's RPC between the driver and its executors is
+  authenticated and encrypted (`spark.authenticate`, `spark.network.crypto.enabled`). YARN hands
+  each application its secret; on Kubernetes Spark would put a generated one in every executor
+  pod's spec, so the secret is the key `secret` of the Secret `<flow's Secret>-rpc`, mounted
+  on the driver and the executors (`rpc_security`). A `spark.authenticate*` of the user's makes
+  it theirs.
 * the user's own `--files`, `--jars`, `--archives` are merged with dr-stream's, since
   spark-submit keeps only the last of each.
 """
@@ -36,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,6 +139,40 @@ def secret_references(target: Target, names: list[str], secret: str, options: li
     return {SECRET_REF + name: f"{secret}:{name}" for name in names if name not in given}
 
 
+# Where the driver and executor pods find Spark's RPC secret: the Secret `<flow's Secret>-rpc`,
+# whose key `secret` becomes the file `secret` there.
+RPC_SECRET_DIR = "/etc/dr-stream/rpc"
+RPC_SECRET_FILE = f"{RPC_SECRET_DIR}/secret"
+
+
+def rpc_secret(secret: str) -> str:
+    """The Kubernetes Secret that holds the flow's RPC secret, beside its variables' `secret`."""
+    return f"{secret}-rpc"
+
+
+def rpc_security(target: Target, options: list[str], secret: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """Spark's settings that authenticate and encrypt the RPC between the driver and its executors.
+    On Kubernetes the secret is a file from a mounted Secret, since a generated one would be an
+    environment variable in every executor pod's spec; a client-mode driver outside a pod reads
+    it where `DR_STREAM_RPC_SECRET_FILE` says. A user's `spark.authenticate*` option: none."""
+    if not (target.on_yarn or target.on_kubernetes):
+        return {}
+    if any(value.startswith("spark.authenticate") for _, value in _pairs(options, {"--conf"})):
+        return {}
+    conf = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+    if target.on_yarn:
+        return conf  # YARN hands each application its own secret, through its credentials
+    mounted = rpc_secret(secret)
+    conf["spark.authenticate.secret.executor.file"] = RPC_SECRET_FILE
+    conf[f"spark.kubernetes.executor.secrets.{mounted}"] = RPC_SECRET_DIR
+    if target.cluster_mode:
+        conf["spark.authenticate.secret.driver.file"] = RPC_SECRET_FILE
+        conf[f"spark.kubernetes.driver.secrets.{mounted}"] = RPC_SECRET_DIR
+    else:
+        conf["spark.authenticate.secret.driver.file"] = environ.get("DR_STREAM_RPC_SECRET_FILE") or RPC_SECRET_FILE
+    return conf
+
+
 @dataclass(frozen=True)
 class Artifacts:
     """What a submission ships: the Spark jars, the packed environment, the job file."""
@@ -163,8 +202,9 @@ def _merged(options: list[str], ours: dict[str, list[str]]) -> list[str]:
 
 
 def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifacts, redaction: str,
-         properties_file: str | None) -> list[str]:
-    """spark-submit's arguments (without the program itself) for one flow."""
+         properties_file: str | None, secret: str) -> list[str]:
+    """spark-submit's arguments (without the program itself) for one flow; `secret`: the flow's
+    Kubernetes Secret (`kubernetes_secret`), on Kubernetes."""
     from dr_stream.runtime.session import CONSUMER_CACHE
 
     target = Target.of(options)
@@ -186,12 +226,10 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
         # forgotten, so a flow running for months is not given up after its second lost node.
         conf["spark.yarn.maxAppAttempts"] = "2"
         conf["spark.yarn.am.attemptFailuresValidityInterval"] = "1h"
-        # The driver and its executors talk over the cluster's network, and every task carries the
-        # flow's Kafka properties, passwords included: Spark's RPC authenticates both ends (YARN
-        # hands each application its own secret, through its credentials, never a command line)
-        # and encrypts the channel. A `--conf` of the user's for either wins.
-        conf["spark.authenticate"] = "true"
-        conf["spark.network.crypto.enabled"] = "true"
+    # The driver and its executors talk over the cluster's network, and every task carries the
+    # flow's Kafka properties, passwords included: Spark's RPC authenticates both ends and
+    # encrypts the channel.
+    conf.update(rpc_security(target, options, secret, os.environ))
     if target.on_kubernetes and target.cluster_mode:
         job = IMAGE_JOB  # the image carries the jars and the package
     else:
@@ -291,12 +329,19 @@ def main(argv: list[str], in_image: bool = False) -> int:
     except ConfigError as exc:
         print(f"spark-submit.sh: config error: {exc}", file=sys.stderr)
         return ExitCode.CONFIG
-    secret = ""  # the Secret a Kubernetes cluster-mode driver reads the variables from
-    if names and target.cluster_mode and target.on_kubernetes:
+    secret = ""  # the Secret the variables and the RPC secret come from, on Kubernetes
+    if target.on_kubernetes:
         try:
             secret = kubernetes_secret(flow.name, dict(os.environ))
         except ConfigError as exc:
             print(f"spark-submit.sh: config error: {flow_path}: {exc}", file=sys.stderr)
+            return ExitCode.CONFIG
+        driver_file = rpc_security(target, options, secret, os.environ).get("spark.authenticate.secret.driver.file")
+        if driver_file and not target.cluster_mode and not os.path.isfile(driver_file):
+            print(f"spark-submit.sh: config error: {flow_path}: Spark's RPC secret {driver_file} does not exist: "
+                  f"the driver and its executor pods share it, from the key `secret` of the Kubernetes Secret "
+                  f"{rpc_secret(secret)} (mounted at {RPC_SECRET_DIR}; outside a pod, set DR_STREAM_RPC_SECRET_FILE "
+                  "to a copy of it)", file=sys.stderr)
             return ExitCode.CONFIG
     root = project_root()
     if in_image:
@@ -324,7 +369,7 @@ def main(argv: list[str], in_image: bool = False) -> int:
             properties_file = os.path.join(private, "driver-env.properties")
             with open(properties_file, "w", opener=lambda p, f: os.open(p, f, 0o600)) as out:
                 out.writelines(f"{k}={_escape(v)}\n" for k, v in {**properties, **references}.items())
-        arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file)
+        arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file, secret)
         return _run_forwarding_signals([submit, *arguments], _python_environment(target, root))
 
 

@@ -100,6 +100,21 @@ def _driver_log(kube: LocalKube) -> str:
     return kube.kubectl("logs", DRIVER, "--tail=60", check=False)
 
 
+def _rpc_secured(driver: dict, executors: list[dict]) -> None:
+    """Spark's RPC between the driver and its executors is authenticated with the secret of the
+    mounted `-rpc` Secret: no pod's spec holds a secret Spark generated."""
+    for pod in [driver, *executors]:
+        env = {e["name"] for c in pod["spec"]["containers"] for e in c.get("env", [])}
+        assert "_SPARK_AUTH_SECRET" not in env, f"{pod['metadata']['name']}: Spark's RPC secret in the pod spec"
+    for pod in executors:
+        volumes = {v["secret"]["secretName"] for v in pod["spec"]["volumes"] if "secret" in v}
+        assert any(name.endswith("-rpc") for name in volumes), pod["spec"]["volumes"]
+        # what an executor starts with (its copy only works if its secret is the driver's)
+        options = {e.get("value") for c in pod["spec"]["containers"] for e in c.get("env", [])}
+        assert {"-Dspark.authenticate=true", "-Dspark.network.crypto.enabled=true",
+                "-Dspark.authenticate.secret.executor.file=/etc/dr-stream/rpc/secret"} <= options, options
+
+
 def _flow_file(path: Path, hadoop: LocalHadoop, dc1, dc2, topic: str, state: str) -> Path:
     """The README's flow file on this test's clusters, topic and HDFS (state under /dr-stream/`state`);
     small batches keep the copy going long enough to be interrupted."""
@@ -139,9 +154,10 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
     shell = Shell(kube, flow, commands[1])
     began = time.monotonic()
     try:
-        shell(commands[2])  # the flow file as a ConfigMap
-        shell(commands[3])  # the StatefulSet
-        shell(commands[4], timeout=400)  # the driver pod runs
+        shell(commands[2])  # Spark's RPC secret as a Secret
+        shell(commands[3])  # the flow file as a ConfigMap
+        shell(commands[4])  # the StatefulSet
+        shell(commands[5], timeout=400)  # the driver pod runs
         first = _pod(kube, DRIVER)
         assert first is not None
         assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) > 0, 240), \
@@ -154,7 +170,8 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
         assert executors, "no executor pod owned by the driver pod"
 
         deleted_at = time.monotonic()
-        shell(commands[5])  # delete the driver pod, as a lost node would
+        _rpc_secured(first, executors)
+        shell(commands[6])  # delete the driver pod, as a lost node would
         at_delete = count(dc2.bootstrap, topic)
         assert at_delete < total, "the copy finished before the delete; the test proves nothing"
 
@@ -184,7 +201,7 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
             return {p["partition"]: p["offset"] for p in json.loads(done.stdout)["positions"]}
 
         assert wait_until(lambda: translated() == {0: 1000, 1: 1000, 2: 1000}, 120, interval=2), translated()
-        status = shell(commands[6])
+        status = shell(commands[7])
         assert f"{topic}" in status.stdout, status.stdout
         caught_up = shell.cli("status", "--config", str(flow), "--json", "--max-lag-records", "0")
         assert caught_up.returncode == 0, caught_up.stdout[-3000:]
@@ -194,7 +211,7 @@ def test_a_deleted_driver_pod_is_brought_back_and_resumes_the_copy_exactly_once(
         assert failover.returncode == 0 and group in failover.stdout, failover.stdout + failover.stderr[-2000:]
         assert committed(dc2.bootstrap, group, topic, 3) == {0: 1000, 1: 1000, 2: 1000}
     finally:
-        shell(commands[7], timeout=180)  # the StatefulSet and the ConfigMap deleted
+        shell(commands[8], timeout=180)  # the StatefulSet, the ConfigMap and the Secret deleted
     assert wait_until(lambda: kube.kubectl("get", "pods", "-o", "name").strip() == "", 120), \
         kube.kubectl("get", "pods")
     assert shell.ran == commands[2:], "every command the README shows ran, in its order"
@@ -220,6 +237,8 @@ def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_show
     secret = f"dr-stream-{settings['name']}"
     kube.kubectl("create", "secret", "generic", secret, f"--from-literal=DC2_BOOTSTRAP={dc2.bootstrap}",
                  f"--from-literal=DC2_CLIENT={canary}")
+    rpc = unique("rpc-")  # Spark's RPC secret: in no pod spec either
+    kube.kubectl("create", "secret", "generic", f"{secret}-rpc", f"--from-literal=secret={rpc}")
     line = command.replace("FLOW.yaml", str(flow)).replace("hdfs://localhost:19800", hadoop.fs_uri)
     env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig), "SPARK_CONF_DIR": str(kube.spark_conf_dir)}
     for name in ("DC2_BOOTSTRAP", "DC2_CLIENT", "DR_STREAM_KUBERNETES_SECRET"):
@@ -238,10 +257,14 @@ def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_show
         assert roles == {"driver", "executor"}
         specs = kube.kubectl("get", "pods", "-o", "json")
         assert canary not in specs and f"{secret}" in specs, "a variable's value is in a pod spec"
+        assert rpc not in specs, "Spark's RPC secret is in a pod spec"
+        pods = json.loads(specs)["items"]
+        _rpc_secured(next(p for p in pods if p["metadata"]["labels"].get("spark-role") == "driver"),
+                     [p for p in pods if p["metadata"]["labels"].get("spark-role") == "executor"])
         assert f"the driver reads DC2_BOOTSTRAP, DC2_CLIENT from the Kubernetes Secret {secret}" in log.read_text()
     finally:
         kube.kubectl("delete", "pods", "-l", "spark-role=driver", "--wait=true", check=False)
-        kube.kubectl("delete", "secret", secret, "--ignore-not-found", check=False)
+        kube.kubectl("delete", "secret", secret, f"{secret}-rpc", "--ignore-not-found", check=False)
         try:
             submit.wait(timeout=120)  # spark-submit returns once its driver pod is gone
         except subprocess.TimeoutExpired:
