@@ -43,7 +43,7 @@ class Likeness:
 
     key: bytes
     value: bytes
-    create_time: int | None
+    producer_time: int | None
 
     @classmethod
     def of(cls, msg: Message) -> Likeness:
@@ -51,7 +51,7 @@ class Likeness:
 
     def matches(self, other: Likeness) -> bool:
         return self.key == other.key and self.value == other.value and \
-            same_producer_time(self.create_time, other.create_time)
+            same_producer_time(self.producer_time, other.producer_time)
 
 
 def content_digest(data: bytes | str | None) -> bytes:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dr_stream.positions.returned_records import Likeness, content_digest
 
 
-def like(key: bytes | None, value: bytes | None, create_time: int | None) -> Likeness:
-    return Likeness(content_digest(key), content_digest(value), create_time)
+def like(key: bytes | None, value: bytes | None, producer_time: int | None) -> Likeness:
+    return Likeness(content_digest(key), content_digest(value), producer_time)
 
 
 def test_a_copy_is_like_its_original_when_key_value_and_producer_time_agree():
