@@ -210,3 +210,30 @@ def test_the_driver_and_executor_pods_meet_the_restricted_pod_security_standard(
         container = spec["containers"][0]["securityContext"]
         assert container["allowPrivilegeEscalation"] is False
         assert container["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_every_manifest_mounts_sparks_rpc_secret_where_the_driver_and_executors_read_it():
+    from dr_stream.runtime.submission import RPC_SECRET_DIR, RPC_SECRET_FILE, Target, rpc_secret, rpc_security
+
+    pod = _statefulset_documents()["StatefulSet"]["spec"]["template"]["spec"]
+    driver = pod["containers"][0]
+    secret = {e["name"]: e.get("value") for e in driver["env"]}["DR_STREAM_KUBERNETES_SECRET"]
+    assert secret == driver["envFrom"][0]["secretRef"]["name"]
+    # the StatefulSet's driver is this pod (client mode): it reads the file where the pod mounts it
+    rpc = next(v["name"] for v in pod["volumes"] if v.get("secret", {}).get("secretName") == rpc_secret(secret))
+    assert {m["name"]: m["mountPath"] for m in driver["volumeMounts"]}[rpc] == RPC_SECRET_DIR
+    client = rpc_security(Target("k8s://https://api", "client"), [], secret, {})
+    assert client["spark.authenticate.secret.driver.file"] == RPC_SECRET_FILE
+    # the operator's application sets what spark-submit.sh would, with the Secret on both sides
+    spec = _documents()["SparkApplication"]["spec"]
+    volume = next(v["name"] for v in spec["volumes"] if v.get("secret", {}).get("secretName") == rpc_secret(secret))
+    for side in ("driver", "executor"):
+        assert {m["name"]: m["mountPath"] for m in spec[side]["volumeMounts"]}[volume] == RPC_SECRET_DIR
+    cluster = rpc_security(Target("k8s://https://api", "cluster"), [], secret, {})
+    conf = spec["sparkConf"]
+    for key in ("spark.authenticate", "spark.network.crypto.enabled", "spark.authenticate.secret.file"):
+        assert conf[key] == cluster[key], key
+    # the driver's and the executors' own files default to spark.authenticate.secret.file
+    assert cluster["spark.authenticate.secret.driver.file"] == cluster["spark.authenticate.secret.executor.file"] \
+        == conf["spark.authenticate.secret.file"]
+    assert conf["spark.executorEnv.SPARK_JAVA_OPT_1000"].startswith("-Dspark.master=k8s://")

@@ -143,6 +143,9 @@ def test_on_kubernetes_the_rpc_secret_is_a_mounted_file_so_no_pod_spec_holds_it(
     assert cluster["spark.kubernetes.driver.secrets.dr-stream-f-rpc"] == "/etc/dr-stream/rpc"
     assert cluster["spark.kubernetes.executor.secrets.dr-stream-f-rpc"] == "/etc/dr-stream/rpc"
     assert "spark.authenticate.secret" not in cluster
+    # what an executor reads before the driver hands it its settings: the file, where its master is Kubernetes
+    assert cluster["spark.authenticate.secret.file"] == "/etc/dr-stream/rpc/secret"
+    assert cluster["spark.executorEnv.SPARK_JAVA_OPT_1000"] == "-Dspark.master=k8s://https://api:6443"
     client = _conf(_plan("--master", "k8s://https://api:6443", "--deploy-mode", "client"))
     assert client["spark.kubernetes.executor.secrets.dr-stream-f-rpc"] == "/etc/dr-stream/rpc"
     assert not any(key.startswith("spark.kubernetes.driver.secrets.") for key in client)  # the driver is here

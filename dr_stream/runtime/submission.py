@@ -143,6 +143,8 @@ def secret_references(target: Target, names: list[str], secret: str, options: li
 # whose key `secret` becomes the file `secret` there.
 RPC_SECRET_DIR = "/etc/dr-stream/rpc"
 RPC_SECRET_FILE = f"{RPC_SECRET_DIR}/secret"
+# An executor start-up JVM option of dr-stream's, numbered past Spark's own (0, 1, ...).
+EXECUTOR_MASTER_OPTION = "SPARK_JAVA_OPT_1000"
 
 
 def rpc_secret(secret: str) -> str:
@@ -163,7 +165,13 @@ def rpc_security(target: Target, options: list[str], secret: str, environ: Mappi
     if target.on_yarn:
         return conf  # YARN hands each application its own secret, through its credentials
     mounted = rpc_secret(secret)
+    # An executor asks the driver for its settings before it has them, with only its start-up
+    # options: it reads the secret from `spark.authenticate.secret.file`, and only where its
+    # `spark.master` names Kubernetes, which is no start-up option. Spark's image convention
+    # hands an executor's JVM every SPARK_JAVA_OPT_<n> variable: one more carries the master.
+    conf["spark.authenticate.secret.file"] = RPC_SECRET_FILE
     conf["spark.authenticate.secret.executor.file"] = RPC_SECRET_FILE
+    conf[f"spark.executorEnv.{EXECUTOR_MASTER_OPTION}"] = f"-Dspark.master={target.master}"
     conf[f"spark.kubernetes.executor.secrets.{mounted}"] = RPC_SECRET_DIR
     if target.cluster_mode:
         conf["spark.authenticate.secret.driver.file"] = RPC_SECRET_FILE

@@ -96,8 +96,16 @@ def _no_errors(log: str) -> None:
     assert not [line for line in log.splitlines() if " ERROR " in line], log[-5000:]
 
 
-def _driver_log(kube: LocalKube) -> str:
-    return kube.kubectl("logs", DRIVER, "--tail=60", check=False)
+def _driver_log(kube: LocalKube, pod: str = DRIVER) -> str:
+    """The driver's last lines without the stack frames, which would push out what went wrong."""
+    lines = kube.kubectl("logs", pod, "--tail=400", check=False).splitlines()
+    return "\n".join([line for line in lines if not line.lstrip().startswith("at ")][-80:])
+
+
+def _pods(kube: LocalKube, role: str) -> list[dict]:
+    """The pods of Spark's `role` (driver, executor)."""
+    pods = json.loads(kube.kubectl("get", "pods", "-o", "json"))["items"]
+    return [p for p in pods if p["metadata"]["labels"].get("spark-role") == role]
 
 
 def _rpc_secured(driver: dict, executors: list[dict]) -> None:
@@ -249,7 +257,8 @@ def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_show
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:
         assert wait_until(lambda: topic_exists(dc2.bootstrap, topic) and count(dc2.bootstrap, topic) >= total, 300), \
-            log.read_text()[-3000:] + kube.kubectl("get", "pods", "-o", "wide")
+            log.read_text()[-3000:] + kube.kubectl("get", "pods", "-o", "wide") + \
+            "".join(_driver_log(kube, pod["metadata"]["name"]) for pod in _pods(kube, "driver"))
         time.sleep(3)  # anything duplicated would land now
         assert_copied_exactly_once(dc2.bootstrap, topic, total)
         roles = {p["metadata"]["labels"].get("spark-role")
@@ -258,9 +267,8 @@ def test_spark_submit_sh_runs_a_flow_in_cluster_mode_as_the_deploying_guide_show
         specs = kube.kubectl("get", "pods", "-o", "json")
         assert canary not in specs and f"{secret}" in specs, "a variable's value is in a pod spec"
         assert rpc not in specs, "Spark's RPC secret is in a pod spec"
-        pods = json.loads(specs)["items"]
-        _rpc_secured(next(p for p in pods if p["metadata"]["labels"].get("spark-role") == "driver"),
-                     [p for p in pods if p["metadata"]["labels"].get("spark-role") == "executor"])
+        [driver] = _pods(kube, "driver")
+        _rpc_secured(driver, _pods(kube, "executor"))
         assert f"the driver reads DC2_BOOTSTRAP, DC2_CLIENT from the Kubernetes Secret {secret}" in log.read_text()
     finally:
         kube.kubectl("delete", "pods", "-l", "spark-role=driver", "--wait=true", check=False)
