@@ -152,6 +152,11 @@ def test_on_kubernetes_the_rpc_secret_is_a_mounted_file_so_no_pod_spec_holds_it(
     # the user's own spark.authenticate* makes the whole of it theirs: no Secret of ours is mounted
     own = _conf(_plan("--master", "k8s://https://api:6443", "--conf", "spark.authenticate=false"))
     assert own["spark.authenticate"] == "false" and not any(".secrets." in key for key in own)
+    own = _conf(_plan("--master", "k8s://https://api:6443", "--conf", "spark.authenticate.secret.file=/mine"))
+    assert own["spark.authenticate.secret.file"] == "/mine" and not any(".secrets." in key for key in own)
+    # a tuning key of the user's leaves it on
+    tuned = _conf(_plan("--master", "yarn", "--conf", "spark.authenticate.secretBitLength=512"))
+    assert tuned["spark.authenticate"] == "true"
 
 
 def test_a_client_mode_driver_without_the_rpc_secret_file_is_one_clear_error(tmp_path, monkeypatch, capsys):

@@ -26,8 +26,8 @@ properties file, run). What the rule guarantees, per where the driver runs:
   authenticated and encrypted (`spark.authenticate`, `spark.network.crypto.enabled`). YARN hands
   each application its secret; on Kubernetes Spark would put a generated one in every executor
   pod's spec, so the secret is the key `secret` of the Secret `<flow's Secret>-rpc`, mounted
-  on the driver and the executors (`rpc_security`). A `spark.authenticate*` of the user's makes
-  it theirs.
+  on the driver and the executors (`rpc_security`). A user's `spark.authenticate` or
+  `spark.authenticate.secret...` makes it theirs.
 * the user's own `--files`, `--jars`, `--archives` are merged with dr-stream's, since
   spark-submit keeps only the last of each.
 """
@@ -152,14 +152,20 @@ def rpc_secret(secret: str) -> str:
     return f"{secret}-rpc"
 
 
+def _owns_authentication(key: str) -> bool:
+    """Whether a user's setting decides Spark's RPC authentication: on or off, or where its secret
+    comes from. A tuning key (`spark.authenticate.secretBitLength`, ...) leaves ours on."""
+    return key in ("spark.authenticate", "spark.authenticate.secret") or key.startswith("spark.authenticate.secret.")
+
+
 def rpc_security(target: Target, options: list[str], secret: str, environ: Mapping[str, str]) -> dict[str, str]:
     """Spark's settings that authenticate and encrypt the RPC between the driver and its executors.
     On Kubernetes the secret is a file from a mounted Secret, since a generated one would be an
     environment variable in every executor pod's spec; a client-mode driver outside a pod reads
-    it where `DR_STREAM_RPC_SECRET_FILE` says. A user's `spark.authenticate*` option: none."""
+    it where `DR_STREAM_RPC_SECRET_FILE` says. A user's `spark.authenticate` or secret option: none."""
     if not (target.on_yarn or target.on_kubernetes):
         return {}
-    if any(value.startswith("spark.authenticate") for _, value in _pairs(options, {"--conf"})):
+    if any(_owns_authentication(value.split("=", 1)[0]) for _, value in _pairs(options, {"--conf"})):
         return {}
     conf = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
     if target.on_yarn:
