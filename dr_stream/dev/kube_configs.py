@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from dr_stream.dev.kube_network import CLUSTER_DOMAIN, NODE_IP
+from dr_stream.runtime.submission import rpc_secret
 
 CNI_BIN = Path("/usr/lib/cni")
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
@@ -146,10 +147,11 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
     for statefulset in (d for d in documents if d["kind"] == "StatefulSet"):
         pod = statefulset["spec"]["template"]["spec"]
         pod.update(on_host)
-        secret_volumes = {v["name"] for v in pod["volumes"]
-                          if "secret" in v and not v["secret"]["secretName"].endswith("-rpc")}
-        pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in secret_volumes]
         driver = pod["containers"][0]
+        flow_secret = {e["name"]: e.get("value") for e in driver["env"]}["DR_STREAM_KUBERNETES_SECRET"]
+        secret_volumes = {v["name"] for v in pod["volumes"]
+                          if "secret" in v and v["secret"]["secretName"] != rpc_secret(flow_secret)}
+        pod["volumes"] = [v for v in pod["volumes"] if v["name"] not in secret_volumes]
         driver.update(image=IMAGE, imagePullPolicy="Never")
         driver.pop("envFrom", None)
         driver["env"].append({"name": "DR_STREAM_KUBERNETES_API", "value": server})

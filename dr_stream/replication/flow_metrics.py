@@ -202,7 +202,7 @@ class FlowMetrics(Collector):
 
     def positions_unbacked_dropped(self, positions: int) -> None:
         """Unbacked positions dropped from the hold: their group held no offset on their
-        partition, or none backed them within an hour."""
+        partition, or none backed them before they expired (`CommitBacking.expire_s`)."""
         with self._lock:
             self._unbacked_dropped += positions
 
