@@ -80,6 +80,7 @@ from dr_stream.replication.topic_watch import TopicWatch
 from dr_stream.replication.trigger_width import BatchCost, TriggerWidth, seconds
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
+from dr_stream.runtime.provenance_columns import destination_originals, written_copies
 from dr_stream.runtime.recorded_clusters import RecordedClusters
 from dr_stream.runtime.session import in_pool
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
@@ -422,7 +423,9 @@ class ReplicationFlow:
             # partition is kept. Real-time mode needs a task per partition.
             source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         resume, counts = Resume(self._marks, self._left_out, self._held, copied), self.progress.new_counts(self.spark)
-        stream = source.transform(prepare(self.plan, resume, counts)).transform(to_sink_rows(self.plan))
+        confirm = ((written_copies(config.source), destination_originals(config.destination))
+                   if self.plan.provenance_enabled else None)
+        stream = source.transform(prepare(self.plan, resume, counts, confirm)).transform(to_sink_rows(self.plan))
         checkpoint = config.replicate_checkpoint
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:

@@ -28,7 +28,8 @@ from dr_stream.positions import CommitBacking, SyncOutcome
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 from dr_stream.replication.health import Health, QueryState, judge
 
-SKIP_REASONS = ("came_from_destination", "malformed_provenance", "left_out", "already_copied")
+SKIP_REASONS = ("came_from_destination", "came_from_destination_unchecked", "malformed_provenance", "left_out",
+                "already_copied")
 
 
 def action_label(action: str) -> str:
@@ -104,7 +105,8 @@ class FlowMetrics(Collector):
         without provenance, whose copies publish no runs."""
         with self._lock:
             for reason, count in skipped.items():
-                self._skipped[reason] = self._skipped.get(reason, 0) + count
+                if reason in SKIP_REASONS:
+                    self._skipped[reason] += count
             for topic, count in (copied or {}).items():
                 self._copied[topic] = self._copied.get(topic, 0) + count
             self._progressed[query] = self.clock()
@@ -188,11 +190,13 @@ class FlowMetrics(Collector):
             self._acls_changed["removed"] += removed
             self._acls_left_out = {how: left_out.get(how, 0) for how in ("narrowed", "unmappable", "refused")}
 
-    def provenance_unconfirmed(self, topic: str) -> None:
-        """A provenance claim of a record of source topic `topic` that the destination did not
-        confirm (`positions.returned_records`): not taken, a forged or stale header."""
+    def provenance_unconfirmed(self, topic: str, records: int = 1) -> None:
+        """Provenance claims of records of source topic `topic` that nothing confirmed: a position
+        claim the destination's record did not (`positions.returned_records`), or a cycle claim no
+        run on the source did (`record_path.prepare`, the record was copied). Not taken: forged or
+        stale headers."""
         with self._lock:
-            self._unconfirmed[topic] = self._unconfirmed.get(topic, 0) + 1
+            self._unconfirmed[topic] = self._unconfirmed.get(topic, 0) + records
 
     def positions_unbacked(self, positions: int) -> None:
         """Positions of `__consumer_timestamps` no source commit backed within the grace
@@ -308,7 +312,9 @@ class FlowMetrics(Collector):
                          "source topic, since the process started (from the runs the sink publishes)", "topic",
                          self._copied),
             self._family(CounterMetricFamily, "dr_stream_records_skipped", "Records read and not copied, by "
-                         "reason: came_from_destination (loop prevention), left_out (at failback), already_copied "
+                         "reason: came_from_destination (loop prevention: a run of a flow on the source holds the "
+                         "record as the copy its header names), came_from_destination_unchecked (taken on its header: "
+                         "the source's runs could not be read), left_out (at failback), already_copied "
                          "(replayed after a crash, dropped by the resume filter); malformed_provenance counts records "
                          "copied whose provenance header did not parse", "reason", self._skipped),
             self._family(CounterMetricFamily, "dr_stream_groups_synced", "Group positions written to (or judged for) "
@@ -326,8 +332,10 @@ class FlowMetrics(Collector):
                          "error and was started again 5 s later (topics, lag, index-feed, translate, poller, acls, "
                          "share-groups)", "thread", self._thread_failures),
             self._family(CounterMetricFamily, "dr_stream_provenance_unconfirmed", "Provenance claims of source "
-                         "records (a copy of the destination's record at an offset) the destination did not confirm, "
-                         "by source topic: the record there differs or is gone, so the claim moved no position",
+                         "records nothing confirmed, by source topic: a claim to be a copy of the destination's record "
+                         "at an offset that the record there does not bear out (it moved no position), or a claim to "
+                         "have come from the destination that no run of a flow on the source holds (the record was "
+                         "copied)",
                          "topic", self._unconfirmed),
             self._family(CounterMetricFamily, "dr_stream_acls_changed", "ACLs the ACL sync created on or removed "
                          "from the destination, by change: created, removed", "change", self._acls_changed),

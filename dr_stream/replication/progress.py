@@ -68,6 +68,8 @@ class Counted(Protocol):
 
     def taken(self) -> dict[str, int]: ...
 
+    def unconfirmed_taken(self) -> dict[str, int]: ...
+
 
 def read_by_topic(sources: list[dict]) -> dict[str, int]:
     """Records a batch read per topic: its source's end offsets minus its start offsets."""
@@ -96,7 +98,8 @@ class ProgressPrinter:
         self.on_cost = on_cost
         # Without provenance no runs are published, so copies are counted from the batches here.
         self.runs_published = runs_published
-        self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0}
+        self.totals = {"batches": 0, "read": 0, "copied": 0, "skipped_cycle": 0, "malformed_provenance": 0,
+                       "unconfirmed_cycle": 0}
         # The running query's (`new_counts`)
         self.counts: Counted | None = None
         self._ids: set[str] = set()
@@ -121,10 +124,15 @@ class ProgressPrinter:
         # have already ended too (a count then shows one batch early, never twice).
         counted = self.counts.taken() if self.counts else {}
         records = int(p.get("numInputRows") or 0)
-        skipped, malformed = counted.get("came_from_destination", 0), counted.get("malformed_provenance", 0)
+        unchecked = counted.get("came_from_destination_unchecked", 0)
+        skipped, malformed = counted.get("came_from_destination", 0) + unchecked, counted.get("malformed_provenance", 0)
+        unconfirmed = counted.get("unconfirmed_cycle", 0)
         self.metrics.batch_done(self.query_name, counted, None if self.runs_published else read_by_topic(sources))
+        for topic, claims in (self.counts.unconfirmed_taken() if self.counts and unconfirmed else {}).items():
+            self.metrics.provenance_unconfirmed(topic, claims)
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
-                           ("skipped_cycle", skipped), ("malformed_provenance", malformed)):
+                           ("skipped_cycle", skipped), ("malformed_provenance", malformed),
+                           ("unconfirmed_cycle", unconfirmed)):
             self.totals[key] += value
         loops = self.metrics.loops_shown()
         rate = p.get("processedRowsPerSecond")  # Spark leaves out a rate it could not compute
@@ -132,7 +140,11 @@ class ProgressPrinter:
         self.log(
             f"batch {p.get('batchId')}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
-            f"{float(rate or 0):.0f} rec/s, {self.metrics.lag_shown()}, "
+            + (f"{unconfirmed} copied though a header claims they came from the destination (no run of a flow on "
+               "the source holds them: forged or stale headers), " if unconfirmed else "")
+            + (f"{unchecked} of the skipped taken on their header unchecked (the source's runs could not be read), "
+               if unchecked else "")
+            + f"{float(rate or 0):.0f} rec/s, {self.metrics.lag_shown()}, "
             f"{durations(durations_ms)}" + (f"; loops: {loops}" if loops else "")
         )
         wall_ms = int(durations_ms.get("triggerExecution", 0))

@@ -2,7 +2,10 @@
 
 The record path's functions (jvm/ `io.drstream.spark.RecordCounts`) count each record that came
 from the destination, whose provenance header is no entry, that a restart found already copied
-or that an operator left out at failback, in Spark accumulators of the running query. The
+or that an operator left out at failback, that claimed to come from the destination with no run
+on the source to confirm it (copied; also by source topic), and that was taken as come back
+unchecked because the source's runs could not be read, in Spark accumulators of the running
+query. The
 progress of each batch takes what was counted since the last one (`taken`). Spark's observed
 metrics did this before: they ship their expressions with every task and generate their code
 anew in each, a sixth of the JVM's CPU at five batches a second.
@@ -17,8 +20,12 @@ from pyspark.sql import SparkSession
 
 from dr_stream.runtime.jvm_classes import jvm_class
 
-# By the Java side's indexes: RecordCounts.CAME_BACK, MALFORMED, ALREADY_COPIED, LEFT_OUT.
-REASONS = ("came_from_destination", "malformed_provenance", "already_copied", "left_out")
+# By the Java side's indexes: RecordCounts.CAME_BACK, MALFORMED, ALREADY_COPIED, LEFT_OUT,
+# UNCONFIRMED, UNCHECKED.
+REASONS = ("came_from_destination", "malformed_provenance", "already_copied", "left_out", "unconfirmed_cycle",
+           "came_from_destination_unchecked")
+# Counted, yet copied: not a reason a record was skipped.
+COPIED_ALL_THE_SAME = ("malformed_provenance", "unconfirmed_cycle")
 
 
 @dataclass(frozen=True)
@@ -35,3 +42,8 @@ class RecordCounts:
     def taken(self) -> dict[str, int]:
         """What was counted since the last call, by reason."""
         return dict(zip(REASONS, (int(n) for n in self.jvm.taken()), strict=True))
+
+    def unconfirmed_taken(self) -> dict[str, int]:
+        """The unconfirmed cycle claims counted since the last call, by source topic."""
+        topics, counts = self.jvm.unconfirmedTaken()
+        return {str(t): int(n) for t, n in zip(topics, counts, strict=True)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -51,13 +52,16 @@ class ReplicationPlan:
         return self.source_cluster_id if self.provenance_enabled else None
 
 
-def cycle_bits(plan: ReplicationPlan, counts: RecordCounts | None = None) -> Column:
+def cycle_bits(plan: ReplicationPlan, counts: RecordCounts | None = None,
+               confirm: tuple[Any, Any] | None = None) -> Column:
     """`provenance.cycle_flags` of the record: whether it came from the destination topic (copying
-    it would loop) and whether a provenance header of it did not parse (counted in `counts`)."""
+    it would loop; with `confirm`, the source's `written_copies` and the destination's
+    `destination_originals`, only where they bear the claim out) and whether a provenance header
+    of it did not parse (counted in `counts`)."""
     if not plan.provenance_enabled:
         return F.lit(0)
     return cycle_flags(plan.header, plan.destination_cluster_id, remote_topic(plan.renamer, F.col("topic")),
-                       plan.filter_overrides, plan.forward, counts.jvm if counts else None)
+                       plan.filter_overrides, plan.forward, counts.jvm if counts else None, confirm)
 
 
 def _bit(flags: Column, bit: int) -> Column:
@@ -79,9 +83,12 @@ def mark_cycles(plan: ReplicationPlan) -> Step:
     return step
 
 
-def prepare(plan: ReplicationPlan, resume: Resume | None = None, counts: RecordCounts | None = None) -> Step:
+def prepare(plan: ReplicationPlan, resume: Resume | None = None, counts: RecordCounts | None = None,
+            confirm: tuple[Any, Any] | None = None) -> Step:
     """Source rows -> the rows to copy, as the source gave them: without the records that came
-    from the destination (`cycle`), those a restart finds already copied or left out at
+    from the destination (`cycle`; with `confirm`, only those the source's runs or the
+    destination's originals confirm came back: a header alone hides no record), those a restart
+    finds already copied or left out at
     failback and those of a partition held at a refused record (`resume`), each counted in
     `counts` (`record_counts`) by the function that drops it: came from the destination,
     malformed provenance (copied all the same), already copied, left out.
@@ -96,7 +103,7 @@ def prepare(plan: ReplicationPlan, resume: Resume | None = None, counts: RecordC
     resume = resume or Resume()
 
     def step(df: DataFrame) -> DataFrame:
-        came_back = _bit(cycle_bits(plan, counts), CYCLE)
+        came_back = _bit(cycle_bits(plan, counts, confirm), CYCLE)
         dropped = resume.dropped()
         if counts is not None and resume.drops_any():
             dropped = dropped & counted_drop(counts.jvm, resume.left())

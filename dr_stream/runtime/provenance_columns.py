@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as JvmColumn
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
-from dr_stream.core.config import FilterOverride
+from dr_stream.core.config import ClusterConfig, FilterOverride
+from dr_stream.kafka.spark_options import cluster_options
 from dr_stream.runtime.jvm_classes import gateway, jvm_class, jvm_view
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -64,19 +65,51 @@ def origin_stamp(timestamp: Column) -> Column:
 
 
 CYCLE = 1  # io.drstream.spark.CycleRule.CYCLE
+UNCONFIRMED = 4  # io.drstream.spark.CycleRule.UNCONFIRMED
+
+# How long a record claimed to come back waits for the run that makes it a copy: the flow that
+# copied it publishes its runs every half second and when its task ends, after the copy is
+# readable. A partition whose wait ran out waits again only once a newer run of it arrives.
+CLAIM_WAIT_MS = 30_000
+
+
+def written_copies(cluster: ClusterConfig, wait_ms: int = CLAIM_WAIT_MS) -> Any:
+    """The Java `io.drstream.kafka.WrittenCopies.Source` of `cluster`: where the record path reads the
+    runs dr-stream flows published there (`__dr_stream_runs.*`), with the cluster's own client
+    settings, to hold a cycle claim to them."""
+    return jvm_view().io.drstream.kafka.WrittenCopies.Source(_java_client_config(cluster), wait_ms)
+
+
+def destination_originals(cluster: ClusterConfig) -> Any:
+    """The Java `io.drstream.kafka.DestinationOriginals.Source` of `cluster`: where the record path
+    reads the original a cycle claim names, with the cluster's own client settings."""
+    return jvm_view().io.drstream.kafka.DestinationOriginals.Source(_java_client_config(cluster))
+
+
+def _java_client_config(cluster: ClusterConfig) -> Any:
+    config = jvm_view().java.util.HashMap()
+    for key, value in cluster_options(cluster).items():
+        config.put(key.removeprefix("kafka."), value)
+    return config
 
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
-                overrides: Sequence[FilterOverride] = (), forward: bool = True, counts: Any = None) -> Column:
-    """`CYCLE | MALFORMED` (2, `io.drstream.spark.CycleRule.MALFORMED`) of a record, read by dr-stream's Java rule
-    (`io.drstream.spark.CycleRule`) from the record's own headers with `destination_topic` (a
-    column of the record), and only for a record with a header under the provenance key (0 for
-    the others, every record of an active-passive flow). CYCLE: an entry names the destination's
-    cluster.id and topic and no filter override lets it through (an override matches the entry's
-    cluster and topic regexes and its copy time is within [from_ms, to_ms], an open end being
-    unbounded); without `forward`, any entry not let through. MALFORMED: a value under the
-    key is no entry (it is still copied). With `counts` (a `RecordCounts`' Java object), the rule
-    counts each record it flags."""
+                overrides: Sequence[FilterOverride] = (), forward: bool = True, counts: Any = None,
+                confirm: tuple[Any, Any] | None = None) -> Column:
+    """`CYCLE | MALFORMED` (2, `io.drstream.spark.CycleRule.MALFORMED`) | `UNCONFIRMED` | UNCHECKED (8)
+    of a record, read by dr-stream's Java rule (`io.drstream.spark.CycleRule`) from the record's
+    own headers with `destination_topic` (a column of the record), and only for a record with a
+    header under the provenance key (0 for the others, every record of an active-passive flow).
+    A claim: an entry names the destination's cluster.id and topic and no filter override lets it
+    through (an override matches the entry's cluster and topic regexes and its copy time is within
+    [from_ms, to_ms], an open end being unbounded); without `forward`, any entry not let through.
+    CYCLE: the claim is taken; with `confirm` (`written_copies` of the source,
+    `destination_originals` of the destination) only for a record a run on the source holds as the
+    copy its newest entry names, or whose original (with its key, value and timestamp) the
+    destination holds where the entry naming it says; else UNCONFIRMED (it is copied), and
+    CYCLE | UNCHECKED where neither can check it. MALFORMED: a value under the key is no
+    entry (it is still copied). With `counts` (a `RecordCounts`' Java object), the rule counts
+    each record it flags."""
     jvm = jvm_view()
     rule_class = jvm.io.drstream.spark.CycleRule
     py4j = gateway()
@@ -91,9 +124,13 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
     rule = rule_class(header, destination_cluster_id, rule_class.overrides(clusters, topics, froms, tos), forward)
     if counts is not None:
         rule = rule.counting(counts)
+    if confirm is not None:
+        rule = rule.confirmedBy(*confirm)
     headers = headers_or_empty(F.col("headers"))
     flags = JvmColumn(_record_path_columns().cycleFlags(rule, headers["key"]._jc, headers["value"]._jc,
-                                                       destination_topic._jc))
+                                                       destination_topic._jc, F.col("topic")._jc,
+                                                       F.col("partition")._jc, F.col("offset")._jc, F.col("key")._jc,
+                                                       F.col("value")._jc, F.unix_millis(F.col("timestamp"))._jc))
     return F.when(has_header(F.col("headers"), header), flags).otherwise(F.lit(0))
 
 

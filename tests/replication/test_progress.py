@@ -28,11 +28,16 @@ def test_durations_show_the_total_and_the_three_largest_parts():
 class Taken:
     """What the record path's counts hand out, one dict per call (jvm/ RecordCounts.taken)."""
 
-    def __init__(self, counts: list[dict[str, int]]) -> None:
+    def __init__(self, counts: list[dict[str, int]], unconfirmed: dict[str, int] | None = None) -> None:
         self.counts = counts
+        self.unconfirmed = unconfirmed or {}
 
     def taken(self) -> dict[str, int]:
         return self.counts.pop(0)
+
+    def unconfirmed_taken(self) -> dict[str, int]:
+        taken, self.unconfirmed = self.unconfirmed, {}
+        return taken
 
 
 def test_a_batchs_json_progress_is_counted_logged_and_passed_on():
@@ -45,11 +50,31 @@ def test_a_batchs_json_progress_is_counted_logged_and_passed_on():
     printer.batch_done({"name": "replicate-f", "batchId": 7, "numInputRows": 10, "sources": [BATCH],
                         "durationMs": {"triggerExecution": 250, "addBatch": 200}})
     printer.batch_done({"name": "another query", "numInputRows": 99})
-    assert printer.totals == {"batches": 1, "read": 10, "copied": 7, "skipped_cycle": 3, "malformed_provenance": 0}
+    assert printer.totals == {"batches": 1, "read": 10, "copied": 7, "skipped_cycle": 3, "malformed_provenance": 0,
+                              "unconfirmed_cycle": 0}
     assert ends == [BatchRead({("a", 0): 5, ("a", 1): 7, ("b", 0): 0},
                               {("a", 0): 9, ("a", 1): 7, ("b", 0): 3, ("c", 0): 4}, 10)]
     assert costs == [BatchCost(250, 10, 2)]
     assert lines[0].startswith("batch 7: 10 read, 7 copied, 3 skipped") and "0 rec/s" in lines[0]
+
+
+def test_cycle_claims_no_run_confirms_are_said_copied_and_counted_by_topic_and_unchecked_ones_as_skipped():
+    lines: list[str] = []
+    metrics = FlowMetrics("f", "replicate-f")
+    printer = ProgressPrinter("f", "replicate-f", metrics, log=lines.append)
+    printer.counts = Taken([{"came_from_destination": 2, "came_from_destination_unchecked": 1,
+                             "malformed_provenance": 0, "already_copied": 0, "left_out": 0, "unconfirmed_cycle": 4}],
+                           {"orders": 3, "payments": 1})
+    printer.batch_done({"name": "replicate-f", "batchId": 1, "numInputRows": 10, "sources": [BATCH]})
+    assert printer.totals["copied"] == 7 and printer.totals["unconfirmed_cycle"] == 4
+    assert "4 copied though a header claims they came from the destination" in lines[0]
+    assert "1 of the skipped taken on their header unchecked" in lines[0]
+    exposed = {(s.name, tuple(s.labels.items())): s.value for m in metrics.collect() for s in m.samples}
+    assert exposed[("dr_stream_provenance_unconfirmed_total", (("flow", "f"), ("topic", "orders")))] == 3
+    assert exposed[("dr_stream_provenance_unconfirmed_total", (("flow", "f"), ("topic", "payments")))] == 1
+    assert exposed[("dr_stream_records_skipped_total",
+                    (("flow", "f"), ("reason", "came_from_destination_unchecked")))] == 1
+    assert ("dr_stream_records_skipped_total", (("flow", "f"), ("reason", "unconfirmed_cycle"))) not in exposed
 
 
 def test_an_idle_trigger_counts_only_for_the_printers_own_query():

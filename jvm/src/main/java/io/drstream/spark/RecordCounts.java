@@ -7,9 +7,10 @@ import org.apache.spark.util.LongAccumulator;
 
 /**
  * What the replicate query's rules kept from the destination, counted where each rule decides:
- * records that came from the destination (a cycle), records whose provenance header is no entry
- * (copied all the same), records a restart found already copied, and records an operator left
- * out at failback.
+ * records that came from the destination (a cycle the source's runs confirm), records whose
+ * provenance header is no entry (copied all the same), records a restart found already copied,
+ * records an operator left out at failback, cycle claims no run confirmed (copied, and counted by
+ * source topic too) and cycle claims taken unchecked because the source's runs could not be read.
  *
  * <p>Why not Spark's observed metrics: an observation ships its aggregate expressions with every
  * task both ways and generates their code anew in every task, which cost the flow a sixth of its
@@ -28,26 +29,35 @@ public final class RecordCounts implements Serializable {
   public static final int MALFORMED = 1;
   public static final int ALREADY_COPIED = 2;
   public static final int LEFT_OUT = 3;
+  public static final int UNCONFIRMED = 4;
+  public static final int UNCHECKED = 5;
 
-  private final LongAccumulator[] counts = new LongAccumulator[4];
+  private final LongAccumulator[] counts = new LongAccumulator[6];
+  private final TopicCounts unconfirmedByTopic = new TopicCounts();
   // The totals last handed out: driver side only.
   private transient long[] taken;
 
   /** Counts registered with {@code context} under {@code query}'s name. */
   public RecordCounts(SparkContext context, String query) {
-    String[] names = {"came_back", "malformed_provenance", "already_copied", "left_out"};
+    String[] names = {"came_back", "malformed_provenance", "already_copied", "left_out", "unconfirmed_cycle",
+        "unchecked_cycle"};
     for (int i = 0; i < counts.length; i++) {
       counts[i] = context.longAccumulator(query + "." + names[i]);
     }
+    context.register(unconfirmedByTopic, query + ".unconfirmed_cycle_by_topic");
   }
 
-  /** Counts what {@link CycleRule} found in one record ({@code CYCLE} and {@code MALFORMED} bits). */
-  void flagged(int flags) {
+  /** Counts what {@link CycleRule} found in one record of source topic {@code topic} (its bits). */
+  void flagged(int flags, String topic) {
     if ((flags & CycleRule.CYCLE) != 0) {
-      counts[CAME_BACK].add(1);
+      counts[(flags & CycleRule.UNCHECKED) != 0 ? UNCHECKED : CAME_BACK].add(1);
     }
     if ((flags & CycleRule.MALFORMED) != 0) {
       counts[MALFORMED].add(1);
+    }
+    if ((flags & CycleRule.UNCONFIRMED) != 0) {
+      counts[UNCONFIRMED].add(1);
+      unconfirmedByTopic.add(topic);
     }
   }
 
@@ -75,5 +85,10 @@ public final class RecordCounts implements Serializable {
     }
     taken = now;
     return since;
+  }
+
+  /** The unconfirmed cycle claims by source topic since the last call, as parallel arrays (topics, counts). */
+  public synchronized Object[] unconfirmedTaken() {
+    return unconfirmedByTopic.taken();
   }
 }

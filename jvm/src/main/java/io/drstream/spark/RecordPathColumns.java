@@ -15,9 +15,14 @@ import org.apache.spark.sql.types.DataTypes;
 public final class RecordPathColumns {
   private RecordPathColumns() {}
 
-  /** {@link CycleRule}'s bits for the record whose header keys, values and destination topic these are. */
-  public static Column cycleFlags(CycleRule rule, Column keys, Column values, Column destinationTopic) {
-    return functions.udf(rule, DataTypes.IntegerType).apply(keys, values, destinationTopic);
+  /**
+   * {@link CycleRule}'s bits for the record whose header keys, values, destination topic, topic,
+   * partition, offset, key, value and timestamp (epoch milliseconds) these are.
+   */
+  public static Column cycleFlags(CycleRule rule, Column keys, Column values, Column destinationTopic, Column topic,
+      Column partition, Column offset, Column key, Column value, Column epochMillis) {
+    return functions.udf(rule, DataTypes.IntegerType)
+        .apply(keys, values, destinationTopic, topic, partition, offset, key, value, epochMillis);
   }
 
   /** True, counting a record a restart drops as left out (when {@code leftOut}) or already copied. */
