@@ -68,7 +68,7 @@ class Counted(Protocol):
 
     def taken(self) -> dict[str, int]: ...
 
-    def unconfirmed_taken(self) -> dict[str, int]: ...
+    def unconfirmed_taken(self) -> dict[tuple[str, int], int]: ...
 
 
 def read_by_topic(sources: list[dict]) -> dict[str, int]:
@@ -128,7 +128,8 @@ class ProgressPrinter:
         skipped, malformed = counted.get("came_from_destination", 0) + unchecked, counted.get("malformed_provenance", 0)
         unconfirmed = counted.get("unconfirmed_cycle", 0)
         self.metrics.batch_done(self.query_name, counted, None if self.runs_published else read_by_topic(sources))
-        for topic, claims in (self.counts.unconfirmed_taken() if self.counts and unconfirmed else {}).items():
+        unconfirmed_at = self.counts.unconfirmed_taken() if self.counts and unconfirmed else {}
+        for (topic, _), claims in unconfirmed_at.items():
             self.metrics.provenance_unconfirmed(topic, claims)
         for key, value in (("batches", 1), ("read", records), ("copied", records - skipped),
                            ("skipped_cycle", skipped), ("malformed_provenance", malformed),
@@ -140,13 +141,18 @@ class ProgressPrinter:
         self.log(
             f"batch {p.get('batchId')}: {records} read, {records - skipped} copied, "
             f"{skipped} skipped (came from the destination), {malformed} malformed provenance, "
-            + (f"{unconfirmed} copied though a header claims they came from the destination (no run of a flow on "
-               "the source holds them: forged or stale headers), " if unconfirmed else "")
-            + (f"{unchecked} of the skipped taken on their header unchecked (the source's runs could not be read), "
-               if unchecked else "")
+            + (f"{unconfirmed} copied though a header claims they came from the destination, " if unconfirmed else "")
+            + (f"{unchecked} of the skipped taken on their header unchecked, " if unchecked else "")
             + f"{float(rate or 0):.0f} rec/s, {self.metrics.lag_shown()}, "
             f"{durations(durations_ms)}" + (f"; loops: {loops}" if loops else "")
         )
+        for (topic, partition), claims in sorted(unconfirmed_at.items()):
+            self.log(f"{topic}-{partition}: {claims} record{'s' if claims != 1 else ''} claiming to come back from "
+                     "the destination copied: no run of a flow on the source holds them as that copy and the "
+                     "destination holds no such original (forged or stale provenance headers)")
+        if unchecked:
+            self.log(f"{unchecked} records taken as come back on their provenance header alone: the runs on the "
+                     "source or the original on the destination could not be read (see the executor log)")
         wall_ms = int(durations_ms.get("triggerExecution", 0))
         self.on_cost(BatchCost(wall_ms, records, partitions_read(sources)))
 

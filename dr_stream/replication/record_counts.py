@@ -43,7 +43,11 @@ class RecordCounts:
         """What was counted since the last call, by reason."""
         return dict(zip(REASONS, (int(n) for n in self.jvm.taken()), strict=True))
 
-    def unconfirmed_taken(self) -> dict[str, int]:
-        """The unconfirmed cycle claims counted since the last call, by source topic."""
-        topics, counts = self.jvm.unconfirmedTaken()
-        return {str(t): int(n) for t, n in zip(topics, counts, strict=True)}
+    def unconfirmed_taken(self) -> dict[tuple[str, int], int]:
+        """The unconfirmed cycle claims counted since the last call, by source partition."""
+        names, counts = self.jvm.unconfirmedTaken()
+        taken = {}
+        for name, n in zip(names, counts, strict=True):
+            topic, partition = str(name).rsplit(":", 1)
+            taken[(topic, int(partition))] = int(n)
+        return taken

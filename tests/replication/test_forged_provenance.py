@@ -69,6 +69,8 @@ def test_a_header_forged_to_name_the_destination_is_copied_and_counted_while_rea
     forged = next(r for r in on_dc2 if r.value == b"forged")
     assert [e["cluster"] for e in provenance(forged)] == [dc2.cluster_id(), dc1.cluster_id()]
     assert any("1 copied though a header claims they came from the destination" in line for line in lines)
+    assert any(line.startswith(f"{topic}-0: 1 record claiming to come back from the destination copied")
+               for line in lines)
 
 
 def test_a_flow_that_does_not_forward_copies_a_record_whose_header_names_a_cluster_no_flow_copied_from(

@@ -28,14 +28,14 @@ def test_durations_show_the_total_and_the_three_largest_parts():
 class Taken:
     """What the record path's counts hand out, one dict per call (jvm/ RecordCounts.taken)."""
 
-    def __init__(self, counts: list[dict[str, int]], unconfirmed: dict[str, int] | None = None) -> None:
+    def __init__(self, counts: list[dict[str, int]], unconfirmed: dict[tuple[str, int], int] | None = None) -> None:
         self.counts = counts
         self.unconfirmed = unconfirmed or {}
 
     def taken(self) -> dict[str, int]:
         return self.counts.pop(0)
 
-    def unconfirmed_taken(self) -> dict[str, int]:
+    def unconfirmed_taken(self) -> dict[tuple[str, int], int]:
         taken, self.unconfirmed = self.unconfirmed, {}
         return taken
 
@@ -64,11 +64,14 @@ def test_cycle_claims_no_run_confirms_are_said_copied_and_counted_by_topic_and_u
     printer = ProgressPrinter("f", "replicate-f", metrics, log=lines.append)
     printer.counts = Taken([{"came_from_destination": 2, "came_from_destination_unchecked": 1,
                              "malformed_provenance": 0, "already_copied": 0, "left_out": 0, "unconfirmed_cycle": 4}],
-                           {"orders": 3, "payments": 1})
+                           {("orders", 0): 2, ("orders", 1): 1, ("payments", 0): 1})
     printer.batch_done({"name": "replicate-f", "batchId": 1, "numInputRows": 10, "sources": [BATCH]})
     assert printer.totals["copied"] == 7 and printer.totals["unconfirmed_cycle"] == 4
     assert "4 copied though a header claims they came from the destination" in lines[0]
     assert "1 of the skipped taken on their header unchecked" in lines[0]
+    assert [line.split(":")[0] for line in lines[1:4]] == ["orders-0", "orders-1", "payments-0"]
+    assert lines[1].startswith("orders-0: 2 records claiming to come back from the destination copied")
+    assert "could not be read" in lines[4]
     exposed = {(s.name, tuple(s.labels.items())): s.value for m in metrics.collect() for s in m.samples}
     assert exposed[("dr_stream_provenance_unconfirmed_total", (("flow", "f"), ("topic", "orders")))] == 3
     assert exposed[("dr_stream_provenance_unconfirmed_total", (("flow", "f"), ("topic", "payments")))] == 1

@@ -112,7 +112,7 @@ public final class CycleRule implements
       Integer partition, Long offset, byte[] key, byte[] value, Long timestampMs) {
     int flags = flags(keys, values, destinationTopic, topic, partition, offset, key, value, timestampMs);
     if (counts != null && flags != 0) {
-      counts.flagged(flags, topic);
+      counts.flagged(flags, topic, partition);
     }
     return flags;
   }

@@ -10,7 +10,7 @@ import org.apache.spark.util.LongAccumulator;
  * records that came from the destination (a cycle the source's runs confirm), records whose
  * provenance header is no entry (copied all the same), records a restart found already copied,
  * records an operator left out at failback, cycle claims no run confirmed (copied, and counted by
- * source topic too) and cycle claims taken unchecked because the source's runs could not be read.
+ * source partition too) and cycle claims taken unchecked because the source's runs could not be read.
  *
  * <p>Why not Spark's observed metrics: an observation ships its aggregate expressions with every
  * task both ways and generates their code anew in every task, which cost the flow a sixth of its
@@ -33,6 +33,7 @@ public final class RecordCounts implements Serializable {
   public static final int UNCHECKED = 5;
 
   private final LongAccumulator[] counts = new LongAccumulator[6];
+  // By "topic:partition" (no topic name holds a colon).
   private final TopicCounts unconfirmedByTopic = new TopicCounts();
   // The totals last handed out: driver side only.
   private transient long[] taken;
@@ -47,8 +48,8 @@ public final class RecordCounts implements Serializable {
     context.register(unconfirmedByTopic, query + ".unconfirmed_cycle_by_topic");
   }
 
-  /** Counts what {@link CycleRule} found in one record of source topic {@code topic} (its bits). */
-  void flagged(int flags, String topic) {
+  /** Counts what {@link CycleRule} found in one record of source partition {@code topic}/{@code partition}. */
+  void flagged(int flags, String topic, Integer partition) {
     if ((flags & CycleRule.CYCLE) != 0) {
       counts[(flags & CycleRule.UNCHECKED) != 0 ? UNCHECKED : CAME_BACK].add(1);
     }
@@ -57,7 +58,7 @@ public final class RecordCounts implements Serializable {
     }
     if ((flags & CycleRule.UNCONFIRMED) != 0) {
       counts[UNCONFIRMED].add(1);
-      unconfirmedByTopic.add(topic);
+      unconfirmedByTopic.add(topic + ":" + partition);
     }
   }
 
@@ -87,7 +88,7 @@ public final class RecordCounts implements Serializable {
     return since;
   }
 
-  /** The unconfirmed cycle claims by source topic since the last call, as parallel arrays (topics, counts). */
+  /** The unconfirmed cycle claims by "topic:partition" since the last call, as parallel arrays (names, counts). */
   public synchronized Object[] unconfirmedTaken() {
     return unconfirmedByTopic.taken();
   }

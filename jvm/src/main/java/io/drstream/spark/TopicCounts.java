@@ -5,7 +5,7 @@ import java.util.Map;
 import org.apache.spark.util.AccumulatorV2;
 
 /**
- * A count per topic, added to in tasks and read on the driver: Spark adds a succeeded task's
+ * A count per name (a topic, a topic's partition), added to in tasks and read on the driver: Spark adds a succeeded task's
  * counts once, as it does a {@code LongAccumulator}'s. What it holds is bounded by the topics
  * counted (a count per name, never a record).
  *
