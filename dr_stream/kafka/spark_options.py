@@ -26,6 +26,12 @@ def cluster_options(cluster: ClusterConfig) -> dict[str, str]:
             **{f"kafka.{k}": v for k, v in cluster.kafka.items()}}
 
 
+def java_client(cluster: ClusterConfig) -> dict[str, str]:
+    """`cluster_options` as Kafka's Java clients take them, without Spark's `kafka.` prefix: for
+    dr-stream's own readers inside the record path."""
+    return {k.removeprefix("kafka."): v for k, v in cluster_options(cluster).items()}
+
+
 # A micro-batch reads each partition's range with a consumer of that partition, one partition after
 # the other in each task, so what a batch costs grows with the partitions it touches. Two settings
 # keep that cost to a few milliseconds each (1,000 partitions, one new record each, local[2]: 260 s

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import runs_topic
 from dr_stream.core.policy import TopicRenamer
-from dr_stream.index.runs_topic import ensure_runs_topic
+from dr_stream.index import ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.replication.left_out import mark_left_out

@@ -423,7 +423,8 @@ class ReplicationFlow:
             # partition is kept. Real-time mode needs a task per partition.
             source = source.coalesce(max(1, self.spark.sparkContext.defaultParallelism))
         resume, counts = Resume(self._marks, self._left_out, self._held, copied), self.progress.new_counts(self.spark)
-        confirm = ((written_copies(config.source), destination_originals(config.destination))
+        confirm = ((written_copies(spark_options.java_client(config.source)),
+                    destination_originals(spark_options.java_client(config.destination)))
                    if self.plan.provenance_enabled else None)
         stream = source.transform(prepare(self.plan, resume, counts, confirm)).transform(to_sink_rows(self.plan))
         checkpoint = config.replicate_checkpoint

@@ -13,7 +13,7 @@ and never fails a row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column
@@ -21,8 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.classic.column import Column as JvmColumn
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
-from dr_stream.core.config import ClusterConfig, FilterOverride
-from dr_stream.kafka.spark_options import cluster_options
+from dr_stream.core.config import FilterOverride
 from dr_stream.runtime.jvm_classes import gateway, jvm_class, jvm_view
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -73,24 +72,24 @@ UNCONFIRMED = 4  # io.drstream.spark.CycleRule.UNCONFIRMED
 CLAIM_WAIT_MS = 30_000
 
 
-def written_copies(cluster: ClusterConfig, wait_ms: int = CLAIM_WAIT_MS) -> Any:
-    """The Java `io.drstream.kafka.WrittenCopies.Source` of `cluster`: where the record path reads the
-    runs dr-stream flows published there (`__dr_stream_runs.*`), with the cluster's own client
-    settings, to hold a cycle claim to them."""
-    return jvm_view().io.drstream.kafka.WrittenCopies.Source(_java_client_config(cluster), wait_ms)
+def written_copies(client_config: Mapping[str, str], wait_ms: int = CLAIM_WAIT_MS) -> Any:
+    """The Java `io.drstream.kafka.WrittenCopies.Source` of the source cluster (its Java client
+    settings, `spark_options.java_client`): where the record path reads the runs dr-stream flows
+    published there (`__dr_stream_runs.*`), to hold a cycle claim to them."""
+    return jvm_view().io.drstream.kafka.WrittenCopies.Source(_java_map(client_config), wait_ms)
 
 
-def destination_originals(cluster: ClusterConfig) -> Any:
-    """The Java `io.drstream.kafka.DestinationOriginals.Source` of `cluster`: where the record path
-    reads the original a cycle claim names, with the cluster's own client settings."""
-    return jvm_view().io.drstream.kafka.DestinationOriginals.Source(_java_client_config(cluster))
+def destination_originals(client_config: Mapping[str, str]) -> Any:
+    """The Java `io.drstream.kafka.DestinationOriginals.Source` of the destination (its Java client
+    settings): where the record path reads the original a cycle claim names."""
+    return jvm_view().io.drstream.kafka.DestinationOriginals.Source(_java_map(client_config))
 
 
-def _java_client_config(cluster: ClusterConfig) -> Any:
-    config = jvm_view().java.util.HashMap()
-    for key, value in cluster_options(cluster).items():
-        config.put(key.removeprefix("kafka."), value)
-    return config
+def _java_map(entries: Mapping[str, str]) -> Any:
+    java = jvm_view().java.util.HashMap()
+    for key, value in entries.items():
+        java.put(key, value)
+    return java
 
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,
