@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
  * records from the claimed offset on, kept as digests, so the claims of a run of returning records
  * cost one fetch per few hundred. What it keeps is bounded: {@value #WINDOWS} partitions' windows.
  *
- * <p>Invariant: {@link #match} never throws; a destination that cannot be read gives
- * {@link Match#UNREAD}.
+ * <p>Invariants: {@link #match} never throws; a destination that cannot be read gives
+ * {@link Match#UNREAD}; an offset at or past the partition's end gives {@link Match#NEVER}.
  */
 public final class DestinationOriginals {
   private static final Logger LOG = LoggerFactory.getLogger(DestinationOriginals.class);
@@ -42,7 +42,12 @@ public final class DestinationOriginals {
   private static final long UNREADABLE_FOR_MS = 30_000L;
   private static final Map<String, DestinationOriginals> OPEN = new ConcurrentHashMap<>();
 
-  public enum Match { SAME, DIFFERENT, GONE, UNREAD }
+  /**
+   * SAME: the destination holds the record; DIFFERENT: another record is there; NEVER: the
+   * partition never reached that offset; GONE: nothing is there any more (retention deleted it,
+   * compaction removed it, or a transaction marker sits there), so what was there is unknown.
+   */
+  public enum Match { SAME, DIFFERENT, NEVER, GONE, UNREAD }
 
   /** The destination's Java client settings: what a task carries. */
   public record Source(Map<String, String> clientConfig) implements Serializable {
@@ -102,6 +107,9 @@ public final class DestinationOriginals {
 
   /** Whether the destination's record at {@code topic}/{@code partition}@{@code offset} has this digest. */
   public synchronized Match match(String topic, int partition, long offset, byte[] digest) {
+    if (offset < 0 || partition < 0) {
+      return Match.NEVER;
+    }
     TopicPartition tp = new TopicPartition(topic, partition);
     Window w = windows.get(tp);
     if (w == null || offset < w.from() || offset >= w.to()) {
@@ -110,6 +118,9 @@ public final class DestinationOriginals {
         return Match.UNREAD;
       }
       try {
+        if (offset >= end(tp)) {
+          return Match.NEVER;
+        }
         w = fetch(tp, offset);
       } catch (RuntimeException e) {
         LOG.warn("cannot read {} on {} ({}): cycle claims naming it are taken unchecked for {} s", tp, source,
@@ -127,16 +138,17 @@ public final class DestinationOriginals {
     return held == null ? Match.GONE : Arrays.equals(held, digest) ? Match.SAME : Match.DIFFERENT;
   }
 
-  /** The window from {@code offset} on; null when the partition holds nothing there (deleted, past its end). */
-  private Window fetch(TopicPartition tp, long offset) {
+  private long end(TopicPartition tp) {
     if (consumer == null) {
       consumer = new KafkaConsumer<>(consumerConfig(source.clientConfig()), new ByteArrayDeserializer(),
           new ByteArrayDeserializer());
     }
     Long end = consumer.endOffsets(List.of(tp), Duration.ofMillis(FETCH_MS)).get(tp);
-    if (end == null || offset >= end) {
-      return null;  // past the partition's end: nothing was ever there
-    }
+    return end == null ? 0 : end;
+  }
+
+  /** The window from {@code offset} (below the partition's end) on; null when nothing is there any more. */
+  private Window fetch(TopicPartition tp, long offset) {
     consumer.assign(List.of(tp));
     consumer.seek(tp, offset);
     Map<Long, byte[]> digests = new HashMap<>();

@@ -27,9 +27,10 @@ import scala.collection.Seq;
  * destination holds the original the entry naming it names, with the record's key, value and
  * timestamp ({@link DestinationOriginals}; then the claim is true or harmless). Otherwise the
  * record is {@link #UNCONFIRMED} and copied, so a forged header hides no record. A claim neither
- * can check (the runs or the destination cannot be read; a third cluster's entry below every run
- * the source still holds) is taken {@link #UNCHECKED}, as a rule without them (the failback's
- * batch reads) takes every claim.
+ * can check (the runs or the destination cannot be read; the original is gone from the
+ * destination, by retention or compaction; a third cluster's entry below every run the source
+ * still holds) is taken {@link #UNCHECKED}, as a rule without them (the failback's batch reads)
+ * takes every claim.
  *
  * <p>A Spark SQL function of the record path (UDF9: header keys, header values, destination
  * topic, the record's topic, partition, offset, key, value and timestamp in epoch milliseconds ->
@@ -163,8 +164,10 @@ public final class CycleRule implements
       byte[] digest = DestinationOriginals.digest(key, value, timestampMs == null ? -1 : timestampMs);
       return flags | switch (originals.originals().match(named.topic(), named.partition(), named.offset(), digest)) {
         case SAME -> CYCLE;
-        case DIFFERENT, GONE -> UNCONFIRMED;
-        case UNREAD -> CYCLE | UNCHECKED;
+        case DIFFERENT, NEVER -> UNCONFIRMED;
+        // Copying back a record whose original compaction or retention removed would bring an
+        // old value back as the newest: such a claim is taken, and counted apart.
+        case GONE, UNREAD -> CYCLE | UNCHECKED;
       };
     }
     return flags | switch (written) {
