@@ -160,8 +160,7 @@ def _handle_unreplicated(config: FlowConfig, spark: SparkSession, clusters: Flow
                          include: bool, log: Callable[[str], None]) -> tuple[list[UnreplicatedPartition], str]:
     src, dst = config.source.alias, config.destination.alias
     log(f"failback {src} -> {dst}: looking for records on {dst} that never reached {src} ...")
-    finder = UnreplicatedRecords(spark, config, *ids, destination_admin=clusters.destination.admin,
-                                 source_admin=clusters.source.admin)
+    finder = UnreplicatedRecords(spark, config, *ids, destination_admin=clusters.destination.admin)
     found = finder.find()
     if not found:
         action = "none"

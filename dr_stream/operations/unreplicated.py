@@ -7,9 +7,7 @@ after M that did not itself come from the source was never replicated (the recor
 RPO at failover time, back now).
 
 Such records are either copied to the source now (`--include-unreplicated`), stamped as if the
-forward flow had copied them so nothing copies them twice, their runs published on the source
-(`unreplicated_runs_topic`) so the failback flow's cycle rule finds them copies, or left out:
-then their last offsets
+forward flow had copied them so nothing copies them twice, or left out: then their last offsets
 are recorded as left-out marks on the returning cluster (`replication.left_out`), and the
 forward flow skips them when it resumes.
 
@@ -26,9 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dr_stream.core.config import FlowConfig
-from dr_stream.core.contracts import runs_topic
 from dr_stream.core.policy import TopicRenamer
-from dr_stream.index import ensure_runs_topic
 from dr_stream.kafka import clients, spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.replication.left_out import mark_left_out
@@ -36,14 +32,6 @@ from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_
 from dr_stream.runtime.provenance_columns import CYCLE, cycle_flags, provenance_entries
 
 SHOWN_OFFSETS = 20
-
-
-def unreplicated_runs_topic(flow_name: str) -> str:
-    """Where the copies of a failback's unreplicated records publish their runs, on the failback
-    flow's source: a runs topic apart from every flow's own (no flow's index reads it; compaction
-    and the runs topics' day of retention bound it), that the failback flow's cycle rule reads as
-    it reads every `__dr_stream_runs.*` there."""
-    return runs_topic(f"{flow_name}.unreplicated")
 
 
 @dataclass(frozen=True)
@@ -62,12 +50,10 @@ class UnreplicatedRecords:
     """Finds, copies or leaves out the returning cluster's records the other cluster never got."""
 
     def __init__(self, spark: SparkSession, config: FlowConfig, source_cluster_id: str,
-                 destination_cluster_id: str, destination_admin: AdminClient | None = None,
-                 source_admin: AdminClient | None = None) -> None:
+                 destination_cluster_id: str, destination_admin: AdminClient | None = None) -> None:
         self.spark = spark
-        # the command's admin clients (`kafka.cluster_context`), else ones of its own
+        # the command's admin client of the destination (`kafka.cluster_context`), else one of its own
         self._admin = destination_admin
-        self._source_admin = source_admin
         self.config = config
         self.source_cluster_id = source_cluster_id
         self.destination_cluster_id = destination_cluster_id
@@ -127,14 +113,9 @@ class UnreplicatedRecords:
                                       r.first_timestamp, r.last_timestamp, tuple(r.offsets)) for r in rows]
 
     def copy(self) -> int:
-        """Copies what `find` found to the source, as the forward flow would have copied it, its runs
-        published there (`unreplicated_runs_topic`): without them the failback flow would take the
-        copies' provenance for a forged claim and copy them back."""
+        """Copies what `find` found to the source, as the forward flow would have copied it."""
         if self._frame is None:
             return 0
-        runs = unreplicated_runs_topic(self.config.name)
-        ensure_runs_topic(self._source_admin if self._source_admin is not None else clients.admin(self.config.source),
-                          runs)
         forward = ReplicationPlan(
             source_cluster_id=self.destination_cluster_id, destination_cluster_id=self.source_cluster_id,
             renamer=TopicRenamer(), header=self.header, preserve_partitions=True,
@@ -143,7 +124,7 @@ class UnreplicatedRecords:
         try:
             copied = rows.count()
             rows.transform(to_sink_rows(forward)).write.format("kafka").options(
-                **spark_options.sink(self.config.source, runs, header=self.header,
+                **spark_options.sink(self.config.source, header=self.header,
                                      provenance_cluster=forward.provenance_cluster())).save()
         finally:
             rows.unpersist()
