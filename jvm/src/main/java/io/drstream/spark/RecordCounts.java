@@ -14,9 +14,10 @@ import org.apache.spark.util.LongAccumulator;
  *
  * <p>Why not Spark's observed metrics: an observation ships its aggregate expressions with every
  * task both ways and generates their code anew in every task, which cost the flow a sixth of its
- * JVM's CPU at five batches a second. These are four Spark accumulators instead, moved only by
- * the rules' own functions, and only for the records they drop or flag (a record without a
- * provenance header, past its restart's replay span, costs nothing here).
+ * JVM's CPU at five batches a second. These are Spark accumulators instead (six counts, and the
+ * unconfirmed claims per partition), moved only by the rules' own functions, and only for the
+ * records they drop or flag (a record without a provenance header, past its restart's replay
+ * span, costs nothing here).
  *
  * <p>Invariants: the counts grow only in tasks of the query that registered them, and Spark adds
  * a task's counts once, when the task succeeds; {@link #taken} hands each count out once. A
