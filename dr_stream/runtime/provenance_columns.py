@@ -104,7 +104,7 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
     [from_ms, to_ms], an open end being unbounded); without `forward`, any entry not let through.
     CYCLE: the claim is taken; with `confirm` (`written_copies` of the source,
     `destination_originals` of the destination) only for a record a run on the source holds as the
-    copy its newest entry names, or whose original (with its key, value and timestamp) the
+    copy its newest entry names, or whose original (with its key and value) the
     destination holds where the entry naming it says; else UNCONFIRMED (it is copied), and
     CYCLE | UNCHECKED where neither can check it. MALFORMED: a value under the key is no
     entry (it is still copied). With `counts` (a `RecordCounts`' Java object), the rule counts
@@ -129,7 +129,7 @@ def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Col
     flags = JvmColumn(_record_path_columns().cycleFlags(rule, headers["key"]._jc, headers["value"]._jc,
                                                        destination_topic._jc, F.col("topic")._jc,
                                                        F.col("partition")._jc, F.col("offset")._jc, F.col("key")._jc,
-                                                       F.col("value")._jc, F.unix_millis(F.col("timestamp"))._jc))
+                                                       F.col("value")._jc))
     return F.when(has_header(F.col("headers"), header), flags).otherwise(F.lit(0))
 
 

@@ -22,8 +22,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Whether the destination holds the record a cycle claim names as the original: the record at
- * the claimed topic, partition and offset there has the claiming record's key, value and
- * timestamp. The claim is then true or harmless (the destination already holds that record), so
+ * the claimed topic, partition and offset there has the claiming record's key and value. The claim is then true or harmless (the destination already holds that record), so
  * the record may be filtered; otherwise it is copied. This is what confirms a claim no run does
  * (the runs of copies older than a minute or two are trimmed: a flow catching up, a failback).
  *
@@ -84,13 +83,16 @@ public final class DestinationOriginals {
     Runtime.getRuntime().addShutdownHook(new Thread(this::close, "dr-stream-destination-originals-close"));
   }
 
-  /** The digest a record is compared by: its key, value and timestamp. */
-  public static byte[] digest(byte[] key, byte[] value, long timestamp) {
+  /**
+   * The digest a record is compared by: its key and value. Not its timestamp: a topic with
+   * LogAppendTime stamps each copy anew, and a record equal in key and value to the original it
+   * names is harmless to skip whatever its time.
+   */
+  public static byte[] digest(byte[] key, byte[] value) {
     try {
       MessageDigest sha = MessageDigest.getInstance("SHA-256");
       feed(sha, key);
       feed(sha, value);
-      sha.update(ByteBuffer.allocate(Long.BYTES).putLong(timestamp).array());
       return sha.digest();
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("every JVM has SHA-256", e);
@@ -157,7 +159,7 @@ public final class DestinationOriginals {
     try {
       while (to < 0 && System.currentTimeMillis() < deadline) {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200)).records(tp)) {
-          digests.put(r.offset(), digest(r.key(), r.value(), r.timestamp()));
+          digests.put(r.offset(), digest(r.key(), r.value()));
           to = Math.max(to, r.offset() + 1);
         }
         if (to < 0 && consumer.position(tp) > offset) {

@@ -5,7 +5,7 @@ import io.drstream.kafka.ProvenanceEntry;
 import io.drstream.kafka.WrittenCopies;
 import java.io.Serializable;
 import java.util.regex.Pattern;
-import org.apache.spark.sql.api.java.UDF9;
+import org.apache.spark.sql.api.java.UDF8;
 import scala.collection.Seq;
 
 /**
@@ -32,15 +32,15 @@ import scala.collection.Seq;
  * still holds) is taken {@link #UNCHECKED}, as a rule without them (the failback's batch reads)
  * takes every claim.
  *
- * <p>A Spark SQL function of the record path (UDF9: header keys, header values, destination
- * topic, the record's topic, partition, offset, key, value and timestamp in epoch milliseconds ->
+ * <p>A Spark SQL function of the record path (UDF8: header keys, header values, destination
+ * topic, the record's topic, partition, offset, key and value ->
  * {@link #CYCLE} | {@link #MALFORMED} | {@link #UNCONFIRMED} | {@link #UNCHECKED} bits), compiled
  * into the path's generated code, unlike the higher-order functions it replaces. The record path
  * calls it only for a record that has a header under the provenance key, once per record: a rule
  * {@link #counting} counts what it finds there. Invariant: never throws; null headers give 0.
  */
 public final class CycleRule implements
-    UDF9<Seq<String>, Seq<byte[]>, String, String, Integer, Long, byte[], byte[], Long, Integer>, Serializable {
+    UDF8<Seq<String>, Seq<byte[]>, String, String, Integer, Long, byte[], byte[], Integer>, Serializable {
   private static final long serialVersionUID = 1L;
   public static final int CYCLE = 1;
   public static final int MALFORMED = 2;
@@ -110,8 +110,8 @@ public final class CycleRule implements
 
   @Override
   public Integer call(Seq<String> keys, Seq<byte[]> values, String destinationTopic, String topic,
-      Integer partition, Long offset, byte[] key, byte[] value, Long timestampMs) {
-    int flags = flags(keys, values, destinationTopic, topic, partition, offset, key, value, timestampMs);
+      Integer partition, Long offset, byte[] key, byte[] value) {
+    int flags = flags(keys, values, destinationTopic, topic, partition, offset, key, value);
     if (counts != null && flags != 0) {
       counts.flagged(flags, topic, partition);
     }
@@ -119,7 +119,7 @@ public final class CycleRule implements
   }
 
   int flags(Seq<String> keys, Seq<byte[]> values, String destinationTopic, String topic, Integer partition,
-      Long offset, byte[] key, byte[] value, Long timestampMs) {
+      Long offset, byte[] key, byte[] value) {
     if (keys == null || values == null) {
       return 0;
     }
@@ -161,7 +161,7 @@ public final class CycleRule implements
       return flags | CYCLE;
     }
     if (named != null && originals != null) {
-      byte[] digest = DestinationOriginals.digest(key, value, timestampMs == null ? -1 : timestampMs);
+      byte[] digest = DestinationOriginals.digest(key, value);
       return flags | switch (originals.originals().match(named.topic(), named.partition(), named.offset(), digest)) {
         case SAME -> CYCLE;
         case DIFFERENT, NEVER -> UNCONFIRMED;

@@ -17,12 +17,12 @@ public final class RecordPathColumns {
 
   /**
    * {@link CycleRule}'s bits for the record whose header keys, values, destination topic, topic,
-   * partition, offset, key, value and timestamp (epoch milliseconds) these are.
+   * partition, offset, key and value these are.
    */
   public static Column cycleFlags(CycleRule rule, Column keys, Column values, Column destinationTopic, Column topic,
-      Column partition, Column offset, Column key, Column value, Column epochMillis) {
+      Column partition, Column offset, Column key, Column value) {
     return functions.udf(rule, DataTypes.IntegerType)
-        .apply(keys, values, destinationTopic, topic, partition, offset, key, value, epochMillis);
+        .apply(keys, values, destinationTopic, topic, partition, offset, key, value);
   }
 
   /** True, counting a record a restart drops as left out (when {@code leftOut}) or already copied. */
