@@ -15,6 +15,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.slf4j.Logger;
@@ -140,10 +141,15 @@ public final class DestinationOriginals {
     return held == null ? Match.GONE : Arrays.equals(held, digest) ? Match.SAME : Match.DIFFERENT;
   }
 
+  /** The partition's end; 0 for a partition the topic does not have (a claim may name any). */
   private long end(TopicPartition tp) {
     if (consumer == null) {
       consumer = new KafkaConsumer<>(consumerConfig(source.clientConfig()), new ByteArrayDeserializer(),
           new ByteArrayDeserializer());
+    }
+    List<PartitionInfo> partitions = consumer.partitionsFor(tp.topic(), Duration.ofMillis(FETCH_MS));
+    if (partitions == null || partitions.stream().noneMatch(p -> p.partition() == tp.partition())) {
+      return 0;
     }
     Long end = consumer.endOffsets(List.of(tp), Duration.ofMillis(FETCH_MS)).get(tp);
     return end == null ? 0 : end;

@@ -216,6 +216,8 @@ public final class WrittenCopies {
     config.remove("group.id");
     config.remove("group.instance.id");
     config.put("enable.auto.commit", "false");
+    // a claim names topics, and looking one up must never create it
+    config.put("allow.auto.create.topics", "false");
     config.put("client.id", clientId);
     return config;
   }
