@@ -12,7 +12,17 @@ import pytest
 from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.replication.checkpoint_positions import next_to_read, offset_log_positions
 from tests.flows import flow_config, running_flow
-from tests.kafka_tools import consume_all, count, create_topic, delete_topics, produce, topic_exists, unique, wait_until
+from tests.kafka_tools import (
+    consume_all,
+    count,
+    create_topic,
+    delete_records_before,
+    delete_topics,
+    produce,
+    topic_exists,
+    unique,
+    wait_until,
+)
 from tests.replication.test_flow_metrics import scrape
 
 pytestmark = pytest.mark.integration
@@ -39,10 +49,15 @@ def test_records_not_written_below_the_last_copy_are_copied_at_the_restart_once_
     sections = {"topics": {"include": [re.escape(topic)]}, "streaming": {"max_records_per_batch": 50}}
     config = flow_config(dc1, dc2, tmp_path, name="unwritten", **sections)
     produce(dc1.bootstrap, topic, ({"value": str(i).encode()} for i in range(50)))
-    # 50-99 name the destination in their provenance, so this flow filters them out (came back);
-    # 100-149 are copied past them
+    # 50-99 name as their originals dc2 records that retention has since deleted, so this flow
+    # takes them as come back (nothing can tell it otherwise) and filters them out; 100-149 are
+    # copied past them
+    create_topic(dc2.bootstrap, topic, partitions=1)
+    produce(dc2.bootstrap, topic, ({"value": b"deleted"} for _ in range(50)))
+    delete_records_before(dc2.bootstrap, topic, 0, 50)
     entry = {"cluster": dc2.cluster_id(), "topic": topic, "partition": 0, "timestamp": 0}
-    came_back = ({"value": str(i).encode(), "headers": [(PROVENANCE_HEADER, json.dumps({**entry, "offset": i}))]}
+    came_back = ({"value": str(i).encode(),
+                  "headers": [(PROVENANCE_HEADER, json.dumps({**entry, "offset": i - 50}))]}
                  for i in range(50, 100))
     lines: list[str] = []
     try:
