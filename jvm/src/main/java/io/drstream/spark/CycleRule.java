@@ -66,6 +66,10 @@ public final class CycleRule implements
   // What a claim is held to; null: claims are taken as they are.
   private final WrittenCopies.Source copies;
   private final DestinationOriginals.Source originals;
+  // This JVM's readers of them, found once per deserialized rule: finding one builds a key of
+  // the whole client config, too much to do for every returning record.
+  private transient WrittenCopies written;
+  private transient DestinationOriginals held;
 
   public CycleRule(String header, String destinationClusterId, FilterOverride[] overrides) {
     this(header, destinationClusterId, overrides, true);
@@ -156,13 +160,19 @@ public final class CycleRule implements
     if (topic == null || partition == null || offset == null) {
       return flags | UNCONFIRMED;
     }
-    WrittenCopies.Verdict written = copies.copies().verdict(newest, topic, partition, offset, named == null);
-    if (written == WrittenCopies.Verdict.COPY) {
+    if (written == null) {
+      written = copies.copies();
+    }
+    WrittenCopies.Verdict verdict = written.verdict(newest, topic, partition, offset, named == null);
+    if (verdict == WrittenCopies.Verdict.COPY) {
       return flags | CYCLE;
     }
     if (named != null && originals != null) {
       byte[] digest = DestinationOriginals.digest(key, value);
-      return flags | switch (originals.originals().match(named.topic(), named.partition(), named.offset(), digest)) {
+      if (held == null) {
+        held = originals.originals();
+      }
+      return flags | switch (held.match(named.topic(), named.partition(), named.offset(), digest)) {
         case SAME -> CYCLE;
         case DIFFERENT, NEVER -> UNCONFIRMED;
         // Copying back a record whose original compaction or retention removed would bring an
@@ -170,7 +180,7 @@ public final class CycleRule implements
         case GONE, UNREAD -> CYCLE | UNCHECKED;
       };
     }
-    return flags | switch (written) {
+    return flags | switch (verdict) {
       case COPY -> CYCLE;
       case NOT_A_COPY -> UNCONFIRMED;
       case BEYOND, UNREAD -> CYCLE | UNCHECKED;
