@@ -14,8 +14,9 @@ import pytest
 from dr_stream.dev import oci_image
 from dr_stream.dev.kube import LocalKube
 from dr_stream.dev.kube_build import build_go_mod, staging_modules, staging_version, tools_go
-from dr_stream.dev.kube_configs import containerd_config, kubelet_config
-from dr_stream.dev.kube_network import BRIDGE, NODE_IP, cni_config
+from dr_stream.dev.kube_configs import containerd_config, kubelet_config, spark_settings
+from dr_stream.dev.kube_network import BRIDGE, NAMESPACE, NODE_IP, cni_config
+from dr_stream.dev.kube_relay import loopback_listeners
 
 KUBERNETES_GO_MOD = """module k8s.io/kubernetes
 
@@ -102,21 +103,37 @@ def test_pods_stay_on_a_bridge_inside_this_machine(tmp_path: Path) -> None:
     assert bridge["ipMasq"] is False  # no masquerade: a pod reaches nothing beyond this machine
 
 
-def test_every_server_listens_on_loopback_or_the_machines_own_bridge(tmp_path: Path) -> None:
+def test_every_process_of_the_cluster_runs_inside_its_namespace_but_the_loopback_relay(tmp_path: Path) -> None:
     kube = LocalKube(tmp_path)
     kubelet = kubelet_config(kube.kubelet_port, kube.pki, kube.containerd_socket, kube.home)
     assert kubelet["address"] == NODE_IP
     assert kubelet["healthzBindAddress"] == "127.0.0.1"
     assert kubelet["failCgroupV1"] is False
     assert "restrict_oom_score_adj = true" in containerd_config(tmp_path, kube.containerd_socket)
-    for command in (kube._etcd, kube._apiserver, kube._scheduler, kube._controller_manager):
-        line = " ".join(command(_NoBinaries()))  # type: ignore[arg-type]
-        for flag in ("0.0.0.0", "--bind-address=0", "localhost:"):
-            assert flag not in line
-    assert f"--bind-address={NODE_IP}" in kube._apiserver(_NoBinaries())  # type: ignore[arg-type]
-    assert "--listen-client-urls" in (etcd := kube._etcd(_NoBinaries()))  # type: ignore[arg-type]
-    assert etcd[etcd.index("--listen-client-urls") + 1].startswith("http://127.0.0.1:")
-    assert kube.server == "https://10.244.0.1:16443"
+    binaries = _NoBinaries()
+    for name in kube.COMPONENTS:
+        argv = kube.command(name, binaries)  # type: ignore[arg-type]
+        if name == "relay":
+            assert argv[1:4] == ["-m", "dr_stream.dev.kube_relay", NAMESPACE.name]
+            assert "nsenter" not in argv
+        else:
+            assert argv[:2] == ["nsenter", f"--net=/run/netns/{NAMESPACE.name}"], argv
+            assert "localhost:" not in " ".join(argv)  # a name could resolve outside the namespace
+    # what this machine dials: the relay on its loopback; the node's address nowhere outside
+    assert kube.server == "https://127.0.0.1:16443"
+    assert NODE_IP not in (kube._kubeconfig("admin") + kube._kubeconfig("kubelet"))
+    assert NODE_IP not in json.dumps(spark_settings(kube.server, tmp_path / "template.json"))
+
+
+def test_etcd_takes_only_clients_its_own_ca_signed(tmp_path: Path) -> None:
+    kube = LocalKube(tmp_path)
+    etcd = kube._etcd(_NoBinaries())  # type: ignore[arg-type]
+    assert etcd[etcd.index("--listen-client-urls") + 1] == "https://127.0.0.1:12379"
+    assert "--client-cert-auth" in etcd
+    assert etcd[etcd.index("--trusted-ca-file") + 1] == str(kube.etcd_pki / "ca.pem")
+    apiserver = kube._apiserver(_NoBinaries())  # type: ignore[arg-type]
+    assert "--etcd-servers=https://127.0.0.1:12379" in apiserver
+    assert f"--etcd-keyfile={kube.etcd_pki / 'apiserver-client.key'}" in apiserver
 
 
 class _NoBinaries:
@@ -138,14 +155,14 @@ def test_the_dev_flow_manifest_is_the_shipped_one_on_this_clusters_image_network
     from dr_stream.dev.kube_configs import IMAGE, dev_flow_manifest
 
     shipped = _shipped_flow()
-    documents = dev_flow_manifest(shipped, "https://10.244.0.1:16443")
+    documents = dev_flow_manifest(shipped, "https://127.0.0.1:16443")
     assert all("namespace" not in d["metadata"] for d in documents)
     assert [d["kind"] for d in documents] == [d["kind"] for d in shipped]
     pod = next(d for d in documents if d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
     assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
     driver = pod["containers"][0]
     assert driver["image"] == IMAGE and driver["imagePullPolicy"] == "Never"
-    assert {"name": "DR_STREAM_KUBERNETES_API", "value": "https://10.244.0.1:16443"} in driver["env"]
+    assert {"name": "DR_STREAM_KUBERNETES_API", "value": "https://127.0.0.1:16443"} in driver["env"]
     conf = dict(driver["args"][i + 1].split("=", 1) for i, a in enumerate(driver["args"]) if a == "--conf")
     assert conf["spark.kubernetes.container.image"] == IMAGE
     assert len([a for a in driver["args"] if a.startswith("spark.kubernetes.container.image=")]) == 1
@@ -165,3 +182,21 @@ def test_the_dev_flow_manifest_is_the_shipped_one_on_this_clusters_image_network
     assert executor["securityContext"]["runAsNonRoot"] is True  # the shipped template's, kept
     # the shipped documents themselves are untouched
     assert "namespace" in shipped[0]["metadata"]
+
+
+def test_the_relay_carries_the_ports_a_connection_to_loopback_finds_listening() -> None:
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    tcp = header + "".join(f"   {i}: {local} 00000000:0000 {state} 00000000:00000000 00:00000000 00000000 0 0 1\n"
+                           for i, (local, state) in enumerate([
+                               ("0100007F:5274", "0A"),  # 127.0.0.1:21108 listening
+                               ("00000000:0016", "0A"),  # every address, port 22
+                               ("0100007F:9C40", "01"),  # an established connection, not a listener
+                               ("0A0A0A0A:1F90", "0A"),  # 10.10.10.10:8080: not reached through loopback
+                           ]))
+    tcp6 = header + "".join(f"   {i}: {local} 00000000000000000000000000000000:0000 0A 0:0 0:0 0 0 0 1\n"
+                            for i, local in enumerate([
+                                "00000000000000000000000000000000:4E20",  # [::]:20000
+                                "0000000000000000FFFF00000100007F:4E21",  # [::ffff:127.0.0.1]:20001
+                                "00000000000000000000000001000000:4E22",  # [::1]:20002, IPv6 loopback only
+                            ]))
+    assert loopback_listeners([tcp, tcp6]) == {21108, 22, 20000, 20001}

@@ -6,23 +6,31 @@ proxy by `kube_build`), containerd with runc and the CNI plugins (Debian's packa
 kubelet. No Docker and no registry: images are imported into containerd (`import_image`), the
 pod sandbox's own `pause` image among them, built here from a few lines of Go.
 
-Networking never leaves the machine. The node's address is the gateway of a bridge made here,
-`drkube0` at 10.244.0.1/24 (Kubernetes refuses a loopback node address); the API server and the
-kubelet listen there, etcd and the health ports on 127.0.0.1; pods without the host's network
-get an address on the same bridge, with no masquerade and no route out. Ports: etcd
-12379/12380, the API server 16443, the kubelet 11250 (health 11248), none of them in the
-ephemeral range.
+Networking never leaves the machine, by construction: every process of the cluster but the
+relay runs inside the network namespace `drkube` that `up` makes and `down` removes
+(`kube_network`), where the node's address 10.244.0.1 is the gateway of the bridge `drkube0`;
+pods on the node's network share that namespace, the others get an address on its bridge, and
+no route leads out. This machine's side never dials the node's address: `kube_relay` carries
+127.0.0.1:16443 here to the API server inside, and every port listening on this machine's
+loopback (the dev Kafka clusters, HDFS) to the namespace's own loopback. Inside, etcd listens on
+127.0.0.1 with TLS and client certificates of a CA of its own; the API server on every address
+of the namespace; the kubelet on the node's address. Ports: etcd 12379/12380, the API server
+16443, the kubelet 11250 (health 11248), none of them in the ephemeral range.
 
 Invariants: `up` is idempotent (what runs is left running; binaries, packages and certificates
 are made once), returns only when the node is Ready, and `down` deletes every pod before it
-stops the kubelet and containerd, so no container, shim or bridge address outlives it.
+stops the kubelet and containerd, so no container, shim, namespace or bridge address outlives
+it; a private key is readable by its owner only.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import socket
+import ssl
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,9 +43,11 @@ from dr_stream.dev.commands import ensure_debian_packages, run
 from dr_stream.dev.kube_build import KubeBinaries, binaries, build
 from dr_stream.dev.kube_configs import (
     CERTIFICATES,
+    ETCD_CERTIFICATES,
     IMAGE,
     NODE,
     POD_TEMPLATE,
+    RESERVED_INSIDE,
     SPARK_ACCOUNT,
     containerd_config,
     dev_flow_manifest,
@@ -47,16 +57,16 @@ from dr_stream.dev.kube_configs import (
 from dr_stream.dev.kube_image import build_image, pause_archive
 from dr_stream.dev.kube_network import (
     CLUSTER_DOMAIN,
+    NAMESPACE,
     NODE_IP,
     SERVICE_RANGE,
-    bridge_exists,
     cni_config,
     corefile,
     dns_answers,
-    ensure_bridge,
-    listening,
-    remove_bridge,
+    ensure_network,
+    remove_network,
 )
+from dr_stream.dev.netns import NetworkNamespace
 from dr_stream.dev.processes import running_pid, stop_pids
 from dr_stream.runtime.paths import cache_dir, project_root
 
@@ -76,6 +86,7 @@ class LocalKube:
     api_port: int = 16443
     etcd_port: int = 12379
     kubelet_port: int = 11250
+    namespace: NetworkNamespace = NAMESPACE
 
     # -- where things are -------------------------------------------------------------------
     @property
@@ -111,14 +122,21 @@ class LocalKube:
 
     @property
     def server(self) -> str:
-        return f"https://{NODE_IP}:{self.api_port}"
+        """The API server as every client sees it: 127.0.0.1 here (through the relay) and inside
+        the namespace alike."""
+        return f"https://127.0.0.1:{self.api_port}"
+
+    @property
+    def etcd_pki(self) -> Path:
+        """etcd's own CA, its server certificate and the API server's client certificate."""
+        return self.pki / "etcd"
 
     def _pid_file(self, name: str) -> Path:
         return self.home / "pids" / f"{name}.pid"
 
     # the order they start in; `down` stops them in reverse
-    COMPONENTS = ("etcd", "containerd", "kube-apiserver", "coredns", "kube-controller-manager", "kube-scheduler",
-                  "kubelet")
+    COMPONENTS = ("relay", "etcd", "containerd", "kube-apiserver", "coredns", "kube-controller-manager",
+                  "kube-scheduler", "kubelet")
 
     def pids(self) -> dict[str, int | None]:
         return {name: running_pid(self._pid_file(name)) for name in self.COMPONENTS}
@@ -134,20 +152,18 @@ class LocalKube:
         self._write_configs()
         self._link_kubectl(kube)
         pause = pause_archive(self.home / "images")
-        starts = {"etcd": self._etcd, "containerd": self._containerd, "kube-apiserver": self._apiserver,
-                  "coredns": self._coredns,
-                  "kube-controller-manager": self._controller_manager, "kube-scheduler": self._scheduler,
-                  "kubelet": self._kubelet}
         if not any(self.pids().values()):
             self._refuse_taken_ports()
-        ensure_bridge()
+        ensure_network(self.namespace)
         for name in self.COMPONENTS:
             if running_pid(self._pid_file(name)) is not None:
                 continue
             if name == "kubelet":
                 self.import_image(pause)
             say(f"kube: starting {name} ...")
-            self._start(name, starts[name](kube))
+            self._start(name, self.command(name, kube))
+            if name == "relay":
+                self._wait(self._relay_listening, "the relay", 30)
             if name == "containerd":
                 self._wait(lambda: self.containerd_socket.exists(), "containerd's socket", 60)
             if name == "etcd":
@@ -155,7 +171,8 @@ class LocalKube:
             if name == "kube-apiserver":
                 self._wait(self._api_ready, "the API server", 120)
             if name == "coredns":
-                self._wait(lambda: bool(dns_answers(f"kubernetes.default.svc.{CLUSTER_DOMAIN}")), "the DNS", 60)
+                self._wait(lambda: bool(dns_answers(f"kubernetes.default.svc.{CLUSTER_DOMAIN}",
+                                                    namespace=self.namespace)), "the DNS", 60)
         self._wait(self.node_ready, f"node {NODE} Ready", timeout)
         # the first pod of a new cluster needs the namespace's service account, made a moment later
         self._wait(lambda: bool(self.kubectl("get", "serviceaccount", "default", "-o", "name", check=False)),
@@ -183,14 +200,16 @@ class LocalKube:
         imported.write_text(archive.name)
 
     def _refuse_taken_ports(self) -> None:
-        """One line naming the port when another process holds one of this cluster's."""
-        # the bridge's address only once the bridge is here: without it, the address is routed off
-        # this machine like any other
-        hosts = ["127.0.0.1", *([NODE_IP] if bridge_exists() else [])]
-        for port in (self.etcd_port, self.etcd_port + 1, self.api_port, self.kubelet_port):
-            if any(listening(host, port) for host in hosts):
-                raise RuntimeError(f"kube: port {port} is taken (another dev Kubernetes? "
-                                   f"`dr-stream dev k8s down` stops the one under {cache_dir() / 'dev' / 'k8s'})")
+        """One line naming the port when another process holds one of this cluster's: the API
+        server's on this machine's loopback (the relay's), the others inside the namespace when it
+        is left from an earlier cluster. The node's address is dialled inside the namespace only."""
+        inside = [("127.0.0.1", port) for port in (self.etcd_port, self.etcd_port + 1, self.api_port)]
+        taken = [port for host, port in [*inside, (NODE_IP, self.kubelet_port)] if self.namespace.connects(host, port)]
+        if _loopback_listening(self.api_port):
+            taken.append(self.api_port)
+        if taken:
+            raise RuntimeError(f"kube: port {taken[0]} is taken (another dev Kubernetes? "
+                               f"`dr-stream dev k8s down` stops the one under {cache_dir() / 'dev' / 'k8s'})")
 
     def _start(self, name: str, command: list[str]) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -217,18 +236,26 @@ class LocalKube:
         changed or they are within a week of expiring."""
         pki = self.pki
         stamp = pki / "made"
-        wanted = json.dumps(CERTIFICATES)
+        wanted = json.dumps([CERTIFICATES, ETCD_CERTIFICATES])
         if (stamp.exists() and stamp.read_text() == wanted
                 and time.time() - stamp.stat().st_mtime < (CERT_DAYS - 7) * 86400):
             return
         say(f"kube: making certificates in {pki} ...")
         shutil.rmtree(pki, ignore_errors=True)
-        pki.mkdir(parents=True)
+        pki.mkdir(parents=True, mode=0o700)
         make_ca(pki, "/CN=dr-stream dev kubernetes CA", CERT_DAYS)
         run("openssl", "genrsa", "-out", "sa.key", "2048", cwd=pki)
         run("openssl", "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
         for name, subject, extensions in CERTIFICATES:
             signed(pki, name, subject, extensions, CERT_DAYS)
+        # etcd trusts its own CA only: a certificate the cluster's CA signs (a node's, an
+        # administrator's) opens the API server, never the store behind it
+        self.etcd_pki.mkdir(mode=0o700)
+        make_ca(self.etcd_pki, "/CN=dr-stream dev etcd CA", CERT_DAYS)
+        for name, subject, extensions in ETCD_CERTIFICATES:
+            signed(self.etcd_pki, name, subject, extensions, CERT_DAYS)
+        for key in (*pki.glob("*.key"), *self.etcd_pki.glob("*.key")):
+            key.chmod(0o600)
         stamp.write_text(wanted)
 
     def _kubeconfig(self, user: str) -> str:
@@ -277,11 +304,33 @@ class LocalKube:
         return run("ctr", "--address", str(self.containerd_socket), "-n", "k8s.io", *args, check=check)
 
     # -- the processes' command lines -------------------------------------------------------
+    def command(self, name: str, kube: KubeBinaries) -> list[str]:
+        """How component `name` starts: inside the namespace, but for the relay that joins it to
+        this machine's loopback."""
+        starts = {"relay": self._relay, "etcd": self._etcd, "containerd": self._containerd,
+                  "kube-apiserver": self._apiserver, "coredns": self._coredns,
+                  "kube-controller-manager": self._controller_manager, "kube-scheduler": self._scheduler,
+                  "kubelet": self._kubelet}
+        argv = starts[name](kube)
+        return argv if name == "relay" else self.namespace.command(argv)
+
+    def _relay(self, kube: KubeBinaries) -> list[str]:
+        inside = (self.etcd_port, self.etcd_port + 1, self.api_port, self.kubelet_port, self.kubelet_port - 2,
+                  *RESERVED_INSIDE)
+        return [sys.executable, "-m", "dr_stream.dev.kube_relay", self.namespace.name,
+                "--outward", str(self.api_port), "--reserved", ",".join(map(str, sorted(set(inside))))]
+
+    def _relay_listening(self) -> bool:
+        return _loopback_listening(self.api_port)
+
     def _etcd(self, kube: KubeBinaries) -> list[str]:
         peer = f"http://127.0.0.1:{self.etcd_port + 1}"
+        tls = self.etcd_pki
         return [str(kube.path("etcd")), "--name", "dev", "--data-dir", str(self.home / "etcd"),
-                "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-                "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+                "--listen-client-urls", f"https://127.0.0.1:{self.etcd_port}",
+                "--advertise-client-urls", f"https://127.0.0.1:{self.etcd_port}",
+                "--client-cert-auth", "--trusted-ca-file", str(tls / "ca.pem"),
+                "--cert-file", str(tls / "server.crt"), "--key-file", str(tls / "server.key"),
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", f"dev={peer}", "--unsafe-no-fsync", "--log-level", "warn"]
 
@@ -290,8 +339,13 @@ class LocalKube:
 
     def _apiserver(self, kube: KubeBinaries) -> list[str]:
         pki = self.pki
-        return [str(kube.path("kube-apiserver")), f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-                f"--bind-address={NODE_IP}", f"--advertise-address={NODE_IP}", f"--secure-port={self.api_port}",
+        etcd = self.etcd_pki
+        return [str(kube.path("kube-apiserver")), f"--etcd-servers=https://127.0.0.1:{self.etcd_port}",
+                f"--etcd-cafile={etcd / 'ca.pem'}", f"--etcd-certfile={etcd / 'apiserver-client.crt'}",
+                f"--etcd-keyfile={etcd / 'apiserver-client.key'}",
+                # every address of the namespace: the node's for pods on the bridge, 127.0.0.1 for
+                # the relay and for pods on the node's network
+                "--bind-address=0.0.0.0", f"--advertise-address={NODE_IP}", f"--secure-port={self.api_port}",
                 f"--service-cluster-ip-range={SERVICE_RANGE}", f"--client-ca-file={pki / 'ca.pem'}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
                 f"--service-account-key-file={pki / 'sa.pub'}",
@@ -330,11 +384,19 @@ class LocalKube:
                    stdin=stdin)
 
     def _etcd_healthy(self) -> bool:
-        import urllib.request
-
+        """etcd's /health inside the namespace, asked with the API server's client certificate."""
+        tls = ssl.create_default_context(cafile=str(self.etcd_pki / "ca.pem"))
+        tls.load_cert_chain(self.etcd_pki / "apiserver-client.crt", self.etcd_pki / "apiserver-client.key")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.etcd_port}/health", timeout=2) as answer:
-                return b'"true"' in answer.read()
+            raw = self.namespace.socket_in()
+            raw.settimeout(2)
+            raw.connect(("127.0.0.1", self.etcd_port))
+            with tls.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+                conn.sendall(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                answer = b""
+                while chunk := conn.recv(4096):
+                    answer += chunk
+            return b'"true"' in answer
         except OSError:
             return False
 
@@ -360,7 +422,7 @@ class LocalKube:
             stopped += stop_pids([self._pid_file(name)], 30)
         for mount in reversed(self.mounts()):  # the kubelet's own bind mount of its root, any pod volume left
             run("umount", mount, check=False)
-        remove_bridge()
+        remove_network(self.namespace)
         return stopped
 
     def mounts(self) -> list[str]:
@@ -376,6 +438,13 @@ class LocalKube:
             self._ctr("tasks", "delete", "-f", task, check=False)
         for container in self._ctr("containers", "ls", "-q", check=False).split():
             self._ctr("containers", "delete", container, check=False)
+
+
+def _loopback_listening(port: int) -> bool:
+    """Whether something on this machine's 127.0.0.1 accepts a connection on `port`."""
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def dev_kube(root: Path | None = None) -> LocalKube:

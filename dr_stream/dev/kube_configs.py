@@ -23,6 +23,14 @@ CERTIFICATES = (
     ("admin", "/O=system:masters/CN=dr-stream-admin", CLIENT),
     ("kubelet", f"/O=system:nodes/CN=system:node:{NODE}", CLIENT),
 )
+# what etcd's own CA signs: etcd's server certificate and the one client it has, the API server
+ETCD_CERTIFICATES = (
+    ("server", "/CN=etcd", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n"),
+    ("apiserver-client", "/CN=kube-apiserver-etcd-client", CLIENT),
+)
+# Fixed ports a Spark pod on the node's network binds inside the namespace (the driver's block
+# manager): the relay never takes them for a port of this machine.
+RESERVED_INSIDE = (7079,)
 
 # The account Spark's driver runs as: it creates and deletes its executor pods and their Service.
 SPARK_ACCOUNT = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
@@ -84,15 +92,15 @@ def kubelet_config(port: int, pki: Path, runtime_socket: Path, home: Path) -> di
     }
 
 
-# Spark's driver and executors share the node's network: the dev Kafka clusters and HDFS listen
-# on 127.0.0.1, which a pod on the bridge cannot reach.
+# Spark's driver and executors share the node's network: the relay brings the dev Kafka clusters
+# and HDFS to its 127.0.0.1, at the addresses they advertise, which a pod on the bridge has not.
 POD_TEMPLATE = {"apiVersion": "v1", "kind": "Pod",
                 "spec": {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}}
 
 
 # What every Spark pod of this cluster needs, wherever the application was submitted from: the
 # imported image, never pulled; each executor's block manager on a free port instead of Spark's
-# fixed 7079 (pods on the host's network would both claim it); half a core asked, so a driver and
+# fixed 7079 (pods on the node's network would both claim it); half a core asked, so a driver and
 # two executors fit on 2 cores.
 POD_SETTINGS = {
     "spark.kubernetes.container.image": IMAGE,
@@ -104,9 +112,9 @@ POD_SETTINGS = {
 
 def spark_settings(server: str, pod_template: Path) -> dict[str, str]:
     """What spark-submit needs for this cluster beyond `--master k8s://<server>`: `POD_SETTINGS`;
-    the driver's account; the API server at the node's address (there is no kube-proxy behind
-    `kubernetes.default`); pods on the host's network; the driver's block manager on Spark's 7079
-    and half a core for it too."""
+    the driver's account; the API server at `server`, which a pod on the node's network reaches
+    too (there is no kube-proxy behind `kubernetes.default`); pods on the node's network; the
+    driver's block manager on Spark's 7079 and half a core for it too."""
     return {
         **POD_SETTINGS,
         "spark.kubernetes.namespace": "default",
@@ -127,8 +135,8 @@ _CLUSTER_ONLY = ("secretKeyRef.", ".secrets.", "fs.s3a.")
 def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
     """The shipped flow StatefulSet (deploy/kubernetes/flow-statefulset.yaml) as it runs on this
     cluster, every other line as shipped: in the kubeconfig's namespace; the imported image, never
-    pulled; the API server at the node's address (no kube-proxy); the driver and its executors on
-    the host's network (`POD_TEMPLATE`), one executor with a free block-manager port; half a core
+    pulled; the API server at `server` (no kube-proxy); the driver and its executors on
+    the node's network (`POD_TEMPLATE`), one executor with a free block-manager port; half a core
     asked; none of the Secrets a real cluster holds (the dev clusters need no password, the dev
     HDFS no key) but Spark's RPC secret, which the driver and its executors share here too."""
     import yaml

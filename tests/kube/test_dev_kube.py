@@ -54,14 +54,14 @@ def test_the_node_is_ready_and_status_names_the_kubeconfig(kube: LocalKube, caps
     assert f"export KUBECONFIG={kube.kubeconfig}" in capsys.readouterr().out
 
 
-def test_a_pod_gets_an_address_on_the_machines_own_bridge(kube: LocalKube) -> None:
+def test_a_pod_gets_an_address_on_the_bridge_inside_the_clusters_namespace(kube: LocalKube) -> None:
     kube.kubectl("apply", "-f", "-", stdin=_pod("on-bridge", host_network=False))
     pod = _wait_running(kube, "on-bridge")
     assert pod["status"]["podIP"].startswith("10.244.0.")
     kube.kubectl("delete", "pod", "on-bridge", "--wait=true")
 
 
-def test_a_pod_on_the_hosts_network_runs_too(kube: LocalKube) -> None:
+def test_a_pod_on_the_nodes_network_runs_too(kube: LocalKube) -> None:
     kube.kubectl("apply", "-f", "-", stdin=_pod("on-host", host_network=True))
     pod = _wait_running(kube, "on-host")
     assert pod["status"]["podIP"] == NODE_IP
@@ -139,4 +139,5 @@ def test_down_stops_every_process_and_container(tmp_path_factory: pytest.TempPat
                 left.append(cmdline)
     assert left == []
     assert kube.mounts() == []
+    assert not kube.namespace.exists()  # and the bridge and the node's address with it
     assert not Path("/sys/class/net/drkube0").exists()
