@@ -39,7 +39,7 @@ def test_outside_a_pod_one_line_names_what_is_missing(missing):
 
 def test_inside_the_image_nothing_is_shipped_and_the_images_job_runs_the_mounted_flow():
     argv = plan(pod_options(POD), "/etc/dr-stream/flow/flow.yaml", "f", Artifacts((), "", IMAGE_JOB_PATH),
-                "(?i)secret", None, "dr-stream-f")
+                "(?i)secret", None, "dr-stream-f", {})
     assert "--jars" not in argv and "--files" not in argv and "--archives" not in argv
     assert argv[-3:] == [IMAGE_JOB_PATH, "--config", "/etc/dr-stream/flow/flow.yaml"]
 

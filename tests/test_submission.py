@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ ARTIFACTS = Artifacts(("/c/jars/kafka.jar", "/c/jars/delta.jar"), "/c/dist/pyenv
 
 
 def _plan(*options: str, properties: str | None = None) -> list[str]:
-    return plan(list(options), "conf/flow.yaml", "f", ARTIFACTS, "(?i)secret", properties, "dr-stream-f")
+    return plan(list(options), "conf/flow.yaml", "f", ARTIFACTS, "(?i)secret", properties, "dr-stream-f",
+                os.environ)
 
 
 def _conf(argv: list[str]) -> dict[str, str]:

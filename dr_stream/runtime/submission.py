@@ -216,9 +216,10 @@ def _merged(options: list[str], ours: dict[str, list[str]]) -> list[str]:
 
 
 def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifacts, redaction: str,
-         properties_file: str | None, secret: str) -> list[str]:
+         properties_file: str | None, secret: str, environ: Mapping[str, str]) -> list[str]:
     """spark-submit's arguments (without the program itself) for one flow; `secret`: the flow's
-    Kubernetes Secret (`kubernetes_secret`), on Kubernetes."""
+    Kubernetes Secret (`kubernetes_secret`), on Kubernetes; `environ`: the submitting shell's
+    environment (what it says of the log format and of Spark's RPC secret file)."""
     from dr_stream.runtime.session import CONSUMER_CACHE
 
     target = Target.of(options)
@@ -243,7 +244,7 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
     # The driver and its executors talk over the cluster's network, and every task carries the
     # flow's Kafka properties, passwords included: Spark's RPC authenticates both ends and
     # encrypts the channel.
-    conf.update(rpc_security(target, options, secret, os.environ))
+    conf.update(rpc_security(target, options, secret, environ))
     if target.on_kubernetes and target.cluster_mode:
         job = IMAGE_JOB  # the image carries the jars and the package
     else:
@@ -251,7 +252,7 @@ def plan(options: list[str], flow_path: str, flow_name: str, artifacts: Artifact
     if target.cluster_mode:
         ours["--files"] = [flow_argument]
         flow_argument = Path(flow_path).name  # where --files puts it: the driver's working directory
-    _log4j2(target, conf, ours)
+    _log4j2(target, conf, ours, environ)
     _java_options(conf)
     head = ["--master", target.master, "--deploy-mode", target.deploy_mode, "--name", f"dr-stream-{flow_name}"]
     if properties_file:
@@ -272,7 +273,7 @@ def _java_options(conf: dict[str, str]) -> None:
         conf[key] = f"{options} {conf[key]}" if conf.get(key) else options
 
 
-def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]]) -> None:
+def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]], environ: Mapping[str, str]) -> None:
     """dr-stream's log4j2 configuration for every JVM of the application, read before its first
     line. A driver here reads the package's file; YARN containers get it with `--files` in their
     working directory. A Kubernetes image brings its own (its SPARK_CONF_DIR)."""
@@ -280,7 +281,7 @@ def _log4j2(target: Target, conf: dict[str, str], ours: dict[str, list[str]]) ->
         return
     from dr_stream.runtime.session import log4j2_file
 
-    log_format = os.environ.get("DR_STREAM_LOG_FORMAT", "text")
+    log_format = environ.get("DR_STREAM_LOG_FORMAT", "text")
     local = log4j2_file(log_format)
     if log_format != "text" and target.cluster_mode:  # the remote driver's Python lines too
         prefix = "spark.yarn.appMasterEnv." if target.on_yarn else "spark.kubernetes.driverEnv."
@@ -383,7 +384,8 @@ def main(argv: list[str], in_image: bool = False) -> int:
             properties_file = os.path.join(private, "driver-env.properties")
             with open(properties_file, "w", opener=lambda p, f: os.open(p, f, 0o600)) as out:
                 out.writelines(f"{k}={_escape(v)}\n" for k, v in {**properties, **references}.items())
-        arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file, secret)
+        arguments = plan(options, flow_path, flow.name, artifacts, REDACTED_CONF, properties_file, secret,
+                         os.environ)
         return _run_forwarding_signals([submit, *arguments], _python_environment(target, root))
 
 
