@@ -79,9 +79,13 @@ class Catch:
 @pytest.fixture(scope="module")
 def trap() -> Iterator[NetworkNamespace]:
     TRAP.create()
-    TRAP.ip("link", "add", "trap0", "type", "dummy")
+    # the way out: one end of a pair whose other end answers nothing; no ARP, so a packet to any
+    # address leaves at once as itself
+    TRAP.ip("link", "add", "trap0", "type", "veth", "peer", "name", "trap1")
+    TRAP.ip("link", "set", "trap0", "arp", "off")
     TRAP.ip("addr", "add", "192.0.2.1/24", "dev", "trap0")  # TEST-NET-1: nobody's
-    TRAP.ip("link", "set", "trap0", "up")
+    for end in ("trap0", "trap1"):
+        TRAP.ip("link", "set", end, "up")
     TRAP.ip("route", "add", "default", "dev", "trap0")
     try:
         yield TRAP

@@ -38,7 +38,8 @@ class ContractsTest {
         "runs_topic_setting", CopyInterceptor.RUNS_TOPIC,
         "provenance_header_setting", CopyInterceptor.HEADER,
         "provenance_cluster_setting", CopyInterceptor.PROVENANCE_CLUSTER,
-        "runs_hold_setting", CopyInterceptor.HOLD_MS);
+        "runs_hold_setting", CopyInterceptor.HOLD_MS,
+        "runs_topic_prefix", WrittenCopies.RUNS_PREFIX);
     said.forEach((name, value) -> assertEquals(names.get(name).asText(), value, name));
   }
 
