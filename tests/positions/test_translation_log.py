@@ -5,6 +5,7 @@ compaction never loses a row appended while it ran. (delta-rs on local disk, no 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 
 from dr_stream.positions.gone_positions import GONE
@@ -70,15 +71,20 @@ def test_rows_appended_while_a_compaction_runs_are_kept(tmp_path):
 
     compactor = threading.Thread(target=compact)
     compactor.start()
+    appended = 1
+    deadline = time.monotonic() + 120
     try:
-        for i in range(1, 40):  # a new position each append
-            log.append([row(i, 0, i, 1 + i)])
+        # a new position each append, on until several compactions ran among them (however slow
+        # the machine is, the appends must overlap compactions for the test to prove anything)
+        while appended < 40 or (len(compactions) < 3 and time.monotonic() < deadline):
+            log.append([row(appended, 0, appended, 1 + appended)])
+            appended += 1
     finally:
         stop.set()
         compactor.join()
     assert len(compactions) > 2
     log.reads = DeltaReads(None)
-    assert sorted(r["group"] for r in log.latest()) == sorted(f"g{i}" for i in range(40))
+    assert sorted(r["group"] for r in log.latest()) == sorted(f"g{i}" for i in range(appended))
 
 
 def test_a_log_that_does_not_exist_yet_is_not_compacted(tmp_path):
