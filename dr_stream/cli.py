@@ -10,7 +10,7 @@ import os
 import re
 import sys
 from dataclasses import asdict
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.exit_codes import ExitCode
@@ -191,7 +191,7 @@ def _check(args: argparse.Namespace) -> int:
     return ExitCode.OK if all(ok for ok, _ in results) else ExitCode.UNREACHABLE
 
 
-def _flow_commands(sub) -> None:
+def _flow_commands(sub: argparse._SubParsersAction[Any]) -> None:
     dev = sub.add_parser("dev", help="local KRaft clusters dc1 (127.0.0.1:19092) and dc2 (127.0.0.1:29092); "
                                      "`dev yarn ...`: a local HDFS and YARN (NameNode on 19800); "
                                      "`dev k8s ...`: a single-node Kubernetes (API server on 16443)")
@@ -223,7 +223,7 @@ def _flow_commands(sub) -> None:
 
 
 
-def _group_commands(sub) -> None:
+def _group_commands(sub: argparse._SubParsersAction[Any]) -> None:
     translate = sub.add_parser("translate", help="translated offsets of one group on the destination (no commit)")
     translate.add_argument("--config", required=True, help="the flow's YAML file")
     translate.add_argument("--group", required=True, help="group id (exact)")
@@ -253,7 +253,7 @@ def _group_commands(sub) -> None:
 
 
 
-def _state_commands(sub) -> None:
+def _state_commands(sub: argparse._SubParsersAction[Any]) -> None:
     reset_state = sub.add_parser("reset-flow", help="move a flow's checkpoints, offset index and translations aside "
                                                     "(after its source was restored from scratch)")
     reset_state.add_argument("--config", required=True, help="the flow's YAML file")
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
 def _command(args: argparse.Namespace) -> int:
     """The command's exit code; whatever it raises is one line on stderr, never a traceback."""
     try:
-        return args.func(args)
+        return int(args.func(args))
     except ConfigError as exc:
         print(f"dr-stream: config error: {exc}", file=sys.stderr)
         return ExitCode.CONFIG

@@ -16,6 +16,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import Any, TextIO
 
 FORMATS = ("text", "json")
 _ROOT = "dr_stream"
@@ -44,15 +45,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line)
 
 
-class _CurrentStdout(logging.StreamHandler):
+class _CurrentStdout(logging.StreamHandler[Any]):
     """Writes to the `sys.stdout` of the moment (a test's capture, a redirect), not the one at start."""
 
     @property
-    def stream(self):
+    def stream(self) -> TextIO:
         return sys.stdout
 
     @stream.setter
-    def stream(self, _value) -> None:
+    def stream(self, _value: object) -> None:
         pass
 
 

@@ -513,7 +513,8 @@ SECTIONS: tuple[tuple[str, Section], ...] = (
 
 
 def parse_flow(raw: Any, path: str = "<memory>") -> FlowConfig:
-    return replace(FLOW.read(YamlReader(path), raw, ""), path=path)
+    flow: FlowConfig = FLOW.read(YamlReader(path), raw, "")
+    return replace(flow, path=path)
 
 
 def load_flow(path: str | Path) -> FlowConfig:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 Partition = tuple[str, int]
 
@@ -25,7 +26,7 @@ def total_behind(bounds: Mapping[Partition, tuple[int, int]], next_offsets: Mapp
     return sum(records_behind(start, end, next_offsets.get(key)) for key, (start, end) in bounds.items())
 
 
-def spark_offsets(offsets: str | Mapping | None) -> dict[Partition, int]:
+def spark_offsets(offsets: str | Mapping[str, Any] | None) -> dict[Partition, int]:
     """A Kafka source's offsets as Spark's progress reports them (`{"topic": {"0": 42}}`, as JSON
     text or parsed) -> {(topic, partition): next offset}; empty when there are none."""
     if isinstance(offsets, str):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -44,6 +45,9 @@ from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.supervisor import run_until_stopped
 from dr_stream.runtime.paths import cache_dir, project_root
 from dr_stream.runtime.session import spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TOPICS = {"demo.orders": 3, "demo.payments": 2}
 PER_TOPIC = 5000
@@ -86,7 +90,7 @@ def _counts(cluster: ClusterConfig) -> dict[str, int]:
         return out
 
 
-def _start_flows(spark, stop: threading.Event, clusters: list[LocalCluster],
+def _start_flows(spark: SparkSession, stop: threading.Event, clusters: list[LocalCluster],
                  work: Path) -> tuple[dict[str, FlowConfig], list[Background]]:
     """Both directions in this Spark application, on `clusters`, with their state under `work`."""
     shutil.rmtree(work, ignore_errors=True)
@@ -231,11 +235,11 @@ def _committed(cluster: ClusterConfig) -> dict[int, int]:
 
 
 def _read_partitions(cluster: ClusterConfig, group: str, starts: dict[int, int],
-                     per_partition: int | None = None) -> dict[int, list]:
+                     per_partition: int | None = None) -> dict[int, list[Any]]:
     """Records of SHIPMENTS from `starts` to the end (or `per_partition` records each), per partition."""
     with clients.consuming(cluster, group, {"enable.partition.eof": True}) as consumer:
         consumer.assign([TopicPartition(SHIPMENTS, p, o) for p, o in starts.items()])
-        read: dict[int, list] = {p: [] for p in starts}
+        read: dict[int, list[Any]] = {p: [] for p in starts}
         open_partitions = set(starts)
         while open_partitions:
             for msg in consumer.consume(num_messages=1000, timeout=clients.CONSUME_WAIT_S):
@@ -250,7 +254,7 @@ def _read_partitions(cluster: ClusterConfig, group: str, starts: dict[int, int],
         return read
 
 
-def _read_as_group(cluster: ClusterConfig, per_partition: int | None = None, commit: bool = False) -> list:
+def _read_as_group(cluster: ClusterConfig, per_partition: int | None = None, commit: bool = False) -> list[Any]:
     """The group reads from its committed offsets, to the end or `per_partition` records each
     (then commits there): (partition, value, headers) in the order read."""
     read = _read_partitions(cluster, GROUP, _committed(cluster), per_partition)
@@ -268,7 +272,8 @@ def _shipments(cluster: ClusterConfig) -> set[str]:
     return set(found)
 
 
-def _produce_shipments(cluster: ClusterConfig, values: list[str], partition_of=None) -> None:
+def _produce_shipments(cluster: ClusterConfig, values: list[str],
+                       partition_of: Callable[[int], int] | None = None) -> None:
     with clients.producing(cluster, {"linger.ms": 20}) as producer:
         for i, value in enumerate(values):
             producer.produce(SHIPMENTS, key=f"s{i}".encode(), value=value.encode(),
@@ -302,7 +307,8 @@ def _wait_until(count: Callable[[], int], target: int, flows: list[Background], 
     return True
 
 
-def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threading.Event, threads) -> int:
+def _failover_act(spark: SparkSession, configs: dict[str, FlowConfig], clusters: list[LocalCluster],
+                  stop: threading.Event, threads: list[Background]) -> int:
     dc1, dc2 = (c.config for c in clusters)
     print(f"\n== failover: {SHIPMENTS_RECORDS} records into {SHIPMENTS} on dc1 only; group {GROUP} reads "
           f"{CONSUMED_PER_PARTITION} of each partition's {SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS} and commits")
@@ -347,7 +353,8 @@ def _failover_act(spark, configs: dict[str, FlowConfig], clusters, stop: threadi
     return _failback_act(spark, configs["dc2-to-dc1"], clusters, committed)
 
 
-def _failback_act(spark, config: FlowConfig, clusters, committed: dict[int, int]) -> int:
+def _failback_act(spark: SparkSession, config: FlowConfig, clusters: list[LocalCluster],
+                  committed: dict[int, int]) -> int:
     dc1, dc2 = (c.config for c in clusters)
     per_partition = SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS
     print(f"\n== failback: while dc1 is down, producers write {OUTAGE_RECORDS} shipments to dc2; group {GROUP} "

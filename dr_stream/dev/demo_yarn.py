@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -22,16 +23,20 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, delete_topics, log_bounds
 from dr_stream.runtime.paths import cache_dir, project_root
 
+if TYPE_CHECKING:
+    from dr_stream.dev.clusters import LocalCluster
+
+
 TOPIC, PARTITIONS, RECORDS = "demo.yarn", 3, 20_000
 
 
-def _copied(cluster) -> int:
+def _copied(cluster: LocalCluster) -> int:
     """Records of `demo.yarn` on the cluster (0 before the flow has created it)."""
     bounds = log_bounds(clients.admin(cluster.config), [(TOPIC, p) for p in range(PARTITIONS)])
     return sum(high - low for low, high in bounds.values())
 
 
-def _fresh_topic(clusters) -> None:
+def _fresh_topic(clusters: list[LocalCluster]) -> None:
     """`demo.yarn` empty on both clusters (an earlier run's records would make the count meaningless),
     then created on the source."""
     for cluster in clusters:
@@ -39,7 +44,7 @@ def _fresh_topic(clusters) -> None:
     create_topic(clients.admin(clusters[0].config), TOPIC, PARTITIONS)
 
 
-def _produce(cluster) -> None:
+def _produce(cluster: LocalCluster) -> None:
     with clients.producing(cluster.config, {"linger.ms": 20}) as producer:
         for i in range(RECORDS):
             producer.produce(TOPIC, value=f"record {i}".encode(), partition=i % PARTITIONS)

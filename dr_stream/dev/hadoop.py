@@ -18,6 +18,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dr_stream.dev.processes import running_pid, stop_pid
 from dr_stream.runtime.jvm import hadoop_classpath
@@ -120,24 +121,28 @@ class LocalHadoop:
         self._ready_file.unlink(missing_ok=True)
         return stopped
 
-    def _rest(self, path: str, method: str = "GET", body: dict | None = None) -> dict:
+    def _rest(self, path: str, method: str = "GET", body: dict[str, Any] | None = None) -> dict[str, Any]:
         request = urllib.request.Request(
             self.resourcemanager_web + "/ws/v1/cluster" + path, method=method,
             data=json.dumps(body).encode() if body is not None else None,
             headers={"Content-Type": "application/json", "Accept": "application/json"})
         with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read() or b"{}")
+            answer: dict[str, Any] = json.loads(response.read() or b"{}")
+            return answer
 
-    def applications(self) -> list[dict]:
+    def applications(self) -> list[dict[str, Any]]:
         """YARN's reports of every application it knows: id, name, state, finalStatus, ..."""
-        return (self._rest("/apps").get("apps") or {}).get("app") or []
+        apps: list[dict[str, Any]] = (self._rest("/apps").get("apps") or {}).get("app") or []
+        return apps
 
-    def application(self, app_id: str) -> dict:
-        return self._rest(f"/apps/{app_id}")["app"]
+    def application(self, app_id: str) -> dict[str, Any]:
+        app: dict[str, Any] = self._rest(f"/apps/{app_id}")["app"]
+        return app
 
-    def attempts(self, app_id: str) -> list[dict]:
+    def attempts(self, app_id: str) -> list[dict[str, Any]]:
         """The application's attempts, oldest first, each with its AM `containerId`."""
-        return self._rest(f"/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+        attempts: list[dict[str, Any]] = self._rest(f"/apps/{app_id}/appattempts")["appAttempts"]["appAttempt"]
+        return attempts
 
     def kill_application(self, app_id: str) -> None:
         """Asks the ResourceManager to kill the application, as `yarn application -kill` does."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from dr_stream.dev.kube_network import CLUSTER_DOMAIN, NODE_IP
 from dr_stream.runtime.submission import rpc_secret
@@ -71,7 +72,7 @@ state = "{home / 'containerd' / 'state'}"
 """
 
 
-def kubelet_config(port: int, pki: Path, runtime_socket: Path, home: Path) -> dict:
+def kubelet_config(port: int, pki: Path, runtime_socket: Path, home: Path) -> dict[str, Any]:
     """The kubelet on the bridge's address with cgroupfs (cgroup v1 allowed), client certificates from the
     dev CA, and eviction thresholds low enough for a shared disk."""
     return {
@@ -132,7 +133,7 @@ def spark_settings(server: str, pod_template: Path) -> dict[str, str]:
 _CLUSTER_ONLY = ("secretKeyRef.", ".secrets.", "fs.s3a.")
 
 
-def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
+def dev_flow_manifest(shipped: list[dict[str, Any]], server: str) -> list[dict[str, Any]]:
     """The shipped flow StatefulSet (deploy/kubernetes/flow-statefulset.yaml) as it runs on this
     cluster, every other line as shipped: in the kubeconfig's namespace; the imported image, never
     pulled; the API server at `server` (no kube-proxy); the driver and its executors on
@@ -141,7 +142,7 @@ def dev_flow_manifest(shipped: list[dict], server: str) -> list[dict]:
     HDFS no key) but Spark's RPC secret, which the driver and its executors share here too."""
     import yaml
 
-    documents = json.loads(json.dumps(shipped))
+    documents: list[dict[str, Any]] = json.loads(json.dumps(shipped))
     on_host = POD_TEMPLATE["spec"]
     for document in documents:
         document["metadata"].pop("namespace", None)

@@ -16,6 +16,7 @@ import random
 import socket
 import struct
 from pathlib import Path
+from typing import Any
 
 from dr_stream.dev.commands import run
 from dr_stream.dev.netns import NetworkNamespace
@@ -47,7 +48,7 @@ def remove_network(namespace: NetworkNamespace = NAMESPACE) -> None:
         run("ip", "link", "delete", BRIDGE, check=False)
 
 
-def cni_config(ipam_dir: Path) -> dict:
+def cni_config(ipam_dir: Path) -> dict[str, Any]:
     """One bridge inside this machine for pods without the node's network: no masquerade, so a
     pod reaches only this machine and other pods."""
     return {"cniVersion": "0.4.0", "name": "drkube", "plugins": [

@@ -106,7 +106,7 @@ class _Hashing(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:  # type: ignore[override]
         self.sha.update(data)
         self.size += len(data)
         self.target.write(data)

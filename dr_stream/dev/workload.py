@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
+from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from dr_stream.core.config import ClusterConfig
@@ -43,8 +44,8 @@ def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
             future.result(timeout=30)
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[Mapping], progress: Callable[[int], None] | None = None,
-            **settings) -> int:
+def produce(bootstrap: str, topic: str, records: Iterable[Mapping[str, Any]],
+            progress: Callable[[int], None] | None = None, **settings: Any) -> int:
     """Writes each record (the keyword arguments of `Producer.produce`: key, value, partition,
     headers...), waiting for room when the producer's queue is full; `progress` hears the count
     every 100,000 records. Returns the count once every record is acknowledged."""
@@ -82,7 +83,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[
 _SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._UNKNOWN_PARTITION)
 
 
-def _watermarks(consumer, topic: str, partition: int) -> tuple[int, int]:
+def _watermarks(consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
     deadline = time.monotonic() + 30
     while True:
         try:

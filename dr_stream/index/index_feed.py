@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -106,7 +107,7 @@ class IndexFeed:
     malformed: int = 0
     # the table read without Spark while the session started (`IndexReads.runs_and_positions`);
     # None, or a read that failed: `load` reads it through Spark
-    prefetched: Future | None = None
+    prefetched: Future[Any] | None = None
     _reader: RunsReader | None = None
     _unwritten: list[tuple[Run, int | None]] = field(default_factory=list)
     _last_write: float = field(default_factory=time.monotonic)

@@ -60,7 +60,7 @@ def needed_runs_sql(origin_cluster: str | None, asked: Asked | None) -> str:
     return f"{reached} UNION ALL {newest}"
 
 
-def run_of(row) -> Run:
+def run_of(row: Any) -> Run:
     """A row of the index table (a Spark Row or a dict from `deltalake`) -> a Run."""
     get: Callable[[str], Any] = row.get if isinstance(row, dict) else row.__getitem__
     origin_start, origin_end, dest_start, dest_end = (get("origin_start"), get("origin_end"), get("dest_start"),

@@ -75,7 +75,7 @@ def settle_runs_topic(admin: AdminClient, topic: str, timeout: float = 15.0) -> 
 def trim_runs_topic(admin: AdminClient, topic: str, through: int, timeout: float = 15.0) -> int:
     """Deletes the topic's records at and below offset `through`; returns its log start after."""
     done = admin.delete_records([TopicPartition(topic, 0, through + 1)], request_timeout=timeout)
-    return next(iter(done.values())).result(timeout=timeout).low_watermark
+    return int(next(iter(done.values())).result(timeout=timeout).low_watermark)
 
 
 @dataclass

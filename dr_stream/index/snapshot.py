@@ -84,7 +84,7 @@ def tail_needed(config: FlowConfig, store: RunStore, partitions: set[tuple[str, 
     return partitions & needed
 
 
-def _add_tail(config: FlowConfig, admin, store: RunStore, origin_cluster: str,
+def _add_tail(config: FlowConfig, admin: AdminClient, store: RunStore, origin_cluster: str,
               partitions: list[tuple[str, int]], log: Callable[[str], None], reader: LentConsumer | None) -> None:
     indexed = {(r.dest_topic, r.dest_partition) for r in store}
     gaps = {}

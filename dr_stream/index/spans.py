@@ -48,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
+from typing import Any
 
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut, span_window
 
@@ -175,7 +176,7 @@ def store_in_spans(runs: Mapping[RunKey, list[Run]], floors: Mapping[tuple[str, 
 
 
 def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, int], int],
-               max_slack: int = MAX_SLACK, lock: AbstractContextManager | None = None) -> int:
+               max_slack: int = MAX_SLACK, lock: AbstractContextManager[Any] | None = None) -> int:
     """`store`'s runs of `origin_cluster` below the floors joined into spans; returns how many
     runs fewer it holds. `lock` (the store's) is held only to take the runs and to put the spans
     back, not while they are made: a key that changed meanwhile keeps its runs until next time."""

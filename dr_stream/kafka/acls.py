@@ -6,8 +6,10 @@ ALTER; a refusal is the one `NotAuthorized` line naming both and what they were 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from enum import Enum
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
@@ -88,7 +90,7 @@ def delete_acls(admin: AdminClient, cluster: ClusterConfig, acls: Iterable[Acl],
     return _outcomes(futures, filters, cluster, "removing ACLs for acls: sync", timeout)
 
 
-def _outcomes(futures: dict, acls: dict, cluster: ClusterConfig, purpose: str,
+def _outcomes(futures: Mapping[Any, Future[Any]], acls: Mapping[Any, Acl], cluster: ClusterConfig, purpose: str,
               timeout: float) -> dict[Acl, Exception | None]:
     """Each request's ACL -> None when the cluster did it, else its error (a refusal as one line)."""
     out: dict[Acl, Exception | None] = {}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -71,7 +71,7 @@ def client_properties(cluster: ClusterConfig) -> dict[str, str]:
     return {"bootstrap.servers": cluster.bootstrap_servers, **settings}
 
 
-def _config(cluster: ClusterConfig, settings: Settings | None) -> dict:
+def _config(cluster: ClusterConfig, settings: Settings | None) -> dict[str, Any]:
     return {**client_properties(cluster), **(settings or {}), "logger": client_log(cluster.alias)}
 
 

@@ -67,7 +67,7 @@ class _Reader:
         except struct.error:
             raise Undecodable(f"record ends inside a field at byte {self.at}") from None
         self.at += struct.calcsize(fmt)
-        return value
+        return int(value)
 
     def string(self) -> str:
         length = self.take(">h")

@@ -66,7 +66,7 @@ def error_name(error: BaseException | KafkaError) -> str:
 
 def wait_before(attempt: int) -> float:
     """Seconds to wait before sending a request again for the `attempt`-th time (1, 2, ...)."""
-    return min(LONGEST_WAIT_S, FIRST_WAIT_S * 2 ** max(0, attempt - 1))
+    return float(min(LONGEST_WAIT_S, FIRST_WAIT_S * 2 ** max(0, attempt - 1)))
 
 
 def worth_another(attempt: int, seconds_left: float) -> bool:

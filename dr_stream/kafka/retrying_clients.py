@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -40,7 +41,7 @@ DEFAULT_BUDGET_S = 15.0
 
 T = TypeVar("T")
 Item = TypeVar("Item")
-Issue = Callable[[list[Any], float], Mapping[Any, Future]]
+Issue = Callable[[list[Any], float], Mapping[Any, Future[Any]]]
 
 _log = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class _Retried:
         self._attempt = 0
         self._pending = 0
         self._again: list[Any] = []
-        self.futures: dict[Hashable, Future] = {key(item): Future() for item in items}
+        self.futures: dict[Hashable, Future[Any]] = {key(item): Future() for item in items}
         self._round(list(items), budget_s, first=True)
 
     def _round(self, items: list[Any], seconds: float, first: bool = False) -> None:
@@ -97,9 +98,9 @@ class _Retried:
             self._pending = len(inner)
             self._again = []
         for key, future in inner.items():
-            future.add_done_callback(lambda f, k=key: self._answered(k, by_key.get(k, k), f))
+            future.add_done_callback(partial(self._answered, key, by_key.get(key, key)))
 
-    def _answered(self, key: Hashable, item: Any, future: Future) -> None:
+    def _answered(self, key: Hashable, item: Any, future: Future[Any]) -> None:
         error = future.exception()
         if error is None:
             self._settle(key, None, future.result())
@@ -173,21 +174,21 @@ class RetryingAdmin(ReleasedOnOwnThread, AdminClient):
     A request in flight keeps it alive: it is released on a thread of dr-stream's
     (`released_clients`), never on the background thread that answers the request."""
 
-    def __init__(self, conf: dict, cluster: str, waits: Waits = WAITS) -> None:
+    def __init__(self, conf: dict[str, Any], cluster: str, waits: Waits = WAITS) -> None:
         super().__init__(conf)
         self.cluster, self.waits = cluster, waits
 
-    def _each(self, call: str, method: Callable[..., Mapping[Any, Future]], items: Sequence[Any],
-              key: Callable[[Any], Hashable], shape: Callable[[list[Any]], Any], kwargs: dict,
-              budget_keys: tuple[str, ...] = ("request_timeout",)) -> dict[Hashable, Future]:
-        def issue(subset: list[Any], seconds: float) -> Mapping[Any, Future]:
+    def _each(self, call: str, method: Callable[..., Mapping[Any, Future[Any]]], items: Sequence[Any],
+              key: Callable[[Any], Hashable], shape: Callable[[list[Any]], Any], kwargs: dict[str, Any],
+              budget_keys: tuple[str, ...] = ("request_timeout",)) -> dict[Hashable, Future[Any]]:
+        def issue(subset: list[Any], seconds: float) -> Mapping[Any, Future[Any]]:
             again = {**kwargs, **{k: seconds for k in budget_keys if k in kwargs}}
             return method(shape(subset), **again)
 
         return _Retried(issue, items, key, _budget(kwargs, *budget_keys), self.cluster, call, self.waits).futures
 
-    def _single(self, call: str, method: Callable[..., Future], kwargs: dict) -> Future:
-        def issue(_: list[Any], seconds: float) -> Mapping[Hashable, Future]:
+    def _single(self, call: str, method: Callable[..., Future[Any]], kwargs: dict[str, Any]) -> Future[Any]:
+        def issue(_: list[Any], seconds: float) -> Mapping[Hashable, Future[Any]]:
             return {None: method(**({**kwargs, "request_timeout": seconds} if "request_timeout" in kwargs else kwargs))}
 
         return _Retried(issue, [None], lambda item: item, _budget(kwargs, "request_timeout"), self.cluster, call,
@@ -199,50 +200,50 @@ class RetryingAdmin(ReleasedOnOwnThread, AdminClient):
         return retried_call(lambda left: super(RetryingAdmin, self).list_topics(topic, timeout=left), budget,
                             self.cluster, "metadata", self.waits)
 
-    def describe_topics(self, topics: Any, **kwargs: Any) -> dict:  # type: ignore[override]
+    def describe_topics(self, topics: Any, **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         from confluent_kafka import TopicCollection
 
         names = list(topics.topic_names)
         return self._each("describe topics", super().describe_topics, names, lambda n: n, TopicCollection, kwargs)
 
-    def list_offsets(self, topic_partition_offsets: dict, **kwargs: Any) -> dict:  # type: ignore[override]
+    def list_offsets(self, topic_partition_offsets: dict[Any, Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("list offsets", super().list_offsets, list(topic_partition_offsets.items()),
                           lambda pair: pair[0], dict, kwargs)
 
-    def describe_configs(self, resources: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def describe_configs(self, resources: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("describe configs", super().describe_configs, resources, lambda r: r, list, kwargs)
 
-    def incremental_alter_configs(self, resources: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def incremental_alter_configs(self, resources: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("alter configs", super().incremental_alter_configs, resources, lambda r: r, list, kwargs)
 
-    def create_topics(self, new_topics: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def create_topics(self, new_topics: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("create topics", super().create_topics, new_topics, lambda t: t.topic, list, kwargs,
                           ("request_timeout", "operation_timeout"))
 
-    def delete_topics(self, topics: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def delete_topics(self, topics: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("delete topics", super().delete_topics, topics, lambda t: t, list, kwargs,
                           ("request_timeout", "operation_timeout"))
 
-    def describe_consumer_groups(self, group_ids: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def describe_consumer_groups(self, group_ids: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("describe groups", super().describe_consumer_groups, group_ids, lambda g: g, list, kwargs)
 
-    def delete_consumer_groups(self, group_ids: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def delete_consumer_groups(self, group_ids: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("delete groups", super().delete_consumer_groups, group_ids, lambda g: g, list, kwargs)
 
-    def create_acls(self, acls: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def create_acls(self, acls: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("create ACLs", super().create_acls, acls, lambda a: a, list, kwargs)
 
-    def delete_acls(self, acl_binding_filters: list, **kwargs: Any) -> dict:  # type: ignore[override]
+    def delete_acls(self, acl_binding_filters: list[Any], **kwargs: Any) -> dict[Hashable, Future[Any]]:  # type: ignore[override]
         return self._each("delete ACLs", super().delete_acls, acl_binding_filters, lambda a: a, list, kwargs)
 
-    def list_consumer_groups(self, **kwargs: Any) -> Future:  # type: ignore[override]
+    def list_consumer_groups(self, **kwargs: Any) -> Future[Any]:  # type: ignore[override]
         return self._single("list groups", super().list_consumer_groups, kwargs)
 
-    def describe_acls(self, acl_binding_filter: Any, **kwargs: Any) -> Future:  # type: ignore[override]
+    def describe_acls(self, acl_binding_filter: Any, **kwargs: Any) -> Future[Any]:  # type: ignore[override]
         return self._single("describe ACLs", lambda **kw: super(RetryingAdmin, self).describe_acls(
             acl_binding_filter, **kw), kwargs)
 
-    def describe_cluster(self, **kwargs: Any) -> Future:  # type: ignore[override]
+    def describe_cluster(self, **kwargs: Any) -> Future[Any]:  # type: ignore[override]
         return self._single("describe cluster", super().describe_cluster, kwargs)
 
 
@@ -250,7 +251,7 @@ class RetryingConsumer(Consumer):
     """A consumer whose look-ups (metadata, log ends, offsets by time, committed offsets) ride
     through a cluster settling; reading records is librdkafka's own business and unchanged."""
 
-    def __init__(self, conf: dict, cluster: str, waits: Waits = WAITS) -> None:
+    def __init__(self, conf: dict[str, Any], cluster: str, waits: Waits = WAITS) -> None:
         super().__init__(conf)
         self.cluster, self.waits = cluster, waits
         # a commit names no timeout: librdkafka's own bounds each attempt (socket.timeout.ms)
@@ -266,12 +267,12 @@ class RetryingConsumer(Consumer):
             lambda left: super(RetryingConsumer, self).get_watermark_offsets(partition, timeout=left, cached=cached),
             _budget({"timeout": timeout}, "timeout"), self.cluster, "log ends", self.waits)
 
-    def offsets_for_times(self, partitions: list, timeout: float | None = None) -> Any:
+    def offsets_for_times(self, partitions: list[Any], timeout: float | None = None) -> Any:
         return retried_call(lambda left: super(RetryingConsumer, self).offsets_for_times(partitions, timeout=left),
                             _budget({"timeout": timeout}, "timeout"), self.cluster, "offsets by time", self.waits,
                             _partition_errors)
 
-    def committed(self, partitions: list, timeout: float | None = None) -> Any:
+    def committed(self, partitions: list[Any], timeout: float | None = None) -> Any:
         return retried_call(lambda left: super(RetryingConsumer, self).committed(partitions, timeout=left),
                             _budget({"timeout": timeout}, "timeout"), self.cluster, "committed offsets", self.waits,
                             _partition_errors)

@@ -49,7 +49,7 @@ def _where(chain: list[BaseException]) -> str | None:
     for exc in chain:
         for note in getattr(exc, "__notes__", ()):
             if note.startswith("cluster "):
-                return note
+                return str(note)
     return None
 
 

@@ -26,7 +26,8 @@ from collections.abc import Callable
 
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.core.config import DrillConfig, FlowConfig
+from dr_stream.core.config import FlowConfig
+from dr_stream.core.monitoring_config import DrillConfig
 from dr_stream.kafka.acls import describe_acls
 from dr_stream.kafka.admin import copyable_configs_of, partition_counts
 from dr_stream.kafka.authorization import NotAuthorized, not_authorized

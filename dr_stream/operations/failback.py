@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
@@ -59,7 +60,7 @@ class FailbackReport:
     state_dir: str
     positions: Positions
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["positions"] = [p.as_dict() for p in self.positions.rows]
         return out
@@ -99,14 +100,14 @@ def _remaining_records(config: FlowConfig, admin: AdminClient) -> dict[str, int]
     return held
 
 
-def _lag(admin: AdminClient, topics: TopicFilter, progress: dict | None) -> int:
+def _lag(admin: AdminClient, topics: TopicFilter, progress: dict[str, Any] | None) -> int:
     """Records of the selected topics on `admin`'s cluster beyond what a query's progress read."""
     bounds = log_bounds(admin, matching_partitions(admin, topics))
     sources = progress["sources"] if progress else []
     return total_behind(bounds, {k: o for s in sources for k, o in spark_offsets(s["endOffset"]).items()})
 
 
-def _progress(spark: SparkSession, name: str):
+def _progress(spark: SparkSession, name: str) -> dict[str, Any] | None:
     query = next((q for q in spark.streams.active if q.name == name), None)
     return query.lastProgress if query else None
 

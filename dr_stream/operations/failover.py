@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.index import index_snapshot
@@ -45,7 +46,7 @@ class GroupPosition:
     translation: Translation
     action: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         # Every field is a plain value: a shallow copy is asdict's answer, without its deep copies
         # (a second a failover of 10,000 positions).
         return {**vars(self.translation), "action": self.action, "unreplicated": self.translation.unreplicated}

@@ -21,7 +21,7 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dr_stream.core.config import load_flow
 from dr_stream.exit_codes import ExitCode
@@ -88,7 +88,7 @@ def _released(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_held_record_commands(sub) -> None:
+def add_held_record_commands(sub: argparse._SubParsersAction[Any]) -> None:
     for name, retry, what in (
             ("skip", False, "let a partition held at a record the destination refused go on past it; the record "
                             "is recorded as a refused loss"),

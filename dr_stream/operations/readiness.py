@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
+from dr_stream.core.acl_mapping import Acl
 from dr_stream.core.lag import PartitionLag
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.positions import SyncOutcome
@@ -62,7 +64,7 @@ class Verdict:
     def failures(self) -> list[Check]:
         return [c for c in self.checks if c.failed]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"flow": self.flow, "ready": self.ready, "checks": [asdict(c) for c in self.checks],
                 "failures": [c.line() for c in self.failures]}
 
@@ -129,7 +131,8 @@ def _configs_check(topic: str, partitions: int, configs: tuple[dict[str, str] | 
     return Check("topics", topic, OK, f"{partitions} partitions, {len(theirs)} config overrides in step")
 
 
-def acl_check(flow: str, wanted: Iterable, there: Iterable, unmappable: Iterable[tuple], destination: str) -> Check:
+def acl_check(flow: str, wanted: Iterable[Acl], there: Iterable[Acl], unmappable: Iterable[tuple[Acl, str]],
+              destination: str) -> Check:
     """With `acls.enabled`: every ACL the source's call for (`acl_mapping`) is on the destination,
     and none is left out for want of a mapping (a principal would lose access at failover)."""
     missing = sorted(set(wanted) - set(there))
@@ -184,7 +187,7 @@ def lag_checks(lags: Iterable[PartitionLag], rpo_s: float) -> list[Check]:
     return out
 
 
-def translation_checks(latest: Iterable[Mapping], commits: Mapping[GroupPartition, int], now_s: float,
+def translation_checks(latest: Iterable[Mapping[str, Any]], commits: Mapping[GroupPartition, int], now_s: float,
                        max_age_s: float) -> list[Check]:
     """One check per group committed on the source (`commits`): each of its partitions has a
     recorded translation, by an exact method and not clamped, and the translation is current
@@ -212,7 +215,7 @@ def translation_checks(latest: Iterable[Mapping], commits: Mapping[GroupPartitio
             for g, p in sorted(by_group.items())]
 
 
-def failover_checks(rows: Iterable, refused: Mapping[str, str]) -> list[Check]:
+def failover_checks(rows: Iterable[Any], refused: Mapping[str, str]) -> list[Check]:
     """One check per group from a dry run of failover (`rows`: `failover.GroupPosition`s): every
     partition would be committed (or is already there), by an exact method; `refused`: group ->
     why the destination would refuse dr-stream's commit (its authorizer). Partitions with the

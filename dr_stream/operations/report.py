@@ -12,10 +12,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: importing failback would load Spark's Python side into every command
+    from dr_stream.core.lag import PartitionLag
     from dr_stream.operations.failback import FailbackReport
     from dr_stream.operations.failover import Positions
     from dr_stream.operations.readiness import Verdict
-    from dr_stream.operations.status import PartitionLag, TranslationAge
+    from dr_stream.operations.status import TranslationAge
 
 
 def format_positions(positions: Positions) -> str:
@@ -80,7 +81,7 @@ def format_failback(report: FailbackReport) -> str:
 
 
 def format_status(lags: list[PartitionLag], ages: list[TranslationAge]) -> str:
-    def cell(v) -> str:
+    def cell(v: object) -> str:
         return "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
 
     out = ["replication lag (topic partition: source log end, last copied origin offset, lag records, lag seconds)"]

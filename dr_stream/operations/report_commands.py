@@ -11,20 +11,28 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from dr_stream.core.config import load_flow
 from dr_stream.core.config_def import DURATION, milliseconds
 from dr_stream.exit_codes import ExitCode
 from dr_stream.kafka.cluster_context import FlowClusters
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def spark_for(config):
+    from dr_stream.core.config import FlowConfig
+    from dr_stream.operations.flow_tables import FlowTables
+
+
+
+def spark_for(config: FlowConfig) -> SparkSession:
     from dr_stream.runtime.session import command_spark
 
     return command_spark(config)
 
 
-def tables_of(config):
+def tables_of(config: FlowConfig) -> FlowTables:
     """The flow's tables, read without a JVM; Spark only where `deltalake` cannot open them."""
     from dr_stream.operations.flow_tables import FlowTables
 
@@ -112,7 +120,7 @@ def _losses(args: argparse.Namespace) -> int:
     return ExitCode.ATTENTION if losses else ExitCode.OK
 
 
-def _plot(config, path: str, minutes: float) -> int:
+def _plot(config: FlowConfig, path: str, minutes: float) -> int:
     import time
 
     from dr_stream.operations.lag_plot import draw_lag
@@ -128,7 +136,7 @@ def _plot(config, path: str, minutes: float) -> int:
     return 0
 
 
-def add_report_commands(sub) -> None:
+def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:
     status = sub.add_parser("status", help="replication lag per partition and translation age")
     status.add_argument("--config", required=True, help="the flow's YAML file")
     status.add_argument("--json", action="store_true", help="the result as JSON on stdout (progress lines on stderr)")

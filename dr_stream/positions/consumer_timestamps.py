@@ -199,7 +199,8 @@ class RecordTimestamps:
         for k in range(max(len(s) for s in spans.values())):
             span_ends = {tp: s[k] for tp, s in spans.items() if k < len(s)}
 
-            def take(tp: tuple[str, int], msg: Message, ends: dict = span_ends) -> bool:
+            def take(tp: tuple[str, int], msg: Message,
+                     ends: dict[tuple[str, int], tuple[int, int]] = span_ends) -> bool:
                 at = consumed.offset(msg)
                 if at in records[tp]:
                     found[(*tp, at)] = consumed.timestamp(msg)

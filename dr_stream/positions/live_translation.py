@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from dr_stream.core.config import OffsetsConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, UNKNOWN_TIMESTAMP
@@ -66,7 +67,7 @@ Key = tuple[str, str, int]
 IDLE_WAIT_S = 0.5
 
 
-def _outcome(source_offset: int, offset: int | None, method: str, note: str | None, action: str) -> tuple:
+def _outcome(source_offset: int, offset: int | None, method: str, note: str | None, action: str) -> tuple[Any, ...]:
     """What a translation log row says of a position: a translation is logged when this changes,
     whether it was made now or read back from the log at a restart."""
     return source_offset, offset, method, note, action
@@ -118,7 +119,7 @@ class LiveTranslation:
     _round_ended: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
     _arrived: dict[Key, float] = field(default_factory=dict)
-    _recorded: dict[Key, tuple] = field(default_factory=dict)
+    _recorded: dict[Key, tuple[Any, ...]] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _appended: int = 0  # rows appended to the log since its last compaction
     _compacted_at: float = field(default_factory=time.monotonic)
@@ -171,7 +172,7 @@ class LiveTranslation:
             self._source_groups = read
         self._wake.set()
 
-    def resume(self, rows: Iterable[dict]) -> int:
+    def resume(self, rows: Iterable[dict[str, Any]]) -> int:
         """Takes back, from the translation log's newest row per position, what a stopped run
         left undone: positions not final yet (translated again as the index advances) and
         positions whose sync failed (retried). Every row is taken as recorded, so a position

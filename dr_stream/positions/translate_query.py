@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -45,7 +46,7 @@ from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 TRIGGER_MS = 200
 
 
-def batch_commits(rows: list) -> tuple[list[GroupCommit], int]:
+def batch_commits(rows: list[Any]) -> tuple[list[GroupCommit], int]:
     """`newest_positions` rows -> the positions and the count of malformed records."""
     commits = [GroupCommit(p["group"], p["topic"], p["partition"], p["offset"],
                            UNKNOWN_TIMESTAMP if p["timestamp"] is None else p["timestamp"])

@@ -18,7 +18,7 @@ Invariant: compaction keeps every row a reader's query returns (`latest`, `last_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.gone_positions import GONE
@@ -115,7 +115,7 @@ class TranslationLog:
         records = [tuple(action if f == "action" else getattr(t, f) for f in names) for t, action in rows]
         self.appends.append(self.path, schema(), records, lambda: self._append_through_spark(records))
 
-    def _append_through_spark(self, records: list[tuple]) -> None:
+    def _append_through_spark(self, records: list[tuple[Any, ...]]) -> None:
         if self.spark is None:
             raise RuntimeError(f"{self.path}: the translation log is appended to through Spark here; no session given")
         from pyspark.sql import functions as F
@@ -134,7 +134,7 @@ class TranslationLog:
         are kept. None when there is no log yet."""
         return self._rewrite(self.path, _LIVE, schema().fieldNames())
 
-    def latest(self) -> list[dict]:
+    def latest(self) -> list[dict[str, Any]]:
         """The newest row per (group, topic, partition)."""
         return self.reads.query(self.path, _LATEST)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
 
@@ -104,7 +104,7 @@ class AclLedger:
         held = self._held if self._held is not None else set()
         self._held = held | set(acls) if created else held - set(acls)
 
-    def _through_spark(self, rows: list[tuple]) -> None:
+    def _through_spark(self, rows: list[tuple[Any, ...]]) -> None:
         if self.spark is None:
             raise RuntimeError(f"{self.path}: written through Spark here; no session given")
         from dr_stream.runtime.local_frame import local_frame

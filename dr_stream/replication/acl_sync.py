@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Set
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from confluent_kafka.admin import AdminClient
 
@@ -28,6 +29,10 @@ from dr_stream.kafka.group_offsets.consumer_groups import list_groups
 from dr_stream.replication.acl_ledger import AclLedger
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
+
+if TYPE_CHECKING:
+    from dr_stream.core.config import ClusterConfig
+
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,8 @@ class AclSync:
         self.on_pass(done)
         return done
 
-    def _apply(self, call, acls: Set[Acl], done: str, created: bool) -> tuple[Acl, ...]:
+    def _apply(self, call: Callable[[AdminClient, ClusterConfig, Set[Acl]], dict[Acl, Exception | None]],
+               acls: Set[Acl], done: str, created: bool) -> tuple[Acl, ...]:
         results = call(self.destination, self.config.destination, acls)
         ok = tuple(sorted(a for a, error in results.items() if error is None))
         self.ledger.record(set(ok), created)

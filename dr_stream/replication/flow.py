@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
+from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -90,7 +91,7 @@ Worker = tuple[str, Callable[[threading.Event], None]]
 
 class ReplicationFlow:
     def __init__(self, config: FlowConfig, spark: SparkSession, log: Callable[[str], None] | None = None,
-                 clock: PhaseClock | None = None, index_prefetch: Future | None = None,
+                 clock: PhaseClock | None = None, index_prefetch: Future[Any] | None = None,
                  clusters: FlowClusters | None = None) -> None:
         """`clock`: started by the caller before the Spark session, so the session counts as a
         start-up phase; `index_prefetch`: the offset index read without Spark while the session
@@ -442,7 +443,7 @@ class ReplicationFlow:
         if config.streaming.realtime:
             # Real-time mode emits each record as it arrives: Spark calls that the update mode.
             # (pyspark's type stubs do not know Spark 4.1's `realTime` trigger yet)
-            return writer.outputMode("update").trigger(  # type: ignore[call-overload]
+            return writer.outputMode("update").trigger(  # type: ignore[call-overload,no-any-return]
                 realTime=config.streaming.trigger_interval).start()
         self.metrics.trigger_set(self.trigger.trigger_ms)
         return (

@@ -269,7 +269,8 @@ class FlowMetrics(Collector):
             retried.add_metric([self.flow, cluster, error], count)
         yield retried
 
-    def _family(self, kind: type, name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:
+    def _family(self, kind: type[CounterMetricFamily] | type[GaugeMetricFamily], name: str, doc: str, label: str,
+                values: Mapping[str, float]) -> Metric:
         """One family of this flow's series, a series per `label` value."""
         family = kind(name, doc, labels=["flow", label])
         for key, value in sorted(values.items()):

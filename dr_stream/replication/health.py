@@ -12,6 +12,7 @@ Invariant: the rule is pure; every reason for 503 names the query or cluster it 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Health:
     ok: bool
     reasons: tuple[str, ...]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"status": "ok" if self.ok else "unhealthy", "reasons": list(self.reasons)}
 
 

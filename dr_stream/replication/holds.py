@@ -31,7 +31,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dr_stream.core.config import ClusterConfig, FlowConfig, sibling
 from dr_stream.replication.losses import KEPT_S, Loss, LossLedger, utc
@@ -92,7 +92,7 @@ class Hold:
         size = "size unknown" if self.size < 0 else f"{self.size} bytes"
         return f"{self.topic}[{self.partition}] held at offset {self.offset} ({size}): {self.reason}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "size": self.size,
                 "reason": self.reason, "held_at": self.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
 
@@ -195,7 +195,7 @@ class HoldTable:
     def holding(self, ledger: LossLedger) -> Holding:
         return holds_now(self.read(), ledger.read())
 
-    def append(self, spark, events: list[Hold]) -> None:
+    def append(self, spark: SparkSession, events: list[Hold]) -> None:
         if events:
             rows = [(h.topic, h.partition, h.offset, h.size, h.reason, h.at, h.event) for h in events]
             spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(self.path)

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -34,6 +35,10 @@ from dr_stream.loop_pace import LoopPace
 from dr_stream.positions import RecordTimestamps
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_history import encode, ensure_lag_topic, sample_of
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError, Message
+
 
 
 @dataclass
@@ -103,7 +108,7 @@ class LagSampler:
         self.metrics.lag_sampled(lags, down)
         return lags
 
-    def _delivered(self, error, _message) -> None:
+    def _delivered(self, error: KafkaError | None, _message: Message) -> None:
         """A sample the destination did not take is said, once per distinct error."""
         if error is not None and str(error) != self._undelivered:
             self._undelivered = str(error)

@@ -29,9 +29,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from dr_stream.runtime.delta_reads import DeltaReads
 from dr_stream.runtime.delta_upkeep import RETENTION_S, rewriter
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 
 Partition = tuple[str, int]
 CAUSES = ("retention", "topic-recreated", "offsets-rewound", "refused")
@@ -64,7 +69,7 @@ class Loss:
         return (f"{self.topic}[{self.partition}]: {count} lost ({self.cause}), offsets {offsets}, "
                 f"detected {self.detected_at:%Y-%m-%dT%H:%M:%SZ}")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "detected_at": self.detected_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
 
 
@@ -253,7 +258,7 @@ class LossLedger:
         """Per destination partition, its source partition's rewinds (`rewinds_of`)."""
         return rewinds_of(self.read(), remote_topic)
 
-    def append(self, spark, losses: list[Loss]) -> None:
+    def append(self, spark: SparkSession, losses: list[Loss]) -> None:
         if not losses:
             return
         rows = [(x.topic, x.partition, x.first_offset, x.last_offset, x.records, x.cause,
@@ -267,7 +272,7 @@ def utc(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
-def record_found(ledger: LossLedger, spark, found: list[Loss], log: Callable[[str], None],
+def record_found(ledger: LossLedger, spark: SparkSession, found: list[Loss], log: Callable[[str], None],
                  counted: Callable[[Loss], None]) -> list[Loss]:
     """Appends what of `found` the ledger does not hold yet, says each in one line and counts it;
     returns what it recorded."""

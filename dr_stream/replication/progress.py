@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pyspark.sql import SparkSession
 
@@ -28,7 +28,7 @@ class BatchRead:
     records: int
 
     @classmethod
-    def of(cls, source: Mapping, records: int) -> BatchRead:
+    def of(cls, source: Mapping[str, Any], records: int) -> BatchRead:
         return cls(spark_offsets(source.get("startOffset")), spark_offsets(source.get("endOffset")), records)
 
     @property
@@ -54,7 +54,7 @@ def durations(parts: dict[str, int] | None) -> str:
     return f"{total} ms ({shown})" if total is not None else shown
 
 
-def partitions_read(sources: list[dict]) -> int:
+def partitions_read(sources: list[dict[str, Any]]) -> int:
     """Source partitions from which a batch read at least one record."""
     read = 0
     for s in sources:
@@ -71,7 +71,7 @@ class Counted(Protocol):
     def unconfirmed_taken(self) -> dict[tuple[str, int], int]: ...
 
 
-def read_by_topic(sources: list[dict]) -> dict[str, int]:
+def read_by_topic(sources: list[dict[str, Any]]) -> dict[str, int]:
     """Records a batch read per topic: its source's end offsets minus its start offsets."""
     out: dict[str, int] = {}
     for s in sources:
@@ -113,7 +113,7 @@ class ProgressPrinter:
         if name == self.query_name:
             self._ids.add(query_id)
 
-    def batch_done(self, p: dict) -> None:
+    def batch_done(self, p: dict[str, Any]) -> None:
         """One batch's progress, as Spark's `StreamingQueryProgress.json` gives it."""
         if p.get("name") != self.query_name:
             return
@@ -175,7 +175,7 @@ class QueryProgress:
         if name == self.query_name:
             self._ids.add(query_id)
 
-    def batch_done(self, p: dict) -> None:
+    def batch_done(self, p: dict[str, Any]) -> None:
         if p.get("name") == self.query_name:
             self.batches += 1
             self.metrics.batch_done(self.query_name, {})
@@ -197,22 +197,22 @@ class _SparkEvents:
     def __init__(self, printers: tuple[ProgressPrinter | QueryProgress, ...]) -> None:
         self.printers = printers
 
-    def onQueryStarted(self, event) -> None:
+    def onQueryStarted(self, event: Any) -> None:
         query_id, name = event.id().toString(), event.name()
         for printer in self.printers:
             printer.query_started(query_id, name)
 
-    def onQueryProgress(self, event) -> None:
+    def onQueryProgress(self, event: Any) -> None:
         progress = json.loads(event.progress().json())
         for printer in self.printers:
             printer.batch_done(progress)
 
-    def onQueryIdle(self, event) -> None:
+    def onQueryIdle(self, event: Any) -> None:
         query_id = event.id().toString()
         for printer in self.printers:
             printer.query_idle(query_id)
 
-    def onQueryTerminated(self, event) -> None:
+    def onQueryTerminated(self, event: Any) -> None:
         pass
 
     class Java:

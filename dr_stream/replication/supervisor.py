@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StreamingQuery
 
@@ -34,6 +35,10 @@ from dr_stream.replication.progress import listen, unlisten
 from dr_stream.replication.query_start import QueryStart, active_query
 from dr_stream.runtime.jvm_classes import jvm_class
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
 # How long a stop waits for a running micro-batch, which would otherwise be replayed.
 STOP_GRACE_S = 30.0
 # How often a flow says what its clients waited for while a cluster settled (`kafka.waits`).
@@ -44,7 +49,7 @@ class SparkStopped(RuntimeError):
     """The flow's SparkContext stopped while the flow ran: nothing can be restarted in it."""
 
 
-def spark_running(spark) -> bool:
+def spark_running(spark: SparkSession) -> bool:
     """Whether the flow's SparkContext still runs. Under `spark-submit` the Python driver is a
     child of the JVM, which stops Spark when it is signalled and does not signal the driver: the
     driver learns of it only here, or as a query that failed, and must not take that failure for
@@ -60,12 +65,12 @@ def name_taken(error: BaseException) -> bool:
     return "with that name is already active" in str(error)
 
 
-def _error_line(error) -> str:
+def _error_line(error: BaseException | None) -> str:
     """The first line of a query's error: what failed, without the JVM's stack."""
     return first_line(error) if error and str(error).strip() else "query stopped"
 
 
-def _error_text(error) -> str:
+def _error_text(error: BaseException | None) -> str:
     """A query's error with the JVM's text of it (where a refused record's origin is told)."""
     return "" if error is None else f"{error}\n{getattr(error, '_stackTrace', '') or ''}"
 
@@ -272,11 +277,11 @@ def _line_style(flow: ReplicationFlow) -> tuple[str, bool]:
     return flow.config.name, writes_json()
 
 
-def _stop_class(spark):
+def _stop_class(spark: SparkSession) -> Any:
     return jvm_class(spark.sparkContext, "io.drstream.spark.StopBetweenBatches")
 
 
-def jvm_stopping(spark) -> bool:
+def jvm_stopping(spark: SparkSession) -> bool:
     """Whether the driver's JVM is shutting down (a signal reached it, not this process): the
     flow then stops as on its own signal, while Spark still runs (`StopBetweenBatches`)."""
     try:
@@ -285,7 +290,7 @@ def jvm_stopping(spark) -> bool:
         return False
 
 
-def release_jvm(spark) -> None:
+def release_jvm(spark: SparkSession) -> None:
     """The flow's stop is done: a JVM shutting down may stop Spark now."""
     try:
         _stop_class(spark).released()

@@ -36,7 +36,7 @@ class DeltaReads:
     fell_back: bool = field(default=False)
     _opened: dict[str, Any] = field(default_factory=dict)  # a deltalake DeltaTable, None (no table) or why not
 
-    def query(self, path: str, sql: str, latest: bool = False) -> list[dict]:
+    def query(self, path: str, sql: str, latest: bool = False) -> list[dict[str, Any]]:
         """`sql` over the table at `path`; `latest`: over its newest version, not the one this
         object read first (a running flow reads what it appended itself since)."""
         if latest:
@@ -62,7 +62,7 @@ class DeltaReads:
         columns = {name: result.column(name).to_pylist() for name in result.column_names}
         return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
-    def _through_spark(self, path: str, sql: str, why: str) -> list[dict]:
+    def _through_spark(self, path: str, sql: str, why: str) -> list[dict[str, Any]]:
         if self.spark is None:
             raise RuntimeError(f"{path}: cannot read without Spark: {why}")
         if not self.fell_back:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,7 +61,7 @@ class Rewritten:
     files_deleted: int
 
 
-def _delta_table(path: str):
+def _delta_table(path: str) -> Any:
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
@@ -104,7 +104,7 @@ def _quoted(column: str) -> str:
     return f'"{column}"'
 
 
-def _rows(table) -> int:
+def _rows(table: Any) -> int:
     """Rows of the table's version, from the log's per-file statistics (no data is read)."""
     actions = table.get_add_actions(flatten=True)
     return int(sum(v or 0 for v in actions.column("num_records").to_pylist()))
@@ -116,7 +116,7 @@ def vacuum(path: str) -> list[str]:
     if table is None:
         return []
     # No hours given: the table's own deletedFileRetentionDuration, which may be under an hour.
-    return table.vacuum(retention_hours=None, dry_run=False, enforce_retention_duration=False)
+    return list(table.vacuum(retention_hours=None, dry_run=False, enforce_retention_duration=False))
 
 
 def rewrite_through_spark(spark: SparkSession, path: str, keep_sql: str, columns: list[str],

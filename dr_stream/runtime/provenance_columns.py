@@ -48,7 +48,7 @@ def provenance_entries(header: str) -> Column:
     return JvmColumn(_record_path_columns().provenanceEntries(header, headers["key"]._jc, headers["value"]._jc))
 
 
-def _record_path_columns():
+def _record_path_columns() -> Any:
     """dr-stream's Java functions of the record path (jvm/: io.drstream.spark.RecordPathColumns)."""
     return jvm_class(None, "io.drstream.spark.RecordPathColumns")
 

@@ -9,7 +9,7 @@ Spark and Delta use to write them.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dr_stream.runtime.jvm_classes import jvm_class, jvm_view
 
@@ -43,7 +43,7 @@ def require_shared(flow: FlowConfig) -> None:
                 f"runs on another node, so give a shared URI (e.g. hdfs://NAMENODE:8020/dr-stream/{flow.name}/{directory})")
 
 
-def qualified(spark: SparkSession, uri: str):
+def qualified(spark: SparkSession, uri: str) -> tuple[Any, Any]:
     """(Hadoop Path made absolute with its scheme, its FileSystem); a relative path is under the cwd."""
     path = jvm_class(spark.sparkContext, "org.apache.hadoop.fs.Path")(uri.rstrip("/") or "/")
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())

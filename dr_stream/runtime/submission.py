@@ -40,7 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +84,7 @@ class Target:
         return cls(**found)
 
 
-def _pairs(options: list[str], names: set[str]):
+def _pairs(options: list[str], names: set[str]) -> Iterator[tuple[str, str]]:
     """(option, value) for each `--opt value` and `--opt=value` among spark-submit options whose
     option is in `names` (options outside it may take no value, like `--verbose`)."""
     i = 0

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -91,7 +91,8 @@ METADATA_READS = 3
 UNREADABLE_METADATA = "\ufffd"
 
 
-def committed_readably(read: Callable[[], Iterable]) -> tuple[dict[tuple[str, int], Committed], list[tuple[str, int]]]:
+def committed_readably(read: Callable[[], Iterable[Any]]
+                       ) -> tuple[dict[tuple[str, int], Committed], list[tuple[str, int]]]:
     """The committed offsets `read` returns (a list of TopicPartition), read again while a
     metadata does not decode, up to `METADATA_READS` reads; and the partitions whose metadata
     never did."""
@@ -105,7 +106,7 @@ def committed_readably(read: Callable[[], Iterable]) -> tuple[dict[tuple[str, in
              for key, (offset, metadata) in got.items()}, unreadable)
 
 
-def _metadata(tp) -> str | None:
+def _metadata(tp: TopicPartition) -> str | None:
     try:
         return tp.metadata or ""
     except UnicodeDecodeError:
@@ -147,7 +148,7 @@ def authorized_operations(admin: AdminClient, groups: Iterable[str],
     return out
 
 
-def _described(group: str, future: Future, timeout: float) -> tuple[str, int] | Exception:
+def _described(group: str, future: Future[Any], timeout: float) -> tuple[str, int] | Exception:
     try:
         # librdkafka ends the request itself at `timeout` with the broker's last answer
         # (COORDINATOR_NOT_AVAILABLE, ...); waiting a little longer lets that answer through.
@@ -176,7 +177,7 @@ def _code(exc: KafkaException) -> int | None:
     return exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
 
 
-def _state(described) -> tuple[str, int]:
+def _state(described: Any) -> tuple[str, int]:
     return group_state(described.state.name if described.state is not None else "UNKNOWN",
                        len(described.members or []))
 

@@ -19,7 +19,7 @@ authorizer's refusal becomes the one `NotAuthorized` line naming cluster, group 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.kafka.authorization import not_authorized
@@ -58,7 +58,7 @@ def commit_failures(cluster: ClusterConfig, failed: Iterable[tuple[str, str]]) -
 class GroupOffsets:
     """A Java admin client for one cluster, built by `dr_stream.kafka.clients.group_offsets`."""
 
-    def __init__(self, cluster: ClusterConfig, java_client, timeout_s: float = 15.0) -> None:
+    def __init__(self, cluster: ClusterConfig, java_client: Any, timeout_s: float = 15.0) -> None:
         self.cluster = cluster
         self._client = java_client
         self._timeout_ms = int(timeout_s * 1000)

@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -134,7 +134,7 @@ class Kafka4Groups:
     def __init__(self, clusters: Iterable[ClusterConfig], timeout_s: float = 15.0) -> None:
         self.clusters = {c.alias: c for c in clusters}
         self.timeout_s = timeout_s
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[str] | None = None
         self._answers: queue.Queue[str | None] = queue.Queue()
         self._lock = threading.Lock()
 
@@ -226,7 +226,7 @@ class Kafka4Groups:
             self._stop()
 
 
-def _forward(stream, to) -> None:
+def _forward(stream: Iterable[str], to: Callable[[str | None], None]) -> None:
     for line in stream:
         to(line.rstrip("\n"))
     to(None)
