@@ -77,8 +77,8 @@ def summary(results: dict[str, list[ToolResult]], reference: str = MM2) -> str:
                 continue
             median = statistics.median(values)
             cell = f"{median:{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
-            if arm != reference and ref[metric]:
-                cell += f" {median / ref[metric]:.2f}x"
+            if arm != reference and (against := ref[metric]):
+                cell += f" {median / against:.2f}x"
             cells.append(cell)
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     better = ", ".join(f"{m}: {d}" for m, (_, _, d) in METRICS.items())

@@ -195,7 +195,6 @@ def _memory(age: Age, flow: Replicator, states: list[dict[str, tuple[int, int]]]
     """The started flow's peak resident memory over its window, and its JVM's live heap now; the
     state on disk, the mean of the window's looks."""
     cost, proc = flow.cost, flow.proc
-    assert cost is not None and proc is not None  # started
     cost.sample()
     age.peak_rss_mib = cost.peak_rss / 2**20
     age.live_heap_mib = live_heap_mib(proc.pid)

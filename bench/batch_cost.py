@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 
@@ -197,7 +198,7 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def summary(runs: list[Run]) -> list[dict]:
+def summary(runs: list[Run]) -> list[dict[str, Any]]:
     """A row per partition count: medians over repeats (cold) and over every warm batch."""
     rows = []
     for n in sorted({r.partitions for r in runs}):
@@ -221,7 +222,7 @@ def summary(runs: list[Run]) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict], runs: list[Run], when: str, png: str) -> str:
+def markdown(rows: list[dict[str, Any]], runs: list[Run], when: str, png: str) -> str:
     lines = [
         f"# Micro-batch cost per source partition ({when})",
         "",
@@ -249,7 +250,7 @@ def markdown(rows: list[dict], runs: list[Run], when: str, png: str) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict], png: Path) -> None:
+def plot(rows: list[dict[str, Any]], png: Path) -> None:
     with figure(png) as ax:
         n = [r["partitions"] for r in rows]
         ax.plot(n, [r["cold_s"] for r in rows], "o-", label="cold batch (new process)")

@@ -22,7 +22,7 @@ import re
 import signal
 import subprocess
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +79,7 @@ def snapshot(root: int) -> tuple[Threads, Processes]:
     return threads, processes
 
 
+CpuSeconds = dict[str, float]  # component -> CPU-seconds
 Sampled = dict[int, Counter[tuple[str, tuple[str, ...]]]]  # tid -> (thread name, root-first stack) -> samples
 
 
@@ -111,12 +112,12 @@ def read_py_spy(lines: list[str]) -> Sampled:
 
 
 def attribute(before: tuple[Threads, Processes], after: tuple[Threads, Processes], sampled: Sampled
-              ) -> Counter[str]:
+              ) -> CpuSeconds:
     """CPU-seconds per component over the phase from `before` to `after` (pure: the rule of the module doc)."""
-    out: Counter[str] = Counter()
+    out: defaultdict[str, float] = defaultdict(float)
     threads_before, processes_before = before
     threads_after, processes_after = after
-    living: Counter[int] = Counter()
+    living: defaultdict[int, float] = defaultdict(float)
     for (pid, tid), now in threads_after.items():
         was = threads_before.get((pid, tid))
         spent = now.cpu_s - (was.cpu_s if was else 0.0)
@@ -137,7 +138,7 @@ def attribute(before: tuple[Threads, Processes], after: tuple[Threads, Processes
         ended = cpu - processes_before.get(pid, (kind, 0.0))[1] - living[pid]
         if ended > 0.05:
             out[f"{kind}: {ENDED}"] += ended
-    return out
+    return dict(out)
 
 
 @dataclass
@@ -184,12 +185,19 @@ class Profiler:
     tool: str
     out: Path
     phases: list[Phase] = field(default_factory=list)
-    replicator: Replicator | None = None
-    _spy: subprocess.Popen | None = None
+    _replicator: Replicator | None = None
+    _spy: subprocess.Popen[bytes] | None = None
 
     def started(self, replicator: Replicator) -> None:
-        self.replicator = replicator
+        self._replicator = replicator
         self.out.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def replicator(self) -> Replicator:
+        """What is profiled, once `started` was told."""
+        if self._replicator is None:
+            raise RuntimeError(f"{self.tool}: profiler not started")
+        return self._replicator
 
     def mark(self, phase: str) -> None:
         self._end_phase()

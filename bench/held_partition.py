@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import TopicPartition
 
@@ -40,6 +41,7 @@ from bench.trickle import PER_TOPIC, Trickle
 from bench.workloads import create_topics, percentile, wait_topic
 from dr_stream.background import Background
 from dr_stream.core.config import ClusterConfig
+from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import admin, clients
 from dr_stream.runtime.paths import project_root
 
@@ -60,7 +62,7 @@ class Window:
 class TimedTrickle(Trickle):
     """The trickle, its consumer keeping each record's partition as well."""
 
-    def __init__(self, *args) -> None:
+    def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.timed: list[tuple[str, int, float, float]] = []  # (topic, partition, sent at, latency ms)
 
@@ -74,8 +76,9 @@ class TimedTrickle(Trickle):
             while not self.stop.is_set():
                 msg = consumer.poll(0.1)
                 if msg is not None and msg.error() is None and len(msg.value() or b"") >= 8:
-                    sent_ns = struct.unpack(">q", msg.value()[:8])[0]
-                    self.timed.append((msg.topic(), msg.partition(), sent_ns / 1e9, (time.time_ns() - sent_ns) / 1e6))
+                    sent_ns = struct.unpack(">q", (msg.value() or b"")[:8])[0]
+                    self.timed.append((msg.topic() or "", msg.partition() or 0, sent_ns / 1e9,
+                                       (time.time_ns() - sent_ns) / 1e6))
         finally:
             consumer.close()
 
@@ -91,7 +94,8 @@ def wait_for_line(log_file: Path, text: str, after: int, timeout_s: float = 180)
     raise TimeoutError(f"{log_file}: no {text!r} within {timeout_s:g} s")
 
 
-def measure(args: argparse.Namespace, source, target, work: Path, logs: Path) -> list[Window]:
+def measure(args: argparse.Namespace, source: LocalCluster, target: LocalCluster, work: Path,
+            logs: Path) -> list[Window]:
     topics = [f"held.t{i:03d}" for i in range(max(1, args.partitions // PER_TOPIC))]
     create_topics(source.bootstrap, {t: PER_TOPIC for t in topics})
     admin.create_topic(clients.admin(ClusterConfig(target.alias, target.bootstrap)), topics[0], PER_TOPIC,

@@ -20,8 +20,12 @@ import shutil
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dr_stream.runtime.paths import cache_dir
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "aging"
@@ -54,7 +58,7 @@ def build(path: Path, partitions: int, rows: int, seed: int = 11) -> None:
         written += len(batch)
 
 
-def timed_keep(source: Path, work: Path, spark=None) -> tuple[float, int, int]:
+def timed_keep(source: Path, work: Path, spark: SparkSession | None = None) -> tuple[float, int, int]:
     from dr_stream.index.index_table import RUN_SCHEMA
     from dr_stream.index.kept_runs import kept_runs_sql
     from dr_stream.runtime.delta_upkeep import rewrite, rewrite_through_spark

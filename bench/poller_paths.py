@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka.admin import NewTopic
@@ -96,6 +97,19 @@ def _commit(offsets: GroupOffsets, groups: list[str], at: Callable[[int, int], i
     return {(g, t, p): o for g, w in wanted.items() for (t, p), o in w.items()}
 
 
+def _offset_of(generation: int, group: int, partition: int) -> int:
+    """Where group `group` commits `partition` in round `generation`: a new offset each round."""
+    return (group * 7 + partition + generation * 37) % RECORDS + 1
+
+
+def _moved_wall_s(share: str, run: PathRun) -> list[float]:
+    return [run.moved[share].wall_s]
+
+
+def _moved_cpu_s(share: str, run: PathRun) -> list[float]:
+    return [run.moved[share].cpu_s]
+
+
 def _round(poller: CommittedOffsetPoller, cpu: Cpu) -> Figure:
     wall, used = time.monotonic(), cpu.now()
     poller.poll_once()
@@ -131,7 +145,7 @@ def _run_path(path: str, cluster: LocalCluster, jvm: BenchJvm, groups: list[str]
         log(f"  {path}: idle round median {statistics.median(f.wall_s for f in run.idle):.3f} s")
         for share, moving in (("10%", groups[: len(groups) // 10]), ("100%", groups)):
             generation += 1
-            wanted = _commit(committer, moving, lambda i, p, g=generation: (i * 7 + p + g * 37) % RECORDS + 1)
+            wanted = _commit(committer, moving, partial(_offset_of, generation))
             run.moved[share] = _until_reported(poller, cpu, wanted)
             log(f"  {path}: {share} of groups moved -> all reported in {run.moved[share].wall_s:.2f} s "
                 f"({run.moved[share].rounds} rounds)")
@@ -147,15 +161,15 @@ def markdown(runs: list[PathRun], groups: int, repeat: int, machine: str) -> str
             return "-"
         return f"{statistics.median(values):{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
 
-    rows = [
+    rows: list[tuple[str, Callable[[PathRun], list[float]]]] = [
         ("first round, s", lambda r: [r.first.wall_s] if r.first else []),
         ("first round, CPU-s", lambda r: [r.first.cpu_s] if r.first else []),
         ("idle round, s (median of 10)", lambda r: [statistics.median(f.wall_s for f in r.idle)]),
         ("idle round, CPU-s (median of 10)", lambda r: [statistics.median(f.cpu_s for f in r.idle)]),
     ]
     for share in ("10%", "100%"):
-        rows += [(f"{share} of groups commit -> all reported, s", lambda r, s=share: [r.moved[s].wall_s]),
-                 (f"{share} of groups commit -> all reported, CPU-s", lambda r, s=share: [r.moved[s].cpu_s])]
+        rows += [(f"{share} of groups commit -> all reported, s", partial(_moved_wall_s, share)),
+                 (f"{share} of groups commit -> all reported, CPU-s", partial(_moved_cpu_s, share))]
     lines = [f"# Group poller: `__consumer_offsets` vs admin path, {groups} groups x {PARTITIONS} partitions",
              "", f"{machine}; {repeat} runs per path, alternating; median [min-max].", "",
              "| | " + " | ".join(PATHS) + " |", "|---|" + "---|" * len(PATHS)]

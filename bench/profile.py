@@ -20,12 +20,11 @@ import re
 import shutil
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 from bench import run as bench_run
 from bench import workloads
-from bench.cpu_profile import Profiler, Sampled, attribute
+from bench.cpu_profile import CpuSeconds, Profiler, Sampled, attribute
 from bench.flame_graph import flame_graph_svg
 from bench.report import MM2, TOOLS
 from bench.workloads import Size
@@ -59,7 +58,7 @@ MIN_SHARE = 0.01
 OTHER = "other components, each under 1% in every replicator"
 
 
-def _table(by_tool: dict[str, Counter[str]], seconds: dict[str, float], size: Size, phase: str) -> list[str]:
+def _table(by_tool: dict[str, CpuSeconds], seconds: dict[str, float], size: Size, phase: str) -> list[str]:
     tools = list(by_tool)
     per = "1,000 records" if phase == "catch-up" else "1,000 records sent"
     lines = [f"| component | {' | '.join(f'{t}: CPU-s (share)' for t in tools)} |",
@@ -69,8 +68,8 @@ def _table(by_tool: dict[str, Counter[str]], seconds: dict[str, float], size: Si
 
     components = sorted({c for cpu in by_tool.values() for c in cpu}, key=lambda c: -share(c))
     small = [c for c in components if share(c) < MIN_SHARE]
-    by_tool = {t: Counter({**{c: s for c, s in cpu.items() if c not in small},
-                           OTHER: sum(s for c, s in cpu.items() if c in small)}) for t, cpu in by_tool.items()}
+    by_tool = {t: {**{c: s for c, s in cpu.items() if c not in small},
+                   OTHER: sum(s for c, s in cpu.items() if c in small)} for t, cpu in by_tool.items()}
     for component in [c for c in components if c not in small] + [OTHER]:
         cells = []
         for tool in tools:
@@ -96,7 +95,7 @@ def run(size: Size, out: Path, label: str, tools: list[str], log: Log) -> Path:
     figures.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     source = LocalCluster("bench-src", PORTS[0], work / "src")
-    cpu: dict[str, dict[str, Counter[str]]] = {phase: {} for phase in REPORTED}
+    cpu: dict[str, dict[str, CpuSeconds]] = {phase: {} for phase in REPORTED}
     seconds: dict[str, dict[str, float]] = {phase: {} for phase in REPORTED}
     whole: dict[str, float] = {}
     try:
@@ -122,7 +121,7 @@ def run(size: Size, out: Path, label: str, tools: list[str], log: Log) -> Path:
                     if sampled:
                         svg = flame_graph_svg(flame_stacks(sampled), f"{tool}, {phase.name}: {kind}")
                         (figures / f"{slug}-{phase.name}-{kind}.svg").write_text(svg)
-                top = cpu[phase.name][tool].most_common(3)
+                top = sorted(cpu[phase.name][tool].items(), key=lambda item: -item[1])[:3]
                 log(f"  {tool}, {phase.name}: {sum(cpu[phase.name][tool].values()):,.1f} CPU-s in "
                     f"{phase.seconds:,.1f} s; most: " + ", ".join(f"{c} {s:,.1f}" for c, s in top))
     finally:
@@ -137,7 +136,7 @@ def run(size: Size, out: Path, label: str, tools: list[str], log: Log) -> Path:
     return report
 
 
-def markdown(cpu: dict[str, dict[str, Counter[str]]], seconds: dict[str, dict[str, float]],
+def markdown(cpu: dict[str, dict[str, CpuSeconds]], seconds: dict[str, dict[str, float]],
              whole: dict[str, float], size: Size, name: str, when: str) -> str:
     lines = [f"# Where the CPU goes: {name}", "",
              f"Recorded {when} by `make profile` (bench/profile.py): `make bench`'s workloads "

@@ -126,26 +126,40 @@ class Replicator:
     command: list[str]
     env: dict[str, str]
     log_file: Path
-    proc: subprocess.Popen | None = None
-    cost: CostSampler | None = None
     started_at: float = 0.0
+    _proc: subprocess.Popen[bytes] | None = None
+    _cost: CostSampler | None = None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes]:
+        """The replicator's process, once `start` ran."""
+        if self._proc is None:
+            raise RuntimeError(f"{self.name}: not started")
+        return self._proc
+
+    @property
+    def cost(self) -> CostSampler:
+        """The sampler of the process tree's CPU and memory, once `start` ran."""
+        if self._cost is None:
+            raise RuntimeError(f"{self.name}: not started")
+        return self._cost
 
     def start(self) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
-            self.proc = subprocess.Popen(self.command, env={**os.environ, **self.env}, stdout=log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, cwd=project_root())
+            self._proc = subprocess.Popen(self.command, env={**os.environ, **self.env}, stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True, cwd=project_root())
         self.started_at = time.monotonic()
-        self.cost = CostSampler(self.proc.pid).start()
+        self._cost = CostSampler(self._proc.pid).start()
 
     def check_alive(self) -> None:
-        if self.proc is not None and self.proc.poll() is not None:
+        if self._proc is not None and self._proc.poll() is not None:
             raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_file}")
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM (both stop cleanly on it), SIGKILL to the tree after `timeout`."""
-        if self.proc is None or self.proc.poll() is not None:
+        if self._proc is None or self._proc.poll() is not None:
             return
         self.cost.stop()
         tree = process_tree(self.proc.pid)

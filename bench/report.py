@@ -13,6 +13,7 @@ import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from bench.failover_time import FailoverTimes
@@ -84,19 +85,28 @@ def _ratio(a: list[float], b: list[float]) -> str:
     return f"{shown} ({min(pairs):.2f}-{max(pairs):.2f})" if pairs else shown
 
 
+def _records_per_cpu_s(result: ToolResult) -> float | None:
+    if not result.catch_up or not result.catch_up_cpu_seconds:
+        return None
+    return result.catch_up.records / result.catch_up_cpu_seconds
+
+
+def _latency(q: int, result: ToolResult) -> float | None:
+    return percentile(result.latencies, q) if result.latencies else None
+
+
 def _metrics(size: Size) -> list[tuple[str, Metric, str, str]]:
     """(label, value of one run, format, which direction is better)."""
     out: list[tuple[str, Metric, str, str]] = [
         ("catch-up: seconds from start until every record is on the destination",
-         lambda r: r.catch_up and r.catch_up.seconds_from_start, ".1f", "lower"),
-        ("catch-up: records/s while copying", lambda r: r.catch_up and r.catch_up.records_per_s, ",.0f", "higher"),
-        ("catch-up: MB/s while copying", lambda r: r.catch_up and r.catch_up.mb_per_s, ".1f", "higher"),
-        ("catch-up: records copied per CPU-second", lambda r: r.catch_up and r.catch_up_cpu_seconds
-         and r.catch_up.records / r.catch_up_cpu_seconds, ",.0f", "higher"),
+         lambda r: r.catch_up.seconds_from_start if r.catch_up else None, ".1f", "lower"),
+        ("catch-up: records/s while copying", lambda r: r.catch_up.records_per_s if r.catch_up else None, ",.0f",
+         "higher"),
+        ("catch-up: MB/s while copying", lambda r: r.catch_up.mb_per_s if r.catch_up else None, ".1f", "higher"),
+        ("catch-up: records copied per CPU-second", _records_per_cpu_s, ",.0f", "higher"),
     ]
     for q in (50, 95, 99):
-        out.append((f"steady: end-to-end latency p{q} (ms)",
-                    lambda r, q=q: percentile(r.latencies, q) if r.latencies else None, ",.0f", "lower"))
+        out.append((f"steady: end-to-end latency p{q} (ms)", partial(_latency, q), ",.0f", "lower"))
     out.append(("steady: records received", lambda r: len(r.latencies), ",.0f", "equal to sent"))
     for lag in size.lags:
         label = "at the head" if lag == 0 else f"{lag:,} behind"
@@ -122,7 +132,7 @@ def _final_row(runs: Runs, lag: int) -> list[str]:
     """'yes 3/3': how many runs synced the final offset first."""
     cells = []
     for tool in TOOLS:
-        outcomes = [r.group(lag).first_was_final for r in runs.get(tool, []) if r.group(lag)]
+        outcomes = [outcome.first_was_final for r in runs.get(tool, []) if (outcome := r.group(lag))]
         known = [o for o in outcomes if o is not None]
         cells.append("-" if not known else f"{'yes' if all(known) else 'no'} {sum(known)}/{len(known)}")
     return cells
@@ -169,10 +179,9 @@ def rows(runs: Runs, size: Size) -> list[list[str]]:
 def long_rows(long: dict[str, ToolResult]) -> list[list[str]]:
     """[metric, one cell per tool in TOOLS, one per ratio in RATIOS, better] rows of the long catch-up."""
     metrics: list[tuple[str, Metric, str, str]] = [
-        ("records/s while copying", lambda r: r.catch_up and r.catch_up.records_per_s, ",.0f", "higher"),
+        ("records/s while copying", lambda r: r.catch_up.records_per_s if r.catch_up else None, ",.0f", "higher"),
         ("CPU-seconds, first record copied -> all copied", lambda r: r.catch_up_cpu_seconds, ",.1f", "lower"),
-        ("records copied per CPU-second", lambda r: r.catch_up and r.catch_up_cpu_seconds
-         and r.catch_up.records / r.catch_up_cpu_seconds, ",.0f", "higher"),
+        ("records copied per CPU-second", _records_per_cpu_s, ",.0f", "higher"),
         ("peak RSS (MiB)", lambda r: r.peak_rss / 2**20, ",.0f", "lower"),
     ]
     runs = {tool: [result] for tool, result in long.items()}
@@ -247,7 +256,7 @@ def plot(runs: Runs, path: Path) -> None:
     cdf.set_title("steady load: latency CDF")
     cdf.grid(True, which="both", alpha=0.3)
     cdf.legend()
-    rates = [_values(runs[t], lambda r: r.catch_up and r.catch_up.records_per_s) or [0.0] for t in tools]
+    rates = [_values(runs[t], lambda r: r.catch_up.records_per_s if r.catch_up else None) or [0.0] for t in tools]
     medians = [statistics.median(v) for v in rates]
     pairs = list(zip(medians, rates, strict=True))
     spread = [[m - min(v) for m, v in pairs], [max(v) - m for m, v in pairs]]

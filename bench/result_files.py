@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.runtime.paths import cache_dir
@@ -65,7 +66,7 @@ def write_aging(name: str, data: object, markdown: str) -> Path:
 
 
 @contextmanager
-def figure(png: Path, size: tuple[float, float] = (7, 4), grid: bool = True, columns: int = 1) -> Iterator:
+def figure(png: Path, size: tuple[float, float] = (7, 4), grid: bool = True, columns: int = 1) -> Iterator[Any]:
     """An Agg figure's axes (a tuple of them with `columns` > 1); on leaving, each one's legend,
     a tight layout, and the file written."""
     import matplotlib

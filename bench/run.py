@@ -229,8 +229,9 @@ def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, ta
 # Not in `make bench`: `make profile` runs it to see what MirrorMaker 2 at the brokers' version
 # does cheaper than the 3.x one on the same clusters.
 MM2_COMPAT = "MirrorMaker 2 3.x"
-RUNNERS = {DR: _dr_stream, DR_RT: _dr_stream, PLAIN: _plain_spark, MM2: _mirror_maker,
-           MM2_COMPAT: functools.partial(_mirror_maker, compat=True)}
+RUNNERS: dict[str, Callable[..., ToolResult]] = {
+    DR: _dr_stream, DR_RT: _dr_stream, PLAIN: _plain_spark, MM2: _mirror_maker,
+    MM2_COMPAT: functools.partial(_mirror_maker, compat=True)}
 
 
 def _order(repeat: int, tools: list[str]) -> list[str]:

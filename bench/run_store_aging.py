@@ -23,15 +23,20 @@ import json
 import random
 import time
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.result_files import write_aging
+
+if TYPE_CHECKING:
+    from dr_stream.index.run_store import Run, RunStore
 
 HERE = Path(__file__).resolve().parent
 RUNS_PER_DAY = 86_400 * 1_000  # one transaction a second on each of 1,000 partitions
 
 
-def transactions(partitions: int, runs: int, seed: int = 7):
+def transactions(partitions: int, runs: int, seed: int = 7) -> Iterator[Run]:
     """Runs as a transactional source's copies are reported: per partition, each transaction's
     records contiguous on the destination, one source offset (its marker) between two."""
     from dr_stream.index.run_store import Run
@@ -48,7 +53,7 @@ def transactions(partitions: int, runs: int, seed: int = 7):
         dest[p] += n
 
 
-def measure(partitions: int, runs: int, lookups: int = 10_000) -> dict:
+def measure(partitions: int, runs: int, lookups: int = 10_000) -> dict[str, Any]:
     from dr_stream.index.run_store import RunStore
 
     tracemalloc.start()
@@ -76,7 +81,7 @@ def measure(partitions: int, runs: int, lookups: int = 10_000) -> dict:
             "estate_hours": round(runs / RUNS_PER_DAY * 24, 2), **spanned}
 
 
-def out_of_order_lookups(store, partitions: int, ends: dict[int, int], asks: list[tuple[int, int]]) -> float:
+def out_of_order_lookups(store: RunStore, partitions: int, ends: dict[int, int], asks: list[tuple[int, int]]) -> float:
     """The same lookups once every partition's key holds a run out of origin order (a restart
     copied a transaction's records, left out by a failed write, after records past them), in a
     store of their own: seconds for them all."""
@@ -95,7 +100,7 @@ def out_of_order_lookups(store, partitions: int, ends: dict[int, int], asks: lis
     return time.perf_counter() - began
 
 
-def in_spans(store, ends: dict[int, int]) -> dict:
+def in_spans(store: RunStore, ends: dict[int, int]) -> dict[str, Any]:
     """The store after the flow's upkeep with every group at its partition's newest run (the
     floor): its runs below joined into spans (`index.spans`), and what it holds then."""
     from dataclasses import replace
@@ -114,7 +119,7 @@ def in_spans(store, ends: dict[int, int]) -> dict:
     return {"spanned_held": len(rebuilt), "spanned_mib": round(held / 2**20, 2), "span_s": round(span_s, 2)}
 
 
-def report(rows: list[dict], partitions: int) -> str:
+def report(rows: list[dict[str, Any]], partitions: int) -> str:
     lines = [f"# The run store when copies never continue each other ({partitions:,} partitions)", "",
              "One run per transaction (a commit marker between two), as a flow's feed adds them; `add s` is "
              "timed under tracemalloc, which slows allocation several times.", "",

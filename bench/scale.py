@@ -76,7 +76,7 @@ def _mirror_maker(work: Path, source: LocalCluster, target: LocalCluster, log_fi
 
 
 STARTERS = {DR: _dr_stream, MM2: _mirror_maker}
-RENAMES = {DR: str, MM2: lambda t: f"src.{t}"}
+RENAMES: dict[str, Callable[[str], str]] = {DR: str, MM2: lambda t: f"src.{t}"}
 
 
 def _rounds(run: Run) -> Callable[[], None]:

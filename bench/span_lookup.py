@@ -29,6 +29,7 @@ import statistics
 import time
 from bisect import bisect_left
 from pathlib import Path
+from typing import Any
 
 from bench.result_files import write_aging
 from bench.workloads import bench_cluster
@@ -56,7 +57,7 @@ def write_copies(bootstrap: str, records: int, seed: int = 5) -> list[int]:
     try:
         for _ in range(records):
             entry = {"cluster": SOURCE_ID, "topic": "orders", "partition": 0, "offset": origin, "timestamp": 0}
-            headers = [(HEADER, json.dumps(entry).encode())]
+            headers: list[tuple[str, str | bytes | None]] = [(HEADER, json.dumps(entry).encode())]
             try:
                 producer.produce("orders", value, partition=0, headers=headers)
             except BufferError:  # the local queue is full: let deliveries drain it
@@ -75,7 +76,7 @@ def write_copies(bootstrap: str, records: int, seed: int = 5) -> list[int]:
     return origins
 
 
-def lookups(bootstrap: str, origins: list[int], window: int, asks: int, seed: int = 11) -> dict:
+def lookups(bootstrap: str, origins: list[int], window: int, asks: int, seed: int = 11) -> dict[str, Any]:
     from dr_stream.core.policy import TopicRenamer
     from dr_stream.index.destination_tail import read_tail
     from dr_stream.index.run_store import RunStore
@@ -97,7 +98,7 @@ def lookups(bootstrap: str, origins: list[int], window: int, asks: int, seed: in
             "max_s": round(max(seconds), 4)}
 
 
-def report(rows: list[dict], records: int) -> str:
+def report(rows: list[dict[str, Any]], records: int) -> str:
     lines = ["# An exact lookup inside a span: reading the destination's provenance", "",
              f"{records:,} copies on one partition of a local broker, a commit marker's origin offset skipped after "
              "every 5-50; each lookup reads a window of copies with a consumer of its own and locates one origin "

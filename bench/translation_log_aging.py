@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from dr_stream.runtime.paths import cache_dir
 
@@ -45,7 +46,7 @@ def _on_disk(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
-def _measure(path: Path, written: int) -> dict:
+def _measure(path: Path, written: int) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", _READ, str(path)], capture_output=True, text=True, check=True)
     found = json.loads(done.stdout.strip().splitlines()[-1])
     files, size = _on_disk(path)
@@ -53,7 +54,7 @@ def _measure(path: Path, written: int) -> dict:
 
 
 def age(path: Path, rows: int, groups: int, partitions: int, marks: list[int], compact_every_rows: int | None,
-        seed: int = 7) -> list[dict]:
+        seed: int = 7) -> list[dict[str, Any]]:
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.positions.translation_rule import Translation
     from dr_stream.runtime.delta_reads import DeltaReads
@@ -91,7 +92,7 @@ def age(path: Path, rows: int, groups: int, partitions: int, marks: list[int], c
     return results
 
 
-def markdown(runs: dict[str, list[dict]], groups: int, partitions: int) -> str:
+def markdown(runs: dict[str, list[dict[str, Any]]], groups: int, partitions: int) -> str:
     lines = [f"# Translation log aging ({groups:,} groups x {partitions} partitions = "
              f"{groups * partitions:,} positions)", "",
              "Rows written the way a flow appends them (delta-rs, commits of 2,000-50,000 rows); each figure "

@@ -29,9 +29,11 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import TopicPartition
 
@@ -109,14 +111,14 @@ class Trickle:
             while not self.stop.is_set():
                 msg = consumer.poll(0.1)
                 if msg is not None and msg.error() is None:
-                    sent_ns = struct.unpack(">q", msg.value()[:8])[0]
+                    sent_ns = struct.unpack(">q", (msg.value() or b"")[:8])[0]
                     self.received.append((sent_ns / 1e9, (time.time_ns() - sent_ns) / 1e6))
         finally:
             consumer.close()
 
 
 def measure(variant: str, repeat: int, partitions: int, rate: int, seconds: float, source: LocalCluster,
-            target: LocalCluster, work: Path, logs: Path, log) -> Run:
+            target: LocalCluster, work: Path, logs: Path, log: Callable[[str], None]) -> Run:
     topics = _topics(variant, repeat, partitions)
     create_topics(source.bootstrap, {t: PER_TOPIC for t in topics})
     log_file = logs / f"trickle-{variant}-{repeat}.log"
@@ -163,7 +165,7 @@ def measure(variant: str, repeat: int, partitions: int, rate: int, seconds: floa
     return run
 
 
-def summary(runs: list[Run]) -> list[dict]:
+def summary(runs: list[Run]) -> list[dict[str, Any]]:
     rows = []
     for variant in VARIANTS:
         of = [r for r in runs if r.variant == variant]
@@ -175,7 +177,7 @@ def summary(runs: list[Run]) -> list[dict]:
     return rows
 
 
-def markdown(rows: list[dict], runs: list[Run], args: argparse.Namespace, when: str, png: str) -> str:
+def markdown(rows: list[dict[str, Any]], runs: list[Run], args: argparse.Namespace, when: str, png: str) -> str:
     lines = [
         f"# A trickle over {args.partitions} partitions: the trigger fixed and widening ({when})",
         "",
@@ -193,10 +195,10 @@ def markdown(rows: list[dict], runs: list[Run], args: argparse.Namespace, when: 
                      f"| {r['batches_per_min']:.0f} | {r['batch_s']:.2f} | {r['records_per_batch']:.0f} "
                      f"| {r['p50_ms']:.0f} | {r['p99_ms']:.0f} |")
     lines += ["", "Each run:", ""]
-    for r in runs:
-        lines.append(f"- run {r.repeat + 1}, {r.variant}: {r.cores_busy:.2f} cores, {r.batches_per_min:.0f} "
-                     f"batches/min of {r.batch_s:.2f} s, p50 {r.p50_ms:.0f} ms, p99 {r.p99_ms:.0f} ms, "
-                     f"{r.received:,} of {r.sent:,} records timed, trigger {r.trigger}")
+    for run in runs:
+        lines.append(f"- run {run.repeat + 1}, {run.variant}: {run.cores_busy:.2f} cores, {run.batches_per_min:.0f} "
+                     f"batches/min of {run.batch_s:.2f} s, p50 {run.p50_ms:.0f} ms, p99 {run.p99_ms:.0f} ms, "
+                     f"{run.received:,} of {run.sent:,} records timed, trigger {run.trigger}")
     lines += ["", f"![trickle]({png})", ""]
     return "\n".join(lines)
 

@@ -185,7 +185,7 @@ def steady(source: str, source_topic: str, destination: str, dest_topic: str, si
                 # poll() returns each record as soon as it arrives.
                 msg = consumer.poll(0.1)
                 if msg is not None and msg.error() is None:
-                    latencies.append((time.time_ns() - struct.unpack(">q", msg.value()[:8])[0]) / 1e6)
+                    latencies.append((time.time_ns() - struct.unpack(">q", (msg.value() or b"")[:8])[0]) / 1e6)
                 if done.is_set():
                     deadline = deadline or time.monotonic() + 60
                     if time.monotonic() > deadline:
@@ -256,7 +256,7 @@ def _sequences_from(bootstrap: str, topic: str, offset: int) -> list[int]:
                 if msg.error():
                     eof = True
                     break
-                out.append(struct.unpack(">q", msg.value()[:8])[0])
+                out.append(struct.unpack(">q", (msg.value() or b"")[:8])[0])
             if eof:
                 break
     finally:
