@@ -106,8 +106,40 @@ def _positions(args: argparse.Namespace, commit: bool) -> int:
 
 
 def _translate(args: argparse.Namespace) -> int:
+    if args.offsets is not None:
+        return _translate_offsets(args)
     args.group = re.escape(args.group)  # --group names one group here; failover takes a regex
     return _positions(args, commit=False)
+
+
+def _translate_offsets(args: argparse.Namespace) -> int:
+    from dr_stream.operations.application_offsets import OffsetsError, parse_offsets, translate_offsets
+    from dr_stream.operations.report import json_document
+
+    where = "offsets on stdin" if args.offsets == "-" else f"offsets in {args.offsets}"
+    try:
+        if args.offsets == "-":
+            text = sys.stdin.read()
+        else:
+            with open(args.offsets) as given:
+                text = given.read()
+    except OSError as exc:
+        print(f"dr-stream: translate: {where}: {exc.strerror}", file=sys.stderr)
+        return ExitCode.USAGE
+    config = load_flow(args.config)
+    try:
+        answer = translate_offsets(config, tables_of(config), parse_offsets(text, where), where, log=to_stderr)
+    except OffsetsError as exc:
+        print(f"dr-stream: translate: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    if args.json:
+        print(json_document({"source_reachable": answer.source_reachable, "origin": answer.origin,
+                             "offsets": answer.document(), "positions": [p.as_dict() for p in answer.positions]}))
+    else:
+        print(json.dumps(answer.document()))
+    for position in answer.inexact:
+        print(f"dr-stream: translate: {position.line()}", file=sys.stderr)
+    return ExitCode.ATTENTION if answer.inexact else ExitCode.OK
 
 
 def _failover(args: argparse.Namespace) -> int:
@@ -224,9 +256,14 @@ def _flow_commands(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _group_commands(sub: argparse._SubParsersAction[Any]) -> None:
-    translate = sub.add_parser("translate", help="translated offsets of one group on the destination (no commit)")
+    translate = sub.add_parser("translate", help="translated offsets of one group, or of offsets an application "
+                                                 "kept itself, on the destination (no commit)")
     translate.add_argument("--config", required=True, help="the flow's YAML file")
-    translate.add_argument("--group", required=True, help="group id (exact)")
+    asked = translate.add_mutually_exclusive_group(required=True)
+    asked.add_argument("--group", help="group id (exact)")
+    asked.add_argument("--offsets", metavar="FILE|-",
+                       help='source offsets in Spark\'s startingOffsets shape, {"topic": {"partition": offset}} '
+                            "(- reads stdin); prints the destination's in the same shape, exit 0 when all are exact")
     translate.add_argument("--json", action="store_true", help=JSON_HELP)
     translate.set_defaults(func=_translate)
 

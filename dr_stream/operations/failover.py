@@ -119,41 +119,12 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
     clusters = clusters or FlowClusters.of(config, tables.spark)
     own = Kafka4Groups([config.source]) if helper is None and config.offsets.streams_groups else None
     try:
-        destination_id = clusters.destination.cluster_id()
+        clusters.destination.cluster_id()  # a destination that is not the flow's is refused first
         groups = helper or own
         streams = StreamsGroupStates(groups, config.source) if groups else None
         positions = source_positions(config, tables, clusters, group_pattern, streams)
         found(positions)
-        returned = None
-        if positions.live and maps_back(config):
-            returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
-                                       clusters.source.reader(), destination=config.destination,
-                                       destination_reader=clusters.destination.reader(),
-                                       on_unconfirmed=lambda topic, line: log(line))
-        # per destination partition a group commits to, and per source partition the lowest offset
-        # asked there: what the index snapshot reads
-        dests: set[tuple[str, int]] = set()
-        asked: dict[tuple[str, int], int] = {}
-        highest: dict[tuple[str, int], int] = {}
-        for c in positions.commits:
-            dests.add((config.renamer.format_remote_topic(c.topic), c.partition))
-            asked[(c.topic, c.partition)] = min(c.offset, asked.get((c.topic, c.partition), c.offset))
-            highest[(c.topic, c.partition)] = max(c.offset, highest.get((c.topic, c.partition), c.offset))
-        store = index_snapshot(config, tables.index, positions.origin_cluster, dests, log,
-                               admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked,
-                               highest=highest)
-        admins = {config.destination.alias: clusters.destination.admin}
-        if positions.live:
-            admins[config.source.alias] = clusters.source.admin
-        translator = OffsetTranslator(store.locate, config.renamer, config.destination,
-                                      source=config.source if positions.live else None,
-                                      known_source_ends=positions.known_ends, returned=returned, admins=admins,
-                                      destination_reader=clusters.destination.reader(),
-                                      header=config.provenance.header)
-        try:
-            translations = translator.translate(positions.commits)
-        finally:
-            translator.close()
+        translations = translate_source_positions(config, tables, clusters, positions, log)
     finally:
         if own is not None:
             own.close()
@@ -161,6 +132,43 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
             clusters.close()
     return Positions([GroupPosition(t, "") for t in translations], positions.live, positions.origin,
                      positions.origin_cluster)
+
+
+def translate_source_positions(config: FlowConfig, tables: FlowTables, clusters: FlowClusters,
+                               positions: SourcePositions, log: Callable[[str], None]) -> list[Translation]:
+    """Source positions (a group's commits, or offsets an application kept itself) translated
+    through the offset index as it is now."""
+    destination_id = clusters.destination.cluster_id()
+    returned = None
+    if positions.live and maps_back(config):
+        returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
+                                   clusters.source.reader(), destination=config.destination,
+                                   destination_reader=clusters.destination.reader(),
+                                   on_unconfirmed=lambda topic, line: log(line))
+    # per destination partition a position lands on, and per source partition the lowest offset
+    # asked there: what the index snapshot reads
+    dests: set[tuple[str, int]] = set()
+    asked: dict[tuple[str, int], int] = {}
+    highest: dict[tuple[str, int], int] = {}
+    for c in positions.commits:
+        dests.add((config.renamer.format_remote_topic(c.topic), c.partition))
+        asked[(c.topic, c.partition)] = min(c.offset, asked.get((c.topic, c.partition), c.offset))
+        highest[(c.topic, c.partition)] = max(c.offset, highest.get((c.topic, c.partition), c.offset))
+    store = index_snapshot(config, tables.index, positions.origin_cluster, dests, log,
+                           admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked,
+                           highest=highest)
+    admins = {config.destination.alias: clusters.destination.admin}
+    if positions.live:
+        admins[config.source.alias] = clusters.source.admin
+    translator = OffsetTranslator(store.locate, config.renamer, config.destination,
+                                  source=config.source if positions.live else None,
+                                  known_source_ends=positions.known_ends, returned=returned, admins=admins,
+                                  destination_reader=clusters.destination.reader(),
+                                  header=config.provenance.header)
+    try:
+        return translator.translate(positions.commits)
+    finally:
+        translator.close()
 
 
 def failover(config: FlowConfig, tables: FlowTables, group_pattern: str = ".*", dry_run: bool = False,

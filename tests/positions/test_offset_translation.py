@@ -35,6 +35,7 @@ from tests.kafka_tools import (
     forget_prefixed,
     group_state,
     produce,
+    read_range,
     resume_as_group,
     stay_subscribed,
     topic_exists,
@@ -50,8 +51,13 @@ def records(n: int, partitions: int = 1):
 
 
 def resumed_origins(bootstrap: str, topic: str, group: str, partitions: int = 1) -> dict[int, list[int]]:
+    return origins_of(resume_as_group(bootstrap, topic, group, partitions), partitions)
+
+
+def origins_of(copies, partitions: int = 1) -> dict[int, list[int]]:
+    """Per source partition, the origin offsets of the copies read (in their order)."""
     out: dict[int, list[int]] = {p: [] for p in range(partitions)}
-    for r in resume_as_group(bootstrap, topic, group, partitions):
+    for r in copies:
         origin = newest_entry(r.headers, "__replicator_id")
         if origin:  # records produced on dc2 itself carry none
             out[origin["partition"]].append(origin["offset"])
@@ -622,3 +628,68 @@ class TestCommandLine:
         assert done.returncode == 0, done.stderr[-2000:]
         forget_prefixed(dc3.bootstrap, "xlate.", "xg-")
 
+
+
+class TestOffsetsKeptOutsideGroups:
+    """`translate --offsets`: a Spark query's, Flink job's or custom consumer's own positions, in
+    Spark's startingOffsets shape, through the CLI as written."""
+
+    @staticmethod
+    def cli(config_file, *args: str, stdin: str | None = None):
+        import subprocess
+        import sys
+
+        return subprocess.run([sys.executable, "-m", "dr_stream.cli", "translate", "--config", str(config_file), *args],
+                              capture_output=True, text=True, timeout=300, input=stdin)
+
+    def test_an_applications_own_offsets_translate_in_sparks_shape_and_a_reader_resumes_from_them_exactly(
+            self, flow, dc1, dc2, mid_topic, tmp_path):
+        import json
+
+        wait_replicated(flow, dc2, mid_topic, 0, 999)
+        apps = copied(flow, dc1, dc2, "apps", 400, partitions=3)
+        config_file = flow_file(flow.config, tmp_path, topics={"include": [r"xlate\..*"]},
+                                offsets={"groups": {"include": ["xg-.*"]}})
+        asked = {mid_topic: {"0": 250}, apps.topic: {"0": 100, "1": 400, "2": -2}}
+        (tmp_path / "offsets.json").write_text(json.dumps(asked))
+
+        done = self.cli(config_file, "--offsets", str(tmp_path / "offsets.json"))
+
+        assert done.returncode == 0, done.stderr[-2000:]
+        answer = json.loads(done.stdout)
+        # dc2 held 300 records of its own before the copy of origin 200 (+100 there); the other
+        # topic lines up; -2 (earliest) means the same on the destination
+        assert answer == {mid_topic: {"0": 350}, apps.topic: {"0": 100, "1": 400, "2": -2}}
+        # a reader on dc2 from the answer reads exactly what the application had not read
+        resumed = origins_of(read_range(dc2.bootstrap, mid_topic, {0: 350}, end_offsets(dc2.bootstrap, mid_topic)))
+        assert reread_and_skipped(resumed[0], 250, 1000) == (0, 0)
+        resumed = origins_of(read_range(dc2.bootstrap, apps.topic, {0: 100, 1: 400},
+                                        end_offsets(dc2.bootstrap, apps.topic)), 3)
+        assert reread_and_skipped(resumed[0], 100, 400) == (0, 0)
+        assert resumed[1] == []  # at its end: nothing left to read
+
+        # the same from stdin with --json: each position's method and note
+        done = self.cli(config_file, "--offsets", "-", "--json", stdin=json.dumps(asked))
+        assert done.returncode == 0, done.stderr[-2000:]
+        document = json.loads(done.stdout)
+        assert document["offsets"] == answer and document["source_reachable"] is True
+        methods = {(p["topic"], p["partition"]): (p["method"], p["exact"]) for p in document["positions"]}
+        assert methods == {(mid_topic, 0): ("exact", True), (apps.topic, 0): ("exact", True),
+                           (apps.topic, 1): ("next", True), (apps.topic, 2): ("earliest", True)}
+
+    def test_offsets_not_from_this_flows_source_are_refused_in_one_line(self, flow, dc1, dc2, mid_topic, tmp_path):
+        import json
+
+        wait_replicated(flow, dc2, mid_topic, 0, 999)
+        config_file = flow_file(flow.config, tmp_path, topics={"include": [r"xlate\..*"]},
+                                offsets={"groups": {"include": ["xg-.*"]}})
+        beyond = self.cli(config_file, "--offsets", "-", stdin=json.dumps({mid_topic: {"0": 5000}}))
+        assert beyond.returncode == 64 and beyond.stdout == "", beyond.stderr[-2000:]
+        assert beyond.stderr.strip().splitlines() == [
+            f"dr-stream: translate: offsets on stdin: {mid_topic}[0]: offset 5000 is beyond the source's log end 1000: "
+            "these offsets are not from this flow's source"]
+        other = self.cli(config_file, "--offsets", "-", stdin=json.dumps({"orders": {"0": 1}}))
+        assert other.returncode == 64 and other.stderr.strip().splitlines() == [
+            "dr-stream: translate: offsets on stdin: topic 'orders' is not one this flow copies (its topics filter)"]
+        malformed = self.cli(config_file, "--offsets", "-", stdin="{")
+        assert malformed.returncode == 64 and len(malformed.stderr.strip().splitlines()) == 1, malformed.stderr
