@@ -114,10 +114,10 @@ class Relay:
             self.inward[port] = listener
             self.say(f"relay: 127.0.0.1:{port} of this machine is reachable inside {self.namespace.name}")
         for port in sorted(self.inward.keys() - wanted):
+            self.say(f"relay: 127.0.0.1:{port} stopped listening here; no longer carried")
             listener = self.inward.pop(port)
             self.selector.unregister(listener)
             listener.close()
-            self.say(f"relay: 127.0.0.1:{port} stopped listening here; no longer carried")
         self.refused &= wanted
 
     def step(self, timeout: float) -> None:
