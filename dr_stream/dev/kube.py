@@ -384,21 +384,27 @@ class LocalKube:
                    stdin=stdin)
 
     def _etcd_healthy(self) -> bool:
-        """etcd's /health inside the namespace, asked with the API server's client certificate."""
+        return b'"true"' in self.etcd_health(self.etcd_pki / "apiserver-client.crt",
+                                              self.etcd_pki / "apiserver-client.key")
+
+    def etcd_health(self, certificate: Path | None, key: Path | None) -> bytes:
+        """etcd's answer to /health inside the namespace, asked over TLS with that client
+        certificate (or none); b"" when it does not answer or refuses the client."""
         tls = ssl.create_default_context(cafile=str(self.etcd_pki / "ca.pem"))
-        tls.load_cert_chain(self.etcd_pki / "apiserver-client.crt", self.etcd_pki / "apiserver-client.key")
+        if certificate is not None:
+            tls.load_cert_chain(certificate, key)
         try:
-            raw = self.namespace.socket_in()
-            raw.settimeout(2)
-            raw.connect(("127.0.0.1", self.etcd_port))
-            with tls.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
-                conn.sendall(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-                answer = b""
-                while chunk := conn.recv(4096):
-                    answer += chunk
-            return b'"true"' in answer
-        except OSError:
-            return False
+            with self.namespace.socket_in() as raw:
+                raw.settimeout(2)
+                raw.connect(("127.0.0.1", self.etcd_port))
+                with tls.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
+                    conn.sendall(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                    answer = b""
+                    while chunk := conn.recv(4096):
+                        answer += chunk
+                    return answer
+        except OSError:  # not up yet, gone, or the client refused (ssl.SSLError is an OSError)
+            return b""
 
     def _api_ready(self) -> bool:
         return "ok" in self.kubectl("get", "--raw=/readyz", check=False)

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import threading
@@ -162,19 +161,9 @@ def _etcd_takes_its_own_clients_only(kube: LocalKube) -> None:
     cluster administrator's (signed by the cluster's CA, not etcd's) and a client with none;
     every private key is its owner's alone."""
     def health(certificate: str | None) -> bytes:
-        tls = ssl.create_default_context(cafile=str(kube.etcd_pki / "ca.pem"))
-        if certificate:
-            folder = kube.etcd_pki if certificate == "apiserver-client" else kube.pki
-            tls.load_cert_chain(folder / f"{certificate}.crt", folder / f"{certificate}.key")
-        raw = NAMESPACE.socket_in()
-        raw.settimeout(5)
-        raw.connect(("127.0.0.1", kube.etcd_port))
-        try:
-            with tls.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
-                conn.sendall(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-                return conn.recv(4096)
-        except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
-            return b""
+        folder = kube.etcd_pki if certificate == "apiserver-client" else kube.pki
+        return kube.etcd_health(folder / f"{certificate}.crt" if certificate else None,
+                                folder / f"{certificate}.key" if certificate else None)
 
     assert b'"health":"true"' in health("apiserver-client")
     assert health("admin") == b""
