@@ -143,7 +143,40 @@ def _translate_offsets(args: argparse.Namespace) -> int:
 
 
 def _failover(args: argparse.Namespace) -> int:
+    if args.spark_checkpoint is not None:
+        return _failover_checkpoint(args)
+    if args.undo:
+        print("dr-stream: failover: --undo undoes a --spark-checkpoint move; a group's offsets are moved back by "
+              "failback", file=sys.stderr)
+        return ExitCode.USAGE
     return _positions(args, commit=True)
+
+
+def _failover_checkpoint(args: argparse.Namespace) -> int:
+    from dr_stream.operations.flow_tables import FlowTables
+    from dr_stream.operations.report import format_checkpoint_move, json_document
+    from dr_stream.operations.spark_checkpoint import CheckpointError, move_checkpoint, undo_move
+
+    if args.group != ".*" or args.force:
+        print("dr-stream: failover: --spark-checkpoint moves one query's checkpoint: --group and --force do not "
+              "apply", file=sys.stderr)
+        return ExitCode.USAGE
+    config = load_flow(args.config)
+    spark = spark_for(config)
+    try:
+        if args.undo:
+            for line in undo_move(spark, args.spark_checkpoint):
+                print(line)
+            return ExitCode.OK
+        move = move_checkpoint(config, FlowTables.of(config, lambda: spark, to_stderr), spark,
+                               args.spark_checkpoint, dry_run=args.dry_run, log=to_stderr)
+    except CheckpointError as exc:
+        print(f"dr-stream: failover: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    print(json_document(move.as_dict()) if args.json else format_checkpoint_move(move))
+    for position in move.inexact:
+        print(f"dr-stream: failover: {position.line()}", file=sys.stderr)
+    return ExitCode.ATTENTION if move.inexact else ExitCode.OK
 
 
 def _failback(args: argparse.Namespace) -> int:
@@ -272,6 +305,12 @@ def _group_commands(sub: argparse._SubParsersAction[Any]) -> None:
     fail.add_argument("--group", default=".*", help="regex over group ids (whole name); default all")
     fail.add_argument("--dry-run", action="store_true", help="show what would be committed, commit nothing")
     fail.add_argument("--force", action="store_true", help="also rewind destination groups that are ahead")
+    fail.add_argument("--spark-checkpoint", metavar="URI",
+                      help="instead of groups, rewrite the Kafka offsets of this Spark Structured Streaming "
+                           "checkpoint (local, hdfs://, s3a://) to the destination's; the originals are kept beside "
+                           "them")
+    fail.add_argument("--undo", action="store_true",
+                      help="with --spark-checkpoint: put back the offsets files its last move replaced")
     fail.add_argument("--json", action="store_true", help=JSON_HELP)
     fail.set_defaults(func=_failover)
 

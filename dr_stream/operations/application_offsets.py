@@ -72,6 +72,8 @@ class TranslatedOffsets:
     positions: list[TranslatedOffset]
     source_reachable: bool
     origin: str
+    source_cluster: str | None = None  # the source's cluster.id, as far as known
+    destination_cluster: str | None = None
 
     def document(self) -> dict[str, dict[str, int | None]]:
         """The answer in Spark's startingOffsets shape, under the destination's topic names."""
@@ -142,17 +144,32 @@ def translate_offsets(config: FlowConfig, tables: FlowTables, offsets: Mapping[t
     """The destination's positions for `offsets` (source positions), as the flow's index has them
     now; the source is read when it answers (its ends, the records' timestamps), else what the
     flow last recorded of it stands in."""
+    return translate_offset_sets(config, tables, {APPLICATION: offsets}, where, log)[APPLICATION]
+
+
+def translate_offset_sets(config: FlowConfig, tables: FlowTables,
+                          sets: Mapping[str, Mapping[tuple[str, int], int]], where: str,
+                          log: Callable[[str], None] = print,
+                          vet_source: Callable[[str | None], None] = lambda cluster_id: None
+                          ) -> dict[str, TranslatedOffsets]:
+    """Several sets of positions (a checkpoint's batches, each source of a query) translated at
+    once, each under its label: one look at each cluster for all. `vet_source` hears the
+    source's cluster.id (None when unknown) before anything is checked or translated, and may
+    refuse by raising."""
     with FlowClusters.of(config, tables.spark) as clusters:
-        clusters.destination.cluster_id()  # a destination that is not the flow's is refused first
+        destination_id = clusters.destination.cluster_id()  # one that is not the flow's is refused first
         source_id = clusters.source.reachable_id()
         live = source_id is not None
-        asked = {tp: o for tp, o in offsets.items() if o not in SENTINELS}
-        bounds = log_bounds(clusters.source.admin, sorted(offsets)) if live else None
-        why = refused(offsets, config.topic_filter.matches, bounds, where)
-        if why:
-            raise OffsetsError(why)
-        commits = [GroupCommit(APPLICATION, topic, partition, offset)
-                   for (topic, partition), offset in sorted(asked.items())]
+        known_id = source_id if live else tables.index.newest_origin_cluster()
+        vet_source(known_id)
+        every = {(label, tp): o for label, offsets in sets.items() for tp, o in offsets.items()}
+        bounds = log_bounds(clusters.source.admin, sorted({tp for _, tp in every})) if live else None
+        for label, offsets in sets.items():
+            why = refused(offsets, config.topic_filter.matches, bounds, f"{where}{': ' + label if label else ''}")
+            if why:
+                raise OffsetsError(why)
+        commits = [GroupCommit(label, topic, partition, offset)
+                   for (label, (topic, partition)), offset in sorted(every.items()) if offset not in SENTINELS]
         if live:
             timestamps = RecordTimestamps(config.source, clusters.source.reader())
             try:
@@ -161,12 +178,16 @@ def translate_offsets(config: FlowConfig, tables: FlowTables, offsets: Mapping[t
                 timestamps.close()
             positions = SourcePositions(commits, source_id, f"{where}, against {config.source.alias} (live)", True, {})
         else:
-            positions = SourcePositions(commits, tables.index.newest_origin_cluster(),
+            positions = SourcePositions(commits, known_id,
                                         f"{where}; {config.source.alias} is unreachable: its log ends as the flow "
                                         "last recorded them", False, tables.translations.last_source_ends())
-        translated = [_answer(t) for t in translate_source_positions(config, tables, clusters, positions, log)]
-    passed = [TranslatedOffset(topic, partition, offset, config.renamer.format_remote_topic(topic), offset,
-                               SENTINELS[offset], "the same on the destination")
-              for (topic, partition), offset in sorted(offsets.items()) if offset in SENTINELS]
-    return TranslatedOffsets(sorted(translated + passed, key=lambda p: (p.topic, p.partition)), live,
-                             positions.origin)
+        translated = translate_source_positions(config, tables, clusters, positions, log)
+    out = {}
+    for label, offsets in sets.items():
+        answers = [_answer(t) for t in translated if t.group == label]
+        answers += [TranslatedOffset(topic, partition, offset, config.renamer.format_remote_topic(topic), offset,
+                                     SENTINELS[offset], "the same on the destination")
+                    for (topic, partition), offset in sorted(offsets.items()) if offset in SENTINELS]
+        out[label] = TranslatedOffsets(sorted(answers, key=lambda p: (p.topic, p.partition)), live, positions.origin,
+                                       known_id, destination_id)
+    return out

@@ -1,8 +1,8 @@
 """Every table and report an operator reads: presentation only, computed elsewhere.
 
-`format_positions` (translate, failover), `format_failback`, `format_status` and `format_drill`
-turn the results of `failover`, `failback`, `status` and `drill` into text; `--json` prints the same results
-as data instead.
+`format_positions` (translate, failover), `format_checkpoint_move` (failover --spark-checkpoint),
+`format_failback`, `format_status` and `format_drill` turn the results of those commands into
+text; `--json` prints the same results as data instead.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # types only: importing failback would load Spark's Python si
     from dr_stream.operations.failback import FailbackReport
     from dr_stream.operations.failover import Positions
     from dr_stream.operations.readiness import Verdict
+    from dr_stream.operations.spark_checkpoint import CheckpointMove
     from dr_stream.operations.status import TranslationAge
 
 
@@ -43,6 +44,21 @@ def format_positions(positions: Positions) -> str:
                    f"{(t.source_log_end or 0) - 1}); the groups resume after the last copied record")
     if not positions.rows:
         out.append("(no matching group positions)")
+    return "\n".join(out)
+
+
+def format_checkpoint_move(move: CheckpointMove) -> str:
+    if move.finished_earlier:
+        return f"{move.checkpoint}: finished the move recorded in {move.change}; {move.resumes()}"
+    verb = "would rewrite" if move.dry_run else "rewrote"
+    out = [f"source positions: {move.origin}",
+           f"{verb} offsets/{', offsets/'.join(str(b) for b in move.batches)}; {move.resumes()}"]
+    for key, positions in move.positions.items():
+        for p in positions:
+            out.append(f"  {key}: {p.topic}[{p.partition}] {p.source_offset} -> {p.dest_topic}[{p.partition}] "
+                       f"{_text(p.offset)} ({p.method}{': ' + p.note if p.note else ''})")
+    if move.change:
+        out.append(f"the originals and the change are in {move.change} (`--undo` puts them back)")
     return "\n".join(out)
 
 

@@ -13,36 +13,28 @@ checkpoint through Hadoop's FileSystem, so it works on any state URI.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
+from dr_stream.core.offset_log import Partition, batch_ids, parse
 from dr_stream.runtime.state_paths import qualified, read_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-Partition = tuple[str, int]
-
 
 def offset_log_positions(text: str) -> dict[Partition, int]:
-    """One `offsets/N` file -> per source partition, its end offset. The file is a version line,
-    the batch's metadata, then one line per source (a Kafka source's: `{topic: {partition:
-    offset}}`); a negative offset (Spark's "earliest" or "latest" marker) says nothing exact."""
+    """One `offsets/N` file -> per source partition, its end offset (`offset_log`); a negative
+    offset (Spark's "earliest" or "latest" marker) says nothing exact."""
     out: dict[Partition, int] = {}
-    for line in text.splitlines()[2:]:
-        if not line.strip().startswith("{"):
-            continue
-        for topic, partitions in json.loads(line).items():
-            if isinstance(partitions, dict):
-                out.update({(topic, int(p)): int(o) for p, o in partitions.items() if int(o) >= 0})
+    for offsets in parse(text, "offset log").kafka_sources.values():
+        out.update({tp: o for tp, o in offsets.items() if o >= 0})
     return out
 
 
 def newest_batch(names: list[str]) -> int | None:
-    """The highest batch id among a log directory's file names (checksums and temporary files
-    are not batches)."""
-    ids = [int(n) for n in names if n.isdigit()]
-    return max(ids) if ids else None
+    """The highest batch id among a log directory's file names."""
+    ids = batch_ids(names)
+    return ids[-1] if ids else None
 
 
 def next_to_read(spark: SparkSession, checkpoint: str) -> dict[Partition, int]:
