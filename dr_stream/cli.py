@@ -191,13 +191,17 @@ def _failback(args: argparse.Namespace) -> int:
         with progress_to:
             report = failback(config, spark, args.group, include_unreplicated=args.include_unreplicated,
                               restore=args.restore, force=args.force, timeout_s=args.timeout,
-                              log=lambda line: print(line, flush=True))
+                              log=lambda line: print(line, flush=True), spark_checkpoints=args.spark_checkpoint)
     except FailbackError as exc:
         print(f"dr-stream: failback: {exc}", file=sys.stderr)
         return ExitCode.FAILED
     print(json.dumps(report.as_dict(), indent=2) if args.json else format_failback(report))
-    failed = any(SyncOutcome.of(p.action) is SyncOutcome.FAILED for p in report.positions.rows)
-    return ExitCode.FAILED if failed else ExitCode.OK
+    failed = any(SyncOutcome.of(p.action) is SyncOutcome.FAILED for p in report.positions.rows) or report.failed
+    for move in report.checkpoints:
+        for position in move.inexact:
+            print(f"dr-stream: failback: {move.checkpoint}: {position.line()}", file=sys.stderr)
+    inexact = any(move.inexact for move in report.checkpoints)
+    return ExitCode.FAILED if failed else ExitCode.ATTENTION if inexact else ExitCode.OK
 
 
 def _reset_flow(args: argparse.Namespace) -> int:
@@ -324,6 +328,9 @@ def _group_commands(sub: argparse._SubParsersAction[Any]) -> None:
                       help="the returning cluster lost its data: restore it completely (its topics must be empty)")
     back.add_argument("--force", action="store_true", help="also rewind groups that are ahead on the returning cluster")
     back.add_argument("--timeout", type=float, default=None, help="give up when lag is not 0 after this many seconds")
+    back.add_argument("--spark-checkpoint", metavar="URI", action="append", default=[],
+                      help="also move this Spark Structured Streaming checkpoint's Kafka offsets back, once the copy "
+                           "back is complete (repeatable)")
     back.add_argument("--json", action="store_true", help=JSON_HELP)
     back.set_defaults(func=_failback)
 

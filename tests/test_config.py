@@ -56,6 +56,15 @@ def test_the_drill_keys_take_durations_up_to_days():
     assert drill.losses_since_s == 2 * 24 * 3600.0
 
 
+def test_the_drill_lists_spark_checkpoints_as_uris_and_none_by_default(monkeypatch):
+    monkeypatch.setenv("DR_TEST_CK_ROOT", "hdfs://nn:8020/ck")
+    listed = parse_flow(with_(drill={"spark_checkpoints": ["${env:DR_TEST_CK_ROOT}/orders", "/mnt/ck/q"]}), "f.yaml")
+    assert listed.drill.spark_checkpoints == ("hdfs://nn:8020/ck/orders", "/mnt/ck/q")
+    assert parse_flow(with_(), "f.yaml").drill.spark_checkpoints == ()
+    with pytest.raises(ConfigError, match=r"^f.yaml: drill.spark_checkpoints: expected a list of strings, got 'x'$"):
+        parse_flow(with_(drill={"spark_checkpoints": "x"}), "f.yaml")
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [

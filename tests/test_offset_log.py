@@ -68,3 +68,14 @@ def test_a_position_without_a_destination_offset_refuses_the_rewrite():
     assert renamed([found]) == {("dc1.orders", 0): 7}
     with pytest.raises(CheckpointError, match=r"orders\[1\] at 5 has no destination offset \(none: gone\)"):
         renamed([found, TranslatedOffset("orders", 1, 5, "dc1.orders", None, "none", "gone")])
+
+
+def test_a_listed_checkpoint_passes_the_drill_only_when_every_offset_would_move_exactly():
+    from dr_stream.operations.readiness import FAIL, OK, checkpoint_check
+
+    assert checkpoint_check("f", "hdfs://nn/ck", [], None).state == OK
+    inexact = checkpoint_check("f", "hdfs://nn/ck", ["not exact: orders[0] at 10 -> orders[0] at 7 (timestamp)"], None)
+    assert (inexact.state, inexact.detail) == (FAIL, "not exact: orders[0] at 10 -> orders[0] at 7 (timestamp)")
+    refused = checkpoint_check("f", "/ck", None, "/ck: not a Spark Structured Streaming checkpoint")
+    assert (refused.subject, refused.state) == ("f spark checkpoint /ck", FAIL)
+    assert refused.detail.startswith("would be refused: /ck: not a Spark")

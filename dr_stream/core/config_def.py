@@ -231,6 +231,18 @@ class Patterns:
 
 
 @dataclass(frozen=True)
+class Texts:
+    """A list of non-empty strings (paths, URIs), each `${env:...}`-expanded."""
+
+    type_doc: str = "list of strings"
+
+    def read(self, r: YamlReader, value: Any, key: str, context: Mapping[str, Any]) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            raise r.fail(key, f"expected a list of strings, got {value!r}")
+        return tuple(r.text(v, f"{key}[{i}]") for i, v in enumerate(value))
+
+
+@dataclass(frozen=True)
 class Properties:
     """A map of client properties: scalar values as strings (booleans as `true`/`false`)."""
 
@@ -386,7 +398,7 @@ def reference(sections: tuple[tuple[str, Section], ...]) -> str:
                 default = "not set"
             elif isinstance(key.default, Derived):
                 default = key.default.shown
-            elif isinstance(key.kind, (Patterns, Properties, Nested)):
+            elif isinstance(key.kind, (Patterns, Texts, Properties, Nested)):
                 default = f"`{json.dumps(key.default)}`" if key.default not in ([], {}) else "none"
             else:
                 default = f"`{str(key.default).lower() if isinstance(key.default, bool) else key.default}`"

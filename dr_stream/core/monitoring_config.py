@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dr_stream.core.config_def import Count, Key, Period, Read, Section, Text, default_of
+from dr_stream.core.config_def import Count, Key, Period, Read, Section, Text, Texts, default_of
 
 METRICS_KEYS = (
     Key("port", Count(1), "serve `/metrics` and `/healthz` on this port (`dr-stream run --metrics-port` overrides "
@@ -58,6 +58,8 @@ DRILL_KEYS = (
         "the running flow drills itself this often (`1h` is typical) and exports the verdict as metrics; the first "
         "drill runs one `metrics.health_window` after the start. Not set: only `dr-stream drill`", None),
     Key("losses_since", Period(), "a loss recorded this recently fails the drill (`drill --losses-since`)", "7d"),
+    Key("spark_checkpoints", Texts(), "Spark Structured Streaming checkpoints (URIs) of queries that read the source: "
+        "the drill fails unless each would move exactly (`failover --spark-checkpoint --dry-run`)", []),
 )
 
 
@@ -76,13 +78,15 @@ class DrillConfig:
     that moved on the source waits longer than `max_translation_age_s` for its translation.
     `interval_s`: how often the running flow drills itself and exports the verdict as metrics;
     None leaves the drill to the command. A loss recorded in the last `losses_since_s` fails
-    the drill: the destination misses those records.
+    the drill: the destination misses those records. `spark_checkpoints`: the applications'
+    checkpoints whose Kafka offsets must translate exactly now.
     """
 
     rpo_s: float = default_of(DRILL_KEYS, "rpo")
     max_translation_age_s: float = default_of(DRILL_KEYS, "max_translation_age")
     interval_s: float | None = None
     losses_since_s: float = default_of(DRILL_KEYS, "losses_since")
+    spark_checkpoints: tuple[str, ...] = ()
 
 
 DRILL = Section("drill", "The readiness drill's limits ([runbook](../runbook.md)).", DRILL_KEYS,

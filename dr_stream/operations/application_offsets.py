@@ -150,38 +150,46 @@ def translate_offsets(config: FlowConfig, tables: FlowTables, offsets: Mapping[t
 def translate_offset_sets(config: FlowConfig, tables: FlowTables,
                           sets: Mapping[str, Mapping[tuple[str, int], int]], where: str,
                           log: Callable[[str], None] = print,
-                          vet_source: Callable[[str | None], None] = lambda cluster_id: None
-                          ) -> dict[str, TranslatedOffsets]:
+                          vet_source: Callable[[str | None], None] = lambda cluster_id: None,
+                          clusters: FlowClusters | None = None) -> dict[str, TranslatedOffsets]:
     """Several sets of positions (a checkpoint's batches, each source of a query) translated at
     once, each under its label: one look at each cluster for all. `vet_source` hears the
     source's cluster.id (None when unknown) before anything is checked or translated, and may
-    refuse by raising."""
-    with FlowClusters.of(config, tables.spark) as clusters:
-        destination_id = clusters.destination.cluster_id()  # one that is not the flow's is refused first
-        source_id = clusters.source.reachable_id()
-        live = source_id is not None
-        known_id = source_id if live else tables.index.newest_origin_cluster()
-        vet_source(known_id)
-        every = {(label, tp): o for label, offsets in sets.items() for tp, o in offsets.items()}
-        bounds = log_bounds(clusters.source.admin, sorted({tp for _, tp in every})) if live else None
-        for label, offsets in sets.items():
-            why = refused(offsets, config.topic_filter.matches, bounds, f"{where}{': ' + label if label else ''}")
-            if why:
-                raise OffsetsError(why)
-        commits = [GroupCommit(label, topic, partition, offset)
-                   for (label, (topic, partition)), offset in sorted(every.items()) if offset not in SENTINELS]
-        if live:
-            timestamps = RecordTimestamps(config.source, clusters.source.reader())
-            try:
-                commits = stamped(commits, timestamps)
-            finally:
-                timestamps.close()
-            positions = SourcePositions(commits, source_id, f"{where}, against {config.source.alias} (live)", True, {})
-        else:
-            positions = SourcePositions(commits, known_id,
-                                        f"{where}; {config.source.alias} is unreachable: its log ends as the flow "
-                                        "last recorded them", False, tables.translations.last_source_ends())
-        translated = translate_source_positions(config, tables, clusters, positions, log)
+    refuse by raising. `clusters`: the command's contexts, else the call's own."""
+    if clusters is not None:
+        return _translate_sets(config, tables, sets, where, log, vet_source, clusters)
+    with FlowClusters.of(config, tables.spark) as own:
+        return _translate_sets(config, tables, sets, where, log, vet_source, own)
+
+
+def _translate_sets(config: FlowConfig, tables: FlowTables, sets: Mapping[str, Mapping[tuple[str, int], int]],
+                    where: str, log: Callable[[str], None], vet_source: Callable[[str | None], None],
+                    clusters: FlowClusters) -> dict[str, TranslatedOffsets]:
+    destination_id = clusters.destination.cluster_id()  # one that is not the flow's is refused first
+    source_id = clusters.source.reachable_id()
+    live = source_id is not None
+    known_id = source_id if live else tables.index.newest_origin_cluster()
+    vet_source(known_id)
+    every = {(label, tp): o for label, offsets in sets.items() for tp, o in offsets.items()}
+    bounds = log_bounds(clusters.source.admin, sorted({tp for _, tp in every})) if live else None
+    for label, offsets in sets.items():
+        why = refused(offsets, config.topic_filter.matches, bounds, f"{where}{': ' + label if label else ''}")
+        if why:
+            raise OffsetsError(why)
+    commits = [GroupCommit(label, topic, partition, offset)
+               for (label, (topic, partition)), offset in sorted(every.items()) if offset not in SENTINELS]
+    if live:
+        timestamps = RecordTimestamps(config.source, clusters.source.reader())
+        try:
+            commits = stamped(commits, timestamps)
+        finally:
+            timestamps.close()
+        positions = SourcePositions(commits, source_id, f"{where}, against {config.source.alias} (live)", True, {})
+    else:
+        positions = SourcePositions(commits, known_id,
+                                    f"{where}; {config.source.alias} is unreachable: its log ends as the flow "
+                                    "last recorded them", False, tables.translations.last_source_ends())
+    translated = translate_source_positions(config, tables, clusters, positions, log)
     out = {}
     for label, offsets in sets.items():
         answers = [_answer(t) for t in translated if t.group == label]

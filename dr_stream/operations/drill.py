@@ -13,7 +13,8 @@ Reads both clusters and the flow's tables, then judges with `readiness`:
 - translation: every selected group committed on the source has a recorded translation of
   each partition, exact, not clamped and current;
 - failover: a dry run of `failover` for every group: each partition would be committed (or
-  is already there), exactly, and the destination's authorizer lets dr-stream commit.
+  is already there), exactly, and the destination's authorizer lets dr-stream commit; and a
+  dry run of `failover --spark-checkpoint` for each of `drill.spark_checkpoints`.
 
 Invariant: no request here writes to a cluster or a table.
 """
@@ -42,6 +43,7 @@ from dr_stream.operations.readiness import (
     Check,
     Verdict,
     acl_check,
+    checkpoint_check,
     cluster_checks,
     failover_checks,
     flow_check,
@@ -51,6 +53,7 @@ from dr_stream.operations.readiness import (
     topic_checks,
     translation_checks,
 )
+from dr_stream.operations.spark_checkpoint import CheckpointError, move_checkpoint
 from dr_stream.operations.status import replication_lag, source_commits
 from dr_stream.positions import TranslationLog
 from dr_stream.replication.acl_sync import wanted_acls
@@ -91,7 +94,27 @@ def _drill(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, limit
     else:
         checks += _translations(config, tables, clusters, limits.max_translation_age_s)
         checks += _failover(config, tables, clusters, log)
+        checks += _checkpoints(config, tables, clusters, limits.spark_checkpoints, log)
     return Verdict(config.name, tuple(checks))
+
+
+def _checkpoints(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, uris: tuple[str, ...],
+                 log: Callable[[str], None]) -> list[Check]:
+    if not uris:
+        return []
+    if tables.spark is None:
+        return [Check("failover", f"{config.name} spark checkpoints", SKIPPED,
+                      "reading checkpoints takes a Spark session, and this drill has none")]
+    spark = tables.spark()
+    out = []
+    for uri in uris:
+        try:
+            move = move_checkpoint(config, tables, spark, uri, dry_run=True, log=log, clusters=clusters)
+        except CheckpointError as exc:
+            out.append(checkpoint_check(config.name, uri, None, str(exc)))
+        else:
+            out.append(checkpoint_check(config.name, uri, [p.line() for p in move.inexact], None))
+    return out
 
 
 def _flow_running(config: FlowConfig) -> Check:

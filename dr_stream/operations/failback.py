@@ -13,7 +13,9 @@ manual steps:
    instance whose filter override lets dc1's own records through as well, so dc1 gets back
    everything dc2 holds;
 3. groups: the groups' positions on dc2 are translated to dc1 and committed under the sync
-   rules, copies of dc1 records mapping back to their originals exactly (`returned_records`).
+   rules, copies of dc1 records mapping back to their originals exactly (`returned_records`);
+4. Spark checkpoints (`--spark-checkpoint`): the queries' own positions on dc2, rewritten in
+   their checkpoints by the same rules (`spark_checkpoint`), once the copy back is complete.
 
 Invariants: every record dc2 received during the outage reaches dc1 once; a record that
 came from dc1 is never copied back (unless restoring); every step is reported with counts.
@@ -22,8 +24,8 @@ came from dc1 is never copied back (unless restoring); every step is reported wi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -36,6 +38,7 @@ from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.failover import Positions, failover
 from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.operations.spark_checkpoint import CheckpointError, CheckpointMove, move_checkpoint
 from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
 from dr_stream.replication.flow import ReplicationFlow
 from dr_stream.replication.left_out import forget_left_out
@@ -59,10 +62,17 @@ class FailbackReport:
     seconds_to_zero_lag: float
     state_dir: str
     positions: Positions
+    checkpoints: list[CheckpointMove] = field(default_factory=list)
+    checkpoints_refused: list[str] = field(default_factory=list)  # one line each
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.checkpoints_refused)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["positions"] = [p.as_dict() for p in self.positions.rows]
+        out["checkpoints"] = [move.as_dict() for move in self.checkpoints]
         return out
 
 
@@ -185,17 +195,32 @@ def _copy_back(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, 
 
 def failback(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*", include_unreplicated: bool = False,
              restore: bool = False, force: bool = False, timeout_s: float | None = None,
-             log: Callable[[str], None] = print) -> FailbackReport:
+             log: Callable[[str], None] = print, spark_checkpoints: Sequence[str] = ()) -> FailbackReport:
     # Each cluster's id and clients, once for every step. A restore's destination was rebuilt, so
     # its id may be new: the restore's own flow records it in a state of its own.
     with FlowClusters.of(config, lambda: spark, unchecked=("destination",) if restore else ()) as clusters:
-        return _failback(config, spark, clusters, group_pattern, include_unreplicated, restore, force, timeout_s,
-                         log)
+        report = _failback(config, spark, clusters, group_pattern, include_unreplicated, restore, force, timeout_s,
+                           log)
+    moves, refused = [], []
+    for uri in spark_checkpoints:
+        try:
+            moves.append(move_checkpoint(report.config, FlowTables.of(report.config, lambda: spark, log), spark, uri,
+                                         log=log))
+        except CheckpointError as exc:
+            refused.append(str(exc))
+            log(f"failback {config.source.alias} -> {config.destination.alias}: checkpoint refused: {exc}")
+    return replace(report.report, checkpoints=moves, checkpoints_refused=refused)
+
+
+@dataclass(frozen=True)
+class _Done:
+    report: FailbackReport
+    config: FlowConfig  # the flow that ran: a restore's temporary one
 
 
 def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, group_pattern: str,
               include_unreplicated: bool, restore: bool, force: bool, timeout_s: float | None,
-              log: Callable[[str], None]) -> FailbackReport:
+              log: Callable[[str], None]) -> _Done:
     ids = check_preconditions(config, clusters)
     src, dst = config.source.alias, config.destination.alias
     found: list[UnreplicatedPartition] = []
@@ -206,9 +231,9 @@ def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, g
     flow, seconds = _copy_back(config, spark, clusters, timeout_s, log)
     positions = failover(config, FlowTables.of(config, lambda: spark, log), group_pattern, force=force, log=log,
                          clusters=clusters)
-    return FailbackReport(
+    return _Done(FailbackReport(
         flow=config.name, source=src, destination=dst, mode="restore" if restore else "resume",
         unreplicated=found, unreplicated_action=action, copied=flow.progress.totals["copied"],
         skipped=flow.progress.totals["skipped_cycle"], seconds_to_zero_lag=round(seconds, 1),
         state_dir=config.streaming.checkpoint_dir, positions=positions,
-    )
+    ), config)

@@ -11,7 +11,7 @@ to fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -213,6 +213,18 @@ def translation_checks(latest: Iterable[Mapping[str, Any]], commits: Mapping[Gro
     return [Check("translation", g, FAIL, "; ".join(p)) if p else
             Check("translation", g, OK, f"{sum(1 for k in commits if k[0] == g)} partitions exact and current")
             for g, p in sorted(by_group.items())]
+
+
+def checkpoint_check(flow: str, uri: str, inexact: Sequence[str] | None, refused: str | None) -> Check:
+    """An application's Spark checkpoint (`drill.spark_checkpoints`), from a dry run of
+    `failover --spark-checkpoint`: it would move, every position exactly (`inexact`: the lines
+    of those that would not), or it would be refused (`refused`: why)."""
+    subject = f"{flow} spark checkpoint {uri}"
+    if refused is not None:
+        return Check("failover", subject, FAIL, f"would be refused: {refused}")
+    if inexact:
+        return Check("failover", subject, FAIL, "; ".join(inexact))
+    return Check("failover", subject, OK, "every Kafka offset would move exactly")
 
 
 def failover_checks(rows: Iterable[Any], refused: Mapping[str, str]) -> list[Check]:

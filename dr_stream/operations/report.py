@@ -87,6 +87,8 @@ def format_failback(report: FailbackReport) -> str:
     out.append(f"copied to {dst}: {report.copied} records; skipped {report.skipped} that came from {dst}; "
                f"lag 0 after {report.seconds_to_zero_lag}s")
     out.append(format_positions(report.positions))
+    out += [format_checkpoint_move(move) for move in report.checkpoints]
+    out += [f"checkpoint refused: {line}" for line in report.checkpoints_refused]
     if report.mode == "restore":
         out.append(f"next: point producers and consumers at {dst}, then `dr-stream reset-flow` and `dr-stream run` "
                    f"the {dst}-to-{src} flow: its checkpoints and index describe {dst}'s lost data")

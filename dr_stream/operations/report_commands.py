@@ -94,10 +94,10 @@ def _drill(args: argparse.Namespace) -> int:
             print(f"dr-stream: --losses-since: {args.losses_since!r} is not a duration like 12h or 7d", file=sys.stderr)
             return ExitCode.USAGE
         since = milliseconds(args.losses_since) / 1000
-    limits = replace(config.drill, **{k: v for k, v in (("rpo_s", args.rpo_seconds),
-                                                        ("max_translation_age_s", args.max_translation_age),
-                                                        ("losses_since_s", since))
-                                      if v is not None})
+    overrides: dict[str, Any] = {k: v for k, v in (("rpo_s", args.rpo_seconds),
+                                                   ("max_translation_age_s", args.max_translation_age),
+                                                   ("losses_since_s", since)) if v is not None}
+    limits = replace(config.drill, **overrides)
     verdict = drill(config, tables_of(config), limits, log=to_stderr)
     print(json.dumps(verdict.as_dict(), indent=2) if args.json else format_drill(verdict))
     for check in verdict.failures:

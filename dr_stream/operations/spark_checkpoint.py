@@ -36,6 +36,7 @@ from pyspark.sql import SparkSession
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.offset_log import OffsetLogError, OffsetLogFile, Partition, batch_ids, parse
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.application_offsets import (
     OffsetsError,
     TranslatedOffset,
@@ -232,8 +233,9 @@ def _own_checkpoint(checkpoint: SparkCheckpoint, config: FlowConfig) -> bool:
 
 
 def move_checkpoint(config: FlowConfig, tables: FlowTables, spark: SparkSession, uri: str, dry_run: bool = False,
-                    log: Callable[[str], None] = print) -> CheckpointMove:
-    """Translates the checkpoint's newest offsets files and (unless `dry_run`) rewrites them."""
+                    log: Callable[[str], None] = print, clusters: FlowClusters | None = None) -> CheckpointMove:
+    """Translates the checkpoint's newest offsets files and (unless `dry_run`) rewrites them;
+    `clusters`: the command's contexts (a drill's, a failback's), else the call's own."""
     checkpoint = SparkCheckpoint(spark, uri)
     if _own_checkpoint(checkpoint, config):
         raise CheckpointError(f"{checkpoint.uri}: is this flow's own checkpoint (streaming.checkpoint_dir), "
@@ -259,7 +261,8 @@ def move_checkpoint(config: FlowConfig, tables: FlowTables, spark: SparkSession,
     sets = {label(b, i): offsets for b, sources in kafka.items() for i, offsets in sources.items()}
     try:
         answers = translate_offset_sets(config, tables, sets, checkpoint.uri, log,
-                                        vet_source=_vet_earlier_change(checkpoint, config, earlier))
+                                        vet_source=_vet_earlier_change(checkpoint, config, earlier),
+                                        clusters=clusters)
     except OffsetsError as exc:
         raise CheckpointError(str(exc)) from None
     new_texts = {}

@@ -18,11 +18,15 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from dr_stream.operations.drill import drill
+from dr_stream.operations.failback import failback
 from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.operations.readiness import FAIL, OK
 from dr_stream.operations.spark_checkpoint import CHANGES, CheckpointError, move_checkpoint, undo_move
 from tests.flows import flow_config, flow_file, running_flow
 from tests.kafka_tools import (
@@ -166,6 +170,43 @@ class TestActiveActive:
 
         assert reread_and_skipped(read_values(out), produced) == (0, 0)
 
+    def test_a_query_moved_to_the_destination_fails_back_with_what_it_read_there_and_the_records_written_there(
+            self, spark, identical_names, dc1, dc2, tmp_path):
+        flow = identical_names
+        topic = unique("ckpt.aa.back.")
+        create_on_both(dc1.bootstrap, dc2.bootstrap, topic, PARTITIONS)
+        originals = source_records("dc1", 200)
+        produce(dc1.bootstrap, topic, originals)
+        wait_copied(flow, topic, {p: 100 for p in range(PARTITIONS)})
+        checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+        on_dc1 = Reader(dc1.bootstrap, topic, checkpoint, out)
+        on_dc1.wait_written(2)
+        on_dc1.stop()
+        config_file = flow_file(flow.config, tmp_path, topics={"include": [r"ckpt\.aa\..*"]})
+        moved = failover_cli(config_file, checkpoint)
+        assert moved.returncode == 0, moved.stderr[-3000:]
+
+        # dc1 is out: producers write to dc2, the query reads there and stops again part-way
+        outage = source_records("outage", 60)
+        produce(dc2.bootstrap, topic, outage)
+        on_dc2 = Reader(dc2.bootstrap, topic, checkpoint, out)
+        on_dc2.wait_written(len(on_dc2.written()) + 2)
+        on_dc2.stop()
+        produced = [r["value"].decode() for r in originals + outage]
+        assert len(set(read_values(out)) & set(produced)) < len(produced), "stopped before the end"
+
+        back = flow_config(dc2, dc1, tmp_path / "back", name="ckpt-aa-back", topics={"include": [r"ckpt\.aa\..*"]})
+        report = failback(back, spark, "ckpt-no-group-.*", spark_checkpoints=[str(checkpoint)],
+                          log=lambda line: None)
+        assert not report.checkpoints_refused and len(report.checkpoints) == 1
+        assert {p.method for ps in report.checkpoints[0].positions.values() for p in ps} <= {"exact", "next",
+                                                                                           "returned"}
+        assert not report.checkpoints[0].inexact
+        on_back = Reader(dc1.bootstrap, topic, checkpoint, out)
+        assert wait_until(lambda: set(produced) <= set(read_values(out)), 180), "the rest was not read on dc1"
+        on_back.stop()
+        assert reread_and_skipped(read_values(out), produced) == (0, 0)
+
     def test_what_is_not_a_checkpoint_of_this_flows_source_is_refused_in_one_line_and_nothing_is_written(
             self, spark, identical_names, dc1, tmp_path):
         flow = identical_names
@@ -238,6 +279,17 @@ class TestRenamedTopic:
         planned = newest_planned(checkpoint)
         assert not (checkpoint / "commits" / str(planned)).exists(), "the newest batch was committed"
         originals = {b: (checkpoint / "offsets" / str(b)).read_text() for b in (planned - 1, planned)}
+
+        # the drill says which listed checkpoints would move exactly, changing nothing
+        listed = replace(flow.config, drill=replace(flow.config.drill,
+                                                    spark_checkpoints=(str(checkpoint), str(tmp_path / "none"))))
+        verdict = drill(listed, FlowTables.of(listed, lambda: spark), log=lambda line: None)
+        found = {c.subject.rsplit(" ", 1)[-1]: (c.state, c.detail) for c in verdict.checks
+                 if "spark checkpoint" in c.subject}
+        assert found[str(checkpoint)] == (OK, "every Kafka offset would move exactly"), found
+        assert found[str(tmp_path / "none")][0] == FAIL and "not a Spark Structured Streaming checkpoint" in \
+            found[str(tmp_path / "none")][1]
+        assert {b: (checkpoint / "offsets" / str(b)).read_text() for b in originals} == originals
 
         config_file = flow_file(flow.config, tmp_path, topics={"include": [r"ckpt\.ren\..*"], "rename": "dc1.${topic}"})
         dry = failover_cli(config_file, checkpoint, "--dry-run")
