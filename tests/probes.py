@@ -1,5 +1,6 @@
 """The single-file Java programs of `tests/jvm_probes/`: Kafka's own clients (a group member, a
-share consumer, a Streams application) at the brokers' version, run beside the flow as its users."""
+share consumer, a Streams application) at the brokers' version, and a Flink job on Flink's own
+Kafka source, run beside the flow as its users."""
 
 from __future__ import annotations
 
@@ -18,6 +19,15 @@ def probe(name: str, classpath: str, *args: str) -> list[str]:
     java = shutil.which("java")
     assert java is not None
     return [java, "-cp", classpath, str(PROBES / f"{name}.java"), *args]
+
+
+def flink_classpath() -> str:
+    """Flink 2's mini-cluster, its Kafka source and their Kafka client (`make setup` fetches them)."""
+    from dr_stream.runtime.jvm import jar_dir
+
+    jars = sorted(jar_dir("flink").glob("*.jar"))
+    assert jars, f"no jars in {jar_dir('flink')}: run `make setup` first"
+    return ":".join(str(j) for j in jars)
 
 
 def run_probe(command: list[str]) -> list[str]:

@@ -50,6 +50,8 @@ class JvmPins:
     kafka_broker_compat: str
     commons_pool2: str
     hadoop: str
+    flink: str
+    flink_connector_kafka: str
 
     @classmethod
     def load(cls, pyproject: Path | None = None) -> JvmPins:
@@ -70,7 +72,16 @@ class JvmPins:
             kafka_broker_compat=table["kafka-broker-compat"],
             commons_pool2=table["commons-pool2"],
             hadoop=table["hadoop"],
+            flink=table["flink"],
+            flink_connector_kafka=table["flink-connector-kafka"],
         )
+
+    def flink_artifacts(self) -> list[str]:
+        """A Flink job's classpath, for the tests' Flink job that resumes from translated offsets
+        (its local mini-cluster, Flink's Kafka source, and their own Kafka client)."""
+        return [f"org.apache.flink:{name}:{self.flink}" for name in
+                ("flink-streaming-java", "flink-clients", "flink-connector-base")] + [
+            f"org.apache.flink:flink-connector-kafka:{self.flink_connector_kafka}"]
 
     def spark_artifacts(self) -> list[str]:
         spark_minor = ".".join(self.spark.split(".")[:2])
@@ -260,6 +271,7 @@ def setup_jars() -> None:
     # client, and a stateless topology never loads RocksDB (its 60 MB jar is left out).
     fetched |= fetch("kafka-streams", [f"org.apache.kafka:kafka-streams:{pins.kafka_broker}"], transitive=False)
     fetched |= fetch("hadoop", pins.hadoop_artifacts(), transitive=True)
+    fetched |= fetch("flink", pins.flink_artifacts(), transitive=True)
     fetched |= build_own_jar(pins)
     fetched |= build_kafka4_helper(pins)
     if not fetched:

@@ -677,6 +677,30 @@ class TestOffsetsKeptOutsideGroups:
         assert methods == {(mid_topic, 0): ("exact", True), (apps.topic, 0): ("exact", True),
                            (apps.topic, 1): ("next", True), (apps.topic, 2): ("earliest", True)}
 
+    def test_a_flink_job_started_on_the_destination_from_the_translated_offsets_reads_exactly_the_rest(
+            self, flow, dc1, dc2, mid_topic, tmp_path):
+        import json
+
+        from tests.probes import flink_classpath, probe, run_probe
+
+        wait_replicated(flow, dc2, mid_topic, 0, 999)
+        config_file = flow_file(flow.config, tmp_path, topics={"include": [r"xlate\..*"]},
+                                offsets={"groups": {"include": ["xg-.*"]}})
+        # the job had read dc1's records up to 249: its next offset there is 250
+        done = self.cli(config_file, "--offsets", "-", stdin=json.dumps({mid_topic: {"0": 250}}))
+        assert done.returncode == 0, done.stderr[-2000:]
+        start = json.loads(done.stdout)[mid_topic]
+        assert start == {"0": 350}  # dc2 held 300 records of its own before the copy of origin 200
+
+        # Flink's KafkaSource, OffsetsInitializer.offsets(...) from the answer, bounded at dc2's end
+        values = run_probe(probe("FlinkReader", flink_classpath(), dc2.bootstrap, mid_topic,
+                                 ",".join(f"{p}:{o}" for p, o in start.items())))
+        read = [int(v.removeprefix("v")) for v in values if v.startswith("v")]
+        assert len(read) == len(values), "read a record dc2 holds of its own"
+        reread = sum(1 for i in read if i < 250) + len(read) - len(set(read))
+        skipped = len(set(range(250, 1000)) - set(read))
+        assert (reread, skipped) == (0, 0) and read == list(range(250, 1000))
+
     def test_offsets_not_from_this_flows_source_are_refused_in_one_line(self, flow, dc1, dc2, mid_topic, tmp_path):
         import json
 
