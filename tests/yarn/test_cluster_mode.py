@@ -273,3 +273,41 @@ def test_an_offset_index_on_hdfs_is_kept_through_spark_by_the_same_rule(hadoop, 
 
     assert done is not None and (done.rows_before, done.rows_after) == (3, 1)
     assert [(r.origin_start, r.origin_end) for r in index.runs().collect()] == [(10, 29)]
+
+
+def test_a_spark_checkpoint_on_hdfs_is_moved_to_the_destination_and_undone_through_hadoops_file_system(
+        hadoop, spark, dc1, dc2, topics, tmp_path):
+    from dr_stream.core.config import load_flow
+    from dr_stream.operations.flow_tables import FlowTables
+    from dr_stream.operations.spark_checkpoint import CHANGES, move_checkpoint, undo_move
+    from dr_stream.runtime.state_paths import read_text
+    from tests.flows import running_flow
+
+    topic = _source_topic(dc1, topics, "yarn.ckpt.", 2, 400)
+    state = f"{hadoop.fs_uri}/dr-stream/{unique('yarn-ckpt-')}"
+    config = load_flow(_flow(tmp_path / "yarn-ckpt.yaml", dc1, dc2, topic, state))
+    # dc2 holds 30 records of its own in each partition first: the copies sit 30 later there
+    create_topic(dc2.bootstrap, topic, 2)
+    produce(dc2.bootstrap, topic, ({"value": b"dc2", "partition": i % 2} for i in range(60)))
+    checkpoint = f"{hadoop.fs_uri}/apps/{unique('query-')}"
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", dc1.bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", 150)
+             .load().writeStream.format("noop").option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(120) and query.exception() is None
+    newest = read_text(spark, f"{checkpoint}/offsets/2")
+    assert newest is not None and newest.split("\n")[2] == json.dumps({topic: {"0": 200, "1": 200}},
+                                                                       separators=(",", ":"))
+    with running_flow(spark, config) as flow:
+        assert wait_until(lambda: all(flow.feed.last_copied().get((topic, p), -1) >= 199 for p in (0, 1)), 120)
+
+        move = move_checkpoint(config, FlowTables.of(config, lambda: spark), spark, checkpoint, log=lambda line: None)
+
+    assert move.batches == [1, 2] and move.committed == 2 and not move.inexact
+    moved = read_text(spark, f"{checkpoint}/offsets/2")
+    assert moved is not None and moved.split("\n")[2] == json.dumps({topic: {"0": 230, "1": 230}},
+                                                                     separators=(",", ":"))
+    assert move.change is not None and move.change.startswith(f"{checkpoint}/{CHANGES}/")
+    assert read_text(spark, f"{move.change}/offsets/2") == newest
+    undo_move(spark, checkpoint)
+    assert read_text(spark, f"{checkpoint}/offsets/2") == newest
