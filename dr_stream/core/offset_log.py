@@ -126,6 +126,12 @@ def kafka_json(offsets: dict[Partition, int]) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
+def newest_batch(names: list[str]) -> int | None:
+    """The highest batch id among a log directory's file names."""
+    ids = batch_ids(names)
+    return ids[-1] if ids else None
+
+
 def batch_ids(names: list[str]) -> list[int]:
     """The batch ids among a log directory's file names, lowest first (checksums and temporary
     files are not batches)."""

@@ -199,28 +199,26 @@ def failback(config: FlowConfig, spark: SparkSession, group_pattern: str = ".*",
     # Each cluster's id and clients, once for every step. A restore's destination was rebuilt, so
     # its id may be new: the restore's own flow records it in a state of its own.
     with FlowClusters.of(config, lambda: spark, unchecked=("destination",) if restore else ()) as clusters:
-        report = _failback(config, spark, clusters, group_pattern, include_unreplicated, restore, force, timeout_s,
-                           log)
+        return _failback(config, spark, clusters, group_pattern, include_unreplicated, restore, force, timeout_s,
+                         log, spark_checkpoints)
+
+
+def _move_checkpoints(config: FlowConfig, tables: FlowTables, spark: SparkSession, clusters: FlowClusters,
+                      uris: Sequence[str], log: Callable[[str], None]) -> tuple[list[CheckpointMove], list[str]]:
+    """Each checkpoint moved back, or the one line saying why not."""
     moves, refused = [], []
-    for uri in spark_checkpoints:
+    for uri in uris:
         try:
-            moves.append(move_checkpoint(report.config, FlowTables.of(report.config, lambda: spark, log), spark, uri,
-                                         log=log))
+            moves.append(move_checkpoint(config, tables, spark, uri, log=log, clusters=clusters))
         except CheckpointError as exc:
             refused.append(str(exc))
             log(f"failback {config.source.alias} -> {config.destination.alias}: checkpoint refused: {exc}")
-    return replace(report.report, checkpoints=moves, checkpoints_refused=refused)
-
-
-@dataclass(frozen=True)
-class _Done:
-    report: FailbackReport
-    config: FlowConfig  # the flow that ran: a restore's temporary one
+    return moves, refused
 
 
 def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, group_pattern: str,
               include_unreplicated: bool, restore: bool, force: bool, timeout_s: float | None,
-              log: Callable[[str], None]) -> _Done:
+              log: Callable[[str], None], spark_checkpoints: Sequence[str]) -> FailbackReport:
     ids = check_preconditions(config, clusters)
     src, dst = config.source.alias, config.destination.alias
     found: list[UnreplicatedPartition] = []
@@ -229,11 +227,13 @@ def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, g
     else:
         found, action = _handle_unreplicated(config, spark, clusters, ids, include_unreplicated, log)
     flow, seconds = _copy_back(config, spark, clusters, timeout_s, log)
-    positions = failover(config, FlowTables.of(config, lambda: spark, log), group_pattern, force=force, log=log,
-                         clusters=clusters)
-    return _Done(FailbackReport(
+    tables = FlowTables.of(config, lambda: spark, log)
+    positions = failover(config, tables, group_pattern, force=force, log=log, clusters=clusters)
+    moves, refused = _move_checkpoints(config, tables, spark, clusters, spark_checkpoints, log)
+    return FailbackReport(
         flow=config.name, source=src, destination=dst, mode="restore" if restore else "resume",
         unreplicated=found, unreplicated_action=action, copied=flow.progress.totals["copied"],
         skipped=flow.progress.totals["skipped_cycle"], seconds_to_zero_lag=round(seconds, 1),
-        state_dir=config.streaming.checkpoint_dir, positions=positions,
-    ), config)
+        state_dir=config.streaming.checkpoint_dir, positions=positions, checkpoints=moves,
+        checkpoints_refused=refused,
+    )

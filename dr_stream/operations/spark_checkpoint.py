@@ -29,18 +29,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from dr_stream.core.config import FlowConfig
-from dr_stream.core.offset_log import OffsetLogError, OffsetLogFile, Partition, batch_ids, parse
+from dr_stream.core.offset_log import OffsetLogError, OffsetLogFile, Partition, batch_ids, newest_batch, parse
 from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.application_offsets import (
     OffsetsError,
     TranslatedOffset,
-    TranslatedOffsets,
     translate_offset_sets,
 )
 from dr_stream.operations.flow_tables import FlowTables
@@ -111,7 +110,6 @@ class CheckpointMove:
     change: str | None  # the directory the change and originals are in; None on a dry run
     dry_run: bool
     finished_earlier: bool = False  # an interrupted move finished from its own record
-    notes: list[str] = field(default_factory=list)
 
     @property
     def newest(self) -> int:
@@ -170,15 +168,15 @@ class SparkCheckpoint:
         return batch_ids(offsets)
 
     def newest_commit(self) -> int | None:
-        ids = batch_ids(self.names("commits") or [])
-        return ids[-1] if ids else None
+        return newest_batch(self.names("commits") or [])
 
-    def offsets(self, batch: int) -> OffsetLogFile:
+    def offsets(self, batch: int) -> tuple[str, OffsetLogFile]:
+        """The batch's offsets file as written (kept as the original) and read."""
         text = self.read(f"offsets/{batch}")
         if text is None:
             raise CheckpointError(f"{self.uri}: offsets/{batch} vanished while being read: is the query still running?")
         try:
-            return parse(text, f"{self.uri}/offsets/{batch}")
+            return text, parse(text, f"{self.uri}/offsets/{batch}")
         except OffsetLogError as exc:
             raise CheckpointError(str(exc)) from None
 
@@ -253,7 +251,8 @@ def move_checkpoint(config: FlowConfig, tables: FlowTables, spark: SparkSession,
         return CheckpointMove(checkpoint.uri, batches, checkpoint.newest_commit(), {}, False,
                               f"the change recorded in {earlier.directory}", earlier.directory, dry_run,
                               finished_earlier=True)
-    files = {b: checkpoint.offsets(b) for b in batches}
+    read = {b: checkpoint.offsets(b) for b in batches}
+    files = {b: parsed for b, (_, parsed) in read.items()}
     kafka = {b: f.kafka_sources for b, f in files.items()}
     if not kafka[batches[-1]]:
         raise CheckpointError(f"{checkpoint.uri}: offsets/{batches[-1]} names no Kafka source's offsets: dr-stream "
@@ -283,18 +282,12 @@ def move_checkpoint(config: FlowConfig, tables: FlowTables, spark: SparkSession,
     directory = f"{CHANGES}/{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
     change = Change(directory, checkpoint.uri, config.name,
                     _cluster(config.source.alias, any_answer.source_cluster),
-                    _cluster(config.destination.alias, _destination_id(answers)), new_texts)
-    for relative in new_texts:
-        original = checkpoint.read(relative)
-        assert original is not None  # read above; a query that is still running changes newer files only
-        checkpoint.write(f"{directory}/{relative}", original)
+                    _cluster(config.destination.alias, any_answer.destination_cluster), new_texts)
+    for b, (original, _) in read.items():
+        checkpoint.write(f"{directory}/offsets/{b}", original)
     checkpoint.write(f"{directory}/{CHANGE_FILE}", json.dumps(change.as_dict(), indent=2))
     checkpoint.apply(change)
     return CheckpointMove(**{**vars(move), "change": checkpoint.path(directory)})
-
-
-def _destination_id(answers: dict[str, TranslatedOffsets]) -> str | None:
-    return next((a.destination_cluster for a in answers.values() if a.destination_cluster), None)
 
 
 def undo_move(spark: SparkSession, uri: str) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dr_stream.core.offset_log import Partition, batch_ids, parse
+from dr_stream.core.offset_log import Partition, newest_batch, parse
 from dr_stream.runtime.state_paths import qualified, read_text
 
 if TYPE_CHECKING:
@@ -29,12 +29,6 @@ def offset_log_positions(text: str) -> dict[Partition, int]:
     for offsets in parse(text, "offset log").kafka_sources.values():
         out.update({tp: o for tp, o in offsets.items() if o >= 0})
     return out
-
-
-def newest_batch(names: list[str]) -> int | None:
-    """The highest batch id among a log directory's file names."""
-    ids = batch_ids(names)
-    return ids[-1] if ids else None
 
 
 def next_to_read(spark: SparkSession, checkpoint: str) -> dict[Partition, int]:
