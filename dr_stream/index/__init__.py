@@ -9,7 +9,8 @@ The one face other wings use; what is behind it may change without them knowing.
 - `IndexReads`: the table as the commands read it, without a JVM; `index_snapshot`: the table,
   the runs published since and the destination's uncovered tail, as one `RunStore`.
 - `SpanReads`: a translation round's reads of the destination inside spans (`spans`: runs below
-  every live position joined; `floors_of`: the lowest live position per source partition).
+  every active position joined; `LivePosition`: a group's position, idle once it has stood still
+  `IDLE_AFTER_S`, when it pins its run instead of holding the floor down).
 
 Names resolve at first use, so a command that reads the table does not import Spark.
 """
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from dr_stream.index.runs_topic import ensure_runs_topic, runs_trim, settle_runs_topic
     from dr_stream.index.snapshot import index_snapshot
     from dr_stream.index.span_reads import SpanReads
-    from dr_stream.index.spans import floors_of
+    from dr_stream.index.spans import IDLE_AFTER_S, LivePosition
 
 # name on the face -> (module, name there)
 _FACE = {
@@ -44,11 +45,14 @@ _FACE = {
     "settle_runs_topic": ("runs_topic", "settle_runs_topic"),
     "runs_trim": ("runs_topic", "runs_trim"),
     "SpanReads": ("span_reads", "SpanReads"),
-    "floors_of": ("spans", "floors_of"),
+    "LivePosition": ("spans", "LivePosition"),
+    "IDLE_AFTER_S": ("spans", "IDLE_AFTER_S"),
 }
 __all__ = [
+    "IDLE_AFTER_S",
     "IndexFeed",
     "IndexReads",
+    "LivePosition",
     "Located",
     "OffsetIndex",
     "Run",
@@ -56,7 +60,6 @@ __all__ = [
     "RunStore",
     "SpanReads",
     "ensure_runs_topic",
-    "floors_of",
     "index_snapshot",
     "runs_trim",
     "settle_runs_topic",

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +55,7 @@ from dr_stream.index.index_reads import run_of
 from dr_stream.index.index_table import OffsetIndex
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader, RunsTrim
-from dr_stream.index.spans import MAX_SLACK, span_floors, span_store
+from dr_stream.index.spans import MAX_SLACK, LivePosition, SpanBounds, span_bounds, span_store
 
 Partition = tuple[str, int]
 # How often the table's thread looks whether an append or an upkeep is due.
@@ -91,9 +91,9 @@ class IndexFeed:
     on_runs: Callable[[list[Run]], None] = lambda runs: None
     # told each upkeep of the table: its duration, the rows it kept, how often it is looked at
     on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None
-    # per source partition, the lowest position a group of the flow's holds there: runs below it
-    # and below the copy's own become spans at the upkeep (`spans`)
-    live_positions: Callable[[], Mapping[Partition, int]] = dict
+    # the positions the flow's groups hold on source partitions: runs below the lowest active
+    # one and below the copy's own become spans at the upkeep, but for those idle ones pin (`spans`)
+    live_positions: Callable[[], Iterable[LivePosition]] = list
     max_slack: int = MAX_SLACK
     # deletes from the runs topic what the table has held a while (None: the topic's retention
     # alone bounds it)
@@ -381,11 +381,11 @@ class IndexFeed:
         to be merged; otherwise only the look, from memory and one request for log starts."""
         self._last_maintenance = time.monotonic()
         bounds = self.dest_bounds()
-        floors = self._keep_memory(bounds)
+        spans = self._keep_memory(bounds)
         with self._lock:
             known = len(self.store)
         if self._deleted_unkept or self._rows_unmerged >= max(self.merge_after_rows, known):
-            self._keep_table(bounds, floors)
+            self._keep_table(bounds, spans)
 
     def maintain(self) -> None:
         """The upkeep now, due or not: drops runs whose records retention removed, joins spans,
@@ -393,18 +393,18 @@ class IndexFeed:
         bounds = self.dest_bounds()
         self._keep_table(bounds, self._keep_memory(bounds))
 
-    def _keep_memory(self, bounds: dict[Partition, tuple[int, int]]) -> dict[Partition, int]:
+    def _keep_memory(self, bounds: dict[Partition, tuple[int, int]]) -> SpanBounds:
         """The upkeep's part outside the table, due or not: the store forgets deleted topics and
-        runs, joins spans below the floors, and the runs topic is trimmed; returns the floors,
-        which the table's rewrite takes too."""
+        runs, joins spans below the floors, and the runs topic is trimmed; returns the floors and
+        pins, which the table's rewrite takes too."""
         self._forget_gone()
         if self._forget_deleted(bounds):
             self._deleted_unkept = True
-        floors = self._floors()
-        self._span(floors)
+        spans = self._span_bounds()
+        span_store(self.store, self.source_cluster_id, spans.floors, self.max_slack, self._lock, spans.pins)
         if self.trim is not None:
             self.trim.trim()
-        return floors
+        return spans
 
     def _forget_deleted(self, bounds: dict[Partition, tuple[int, int]]) -> bool:
         """The store forgets runs below each destination partition's log start; True if any."""
@@ -427,19 +427,15 @@ class IndexFeed:
         self.log(f"offset index: {len(gone)} destination partitions of deleted topics forgotten ({dropped} runs): "
                  f"{', '.join(topics[:6])}{', ...' if len(topics) > 6 else ''}")
 
-    def _floors(self) -> dict[Partition, int]:
-        """Per source partition, the offset spans may not reach: the lowest live position, and
-        no further than the copy's last counted batch (one look serves the store and the table,
-        so both join the same runs)."""
+    def _span_bounds(self) -> SpanBounds:
+        """Per source partition, the offset spans may not reach (the lowest active position, and
+        no further than the copy's last counted batch) and the idle positions that pin their runs:
+        one look serves the store and the table, so both join the same runs."""
         with self._lock:
             counted = dict(self.handled.counted)
-        return span_floors(self.live_positions(), counted)
+        return span_bounds(self.live_positions(), counted)
 
-    def _span(self, floors: dict[Partition, int]) -> None:
-        """The store's runs below `floors` joined into spans (the table's at its next rewrite)."""
-        span_store(self.store, self.source_cluster_id, floors, self.max_slack, self._lock)
-
-    def _keep_table(self, bounds: dict[Partition, tuple[int, int]], floors: dict[Partition, int]) -> None:
+    def _keep_table(self, bounds: dict[Partition, tuple[int, int]], spans: SpanBounds) -> None:
         """The table's rows of runs below the log starts dropped and rows of one run merged
         (`kept_runs`). What waited for it is cleared only once it is done: a failed rewrite is
         tried again."""
@@ -447,7 +443,7 @@ class IndexFeed:
             self._last_maintenance = began = time.monotonic()
             gone = set(self._gone_unkept)
             starts = {dest: start for dest, (start, _) in bounds.items()} | dict.fromkeys(gone, GONE)
-            done = self.index.keep(starts, self.source_cluster_id, floors, self.max_slack)
+            done = self.index.keep(starts, self.source_cluster_id, spans.floors, self.max_slack, spans.pins)
             self._gone_unkept -= gone
             if done is not None:
                 took = time.monotonic() - began

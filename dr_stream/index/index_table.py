@@ -20,7 +20,7 @@ describe (the index follows the topics' retention).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -124,14 +124,15 @@ class OffsetIndex:
          .option("mergeSchema", "true").save(self.path))
 
     def keep(self, log_starts: Mapping[tuple[str, int], int], origin_cluster: str | None = None,
-             floors: Mapping[tuple[str, int], int] | None = None, max_slack: int = MAX_SLACK) -> Rewritten | None:
+             floors: Mapping[tuple[str, int], int] | None = None, max_slack: int = MAX_SLACK,
+             pins: Mapping[tuple[str, int], Sequence[int]] | None = None) -> Rewritten | None:
         """Rewrites the table to what it keeps (`kept_runs`; with `floors`, `origin_cluster`'s rows
-        below them joined into spans) and deletes the files that replaced (`runtime.delta_upkeep`):
-        through delta-rs from the driver, through Spark where delta-rs cannot open the table. None
-        when there is no table yet."""
+        below them joined into spans, but for those `pins` pin) and deletes the files that
+        replaced (`runtime.delta_upkeep`): through delta-rs from the driver, through Spark where
+        delta-rs cannot open the table. None when there is no table yet."""
         kept = kept_runs_sql(log_starts)
         if origin_cluster is not None and floors:
-            kept = spans_sql(kept, origin_cluster, floors, max_slack)
+            kept = spans_sql(kept, origin_cluster, floors, max_slack, pins)
         return rewriter(lambda: self.spark, self.retention_s)(self.path, kept, RUN_SCHEMA.fieldNames())
 
     def size_in_bytes(self) -> int:

@@ -17,7 +17,7 @@ after the rewrite, unless the destination deleted that record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 # A run's place: the rows of one run share it.
 KEY = ("origin_cluster", "origin_topic", "origin_partition", "dest_topic", "dest_partition")
@@ -64,12 +64,13 @@ def kept_runs_sql(log_starts: Mapping[tuple[str, int], int], table: str = "t") -
     return merged_sql(on_destination_sql(log_starts, table))
 
 
-def spans_sql(rows_sql: str, origin_cluster: str, floors: Mapping[tuple[str, int], int], max_slack: int) -> str:
+def spans_sql(rows_sql: str, origin_cluster: str, floors: Mapping[tuple[str, int], int], max_slack: int,
+              pins: Mapping[tuple[str, int], Sequence[int]] | None = None) -> str:
     """The rows `rows_sql` selects (one run merged into one row, `merged_sql`), the rows of
     `origin_cluster` wholly below their origin partition's floor joined into spans (`spans`: the
-    rule, `spans.islands`: which rows join). A row out of origin order (`spans.in_order`) keeps
-    itself and starts a new stretch; so does a partition with no floor keep its rows, and every
-    other cluster's."""
+    rule, `spans.islands`: which rows join). A row out of origin order (`spans.in_order`) or one
+    a pin answers to (`spans.pinned`) keeps itself and starts a new stretch; so does a partition
+    with no floor keep its rows, and every other cluster's."""
     half = max(max_slack // 2, 1)
     columns = ("origin_start, origin_end, dest_start, dest_end, records, first_timestamp, last_timestamp, copied_at, "
                "runs_topic_offset")
@@ -88,15 +89,18 @@ def spans_sql(rows_sql: str, origin_cluster: str, floors: Mapping[tuple[str, int
     out_of_order = (f"CASE WHEN origin_start <= coalesce(max(origin_end) {earlier}, -1) "
                     f"OR origin_end >= coalesce(min(origin_start) {later}, origin_end + 1) THEN 1 ELSE 0 END")
     theirs = f"origin_cluster <> {_literal(origin_cluster)}"
-    kept_alone = f"f.floor IS NULL OR s._out = 1 OR s.origin_end >= f.floor OR s.{theirs}"
+    kept_alone = f"f.floor IS NULL OR s._out = 1 OR s._pin = 1 OR s.origin_end >= f.floor OR s.{theirs}"
     return (
         f"WITH rows_ AS ({rows_sql}), "
         f"placed AS (SELECT *, {own} AS _own, row_number() OVER ({_ORDERED}) AS _rn, "
         f"CASE WHEN lag(origin_end) OVER ({_ORDERED}) IS NULL THEN 0 ELSE "
         f"(origin_start - lag(origin_end) OVER ({_ORDERED}) - 1) + (dest_start - lag(dest_end) OVER ({_ORDERED}) - 1) "
-        f"END AS _gap, {out_of_order} AS _out FROM rows_), "
+        f"END AS _gap, {out_of_order} AS _out, "
+        f"coalesce(lag(origin_end) OVER (PARTITION BY {_KEY} ORDER BY origin_start, dest_start), -1) AS _prev_end "
+        "FROM rows_), "
+        f"{_pinned_sql(pins or {})}, "
         f"summed AS (SELECT *, sum(_gap + _own) {running} - _own AS _before, "
-        f"sum(CASE WHEN _out = 1 OR {theirs} THEN 1 ELSE 0 END) {running} AS _stretch FROM placed), "
+        f"sum(CASE WHEN _out = 1 OR _pin = 1 OR {theirs} THEN 1 ELSE 0 END) {running} AS _stretch FROM marked), "
         f"islands AS (SELECT s.*, CASE WHEN {kept_alone} THEN NULL "
         f"ELSE CAST(floor(CAST(s._before AS DOUBLE) / {half}) AS BIGINT) END AS _bucket, "
         f"CASE WHEN {kept_alone} OR s._own >= {half} THEN s._rn ELSE -1 END AS _alone "
@@ -107,4 +111,23 @@ def spans_sql(rows_sql: str, origin_cluster: str, floors: Mapping[tuple[str, int
         "min(first_timestamp) AS first_timestamp, max(last_timestamp) AS last_timestamp, "
         "max(copied_at) AS copied_at, max(runs_topic_offset) AS runs_topic_offset "
         f"FROM islands GROUP BY {_KEY}, _stretch, _bucket, _alone"
+    )
+
+
+def _pinned_sql(pins: Mapping[tuple[str, int], Sequence[int]]) -> str:
+    """The CTE `marked`: `placed` with `_pin` 1 on each row a pin answers to, the row whose
+    origin range reaches the pin and whose predecessor in origin order ends below it
+    (`spans.pinned`)."""
+    values = ", ".join(f"({_literal(topic)}, {partition}, {offset})"
+                       for (topic, partition), held in sorted(pins.items()) for offset in sorted(set(held)))
+    if not values:
+        return "marked AS (SELECT *, 0 AS _pin FROM placed)"
+    same = " AND ".join(f"a.{column} = b.{column}" for column in KEY)
+    return (
+        f"answered AS (SELECT DISTINCT {', '.join(f'q.{column}' for column in KEY)}, q.origin_start, q.dest_start "
+        f"FROM placed AS q JOIN (VALUES {values}) AS p(p_topic, p_partition, p_offset) "
+        "ON q.origin_topic = p.p_topic AND q.origin_partition = p.p_partition "
+        "AND p.p_offset > q._prev_end AND p.p_offset <= q.origin_end), "
+        "marked AS (SELECT a.*, CASE WHEN b.origin_start IS NULL THEN 0 ELSE 1 END AS _pin FROM placed AS a "
+        f"LEFT JOIN answered AS b ON {same} AND a.origin_start = b.origin_start AND a.dest_start = b.dest_start)"
     )

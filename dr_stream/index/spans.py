@@ -38,33 +38,60 @@ the key holds an origin offset inside a span and the rule above holds for it. Th
 order stay runs, and the rest of their key still becomes spans: a broker restart leaves a few
 runs, not a partition that keeps every run for as long as the destination holds it.
 
+An idle group (its position has not moved for `IDLE_AFTER_S`) does not hold the floor down: a
+floor under it would keep every run above it exact, a run per transaction for as long as the
+group stays idle, bounded by the destination's retention alone. Its position *pins* instead:
+the run that answers it (the run holding it, or the first after it in origin order when it
+falls on a marker) stays a run and breaks the stretch, and the runs between pins become spans.
+So a partition keeps a run per idle position plus a few spans, and every live position is still
+placed from memory. An idle group that moves again reads the destination inside a span until
+the next upkeep sees it active (its answers are exact all the same).
+
 Invariants: a span is made only from consecutive runs of one key in destination order that are
-in order, and only from runs wholly below the floor given; its `copies` is a lower bound of the
+in order, none of them pinned, and only from runs wholly below the floor given; its `copies` is a lower bound of the
 copies it stands for, so a cut can lower it and the window stays right, only wider.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, cut, span_window
 
 MAX_SLACK = 10_000
 
+# A position that has not moved for this long pins its run instead of holding the floor down.
+# Long enough that a group committing in bursts (a batch job every few minutes) stays active,
+# short against the days an abandoned group sits at one offset.
+IDLE_AFTER_S = 600.0
+
+# per source partition, the idle positions below its floor, sorted
+Pins = Mapping[tuple[str, int], Sequence[int]]
 
 
-def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK, origin_cluster: str | None = None
-             ) -> list[Run]:
+class LivePosition(NamedTuple):
+    """A group's position on a source partition, and whether it has stood still `IDLE_AFTER_S`."""
+
+    topic: str
+    partition: int
+    offset: int
+    idle: bool = False
+
+
+
+def in_spans(runs: list[Run], floor: int, max_slack: int = MAX_SLACK, origin_cluster: str | None = None,
+             pins: Sequence[int] = ()) -> list[Run]:
     """The runs of one key, in destination order, those wholly below origin offset `floor` (and
     of `origin_cluster`, when given) joined into spans of less than `max_slack`
     (`kept_runs.spans_sql` is the same rule in SQL); runs out of origin order (a restart copied
-    them late) are kept as they are, and the ones in order around them still join."""
+    them late) and runs `pins` pin are kept as they are, and the ones around them still join."""
     out: list[Run] = []
     last_island = None
-    for run, island in zip(runs, islands(runs, floor, max_slack, origin_cluster), strict=True):
+    for run, island in zip(runs, islands(runs, floor, max_slack, origin_cluster, pins), strict=True):
         if island is not None and island == last_island:
             out[-1] = spanned(out[-1], run)
         else:
@@ -89,28 +116,45 @@ def in_order(runs: list[Run]) -> list[bool]:
     return ordered
 
 
-def islands(runs: list[Run], floor: int, max_slack: int, origin_cluster: str | None = None
-            ) -> list[tuple[int, int, int] | None]:
+def pinned(runs: list[Run], pins: Sequence[int]) -> list[bool]:
+    """Per run of one key, whether a pin answers to it: a pin after the origin end of the run
+    before it in origin order, and at most its own origin end (the run holding the position, or
+    the first copy after a marker's). `kept_runs.spans_sql` takes the same runs."""
+    out = [False] * len(runs)
+    if not pins:
+        return out
+    ordered_pins = sorted(pins)
+    previous_end = -1
+    for at in sorted(range(len(runs)), key=lambda i: (runs[i].origin_start, runs[i].dest_start)):
+        first_after = bisect_right(ordered_pins, previous_end)
+        out[at] = first_after < len(ordered_pins) and ordered_pins[first_after] <= runs[at].origin_end
+        previous_end = runs[at].origin_end
+    return out
+
+
+def islands(runs: list[Run], floor: int, max_slack: int, origin_cluster: str | None = None,
+            pins: Sequence[int] = ()) -> list[tuple[int, int, int] | None]:
     """Per run, the span it joins (equal values in a row join), None for a run kept as it is.
 
     The rule, chosen so that SQL computes it in one pass and a second upkeep never grows a span
     past the bound: with half the bound `g`, a run's *before* is the slack of the key's runs up to
     it (the offsets between them, either side, and the slack inside earlier spans); runs below the
     floor whose own slack is under `g` join while `before // g` is the same and no run out of
-    order or of another cluster lies between them (such a run starts a new *stretch*). Such a
+    order, of another cluster or pinned lies between them (such a run starts a new *stretch*). Such a
     span's slack is below g (between its runs) plus its last run's own (below g): under the bound.
     A run whose own slack is `g` or more (a span made earlier) stays alone, as does a run out of
     order."""
     half = max(max_slack // 2, 1)
     out: list[tuple[int, int, int] | None] = []
     before, previous, stretch = 0, None, 0
-    for at, (run, ordered) in enumerate(zip(runs, in_order(runs), strict=True)):
+    for at, (run, ordered, pin) in enumerate(zip(runs, in_order(runs), pinned(runs, pins), strict=True)):
         if previous is not None:
             before += (run.origin_start - previous.origin_end - 1) + (run.dest_start - previous.dest_end - 1)
         own = run.slack
         ours = origin_cluster in (None, run.origin_cluster)
-        stretch += 0 if ordered and ours else 1
-        if not ordered or not ours or run.origin_end >= floor:
+        alone = not ordered or not ours or pin
+        stretch += 1 if alone else 0
+        if alone or run.origin_end >= floor:
             out.append(None)
         else:
             out.append((stretch, before // half, -1) if own < half else (stretch, before // half, at))
@@ -158,25 +202,20 @@ def reads_of(windows: Iterable[tuple[str, int, int, int]], close: int = MAX_SLAC
     return [{tp: ranges[i] for tp, ranges in by_partition.items() if i < len(ranges)} for i in range(rounds)]
 
 
-def floors_of(positions: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
-    """(origin topic, partition, offset) of every live position -> per partition the lowest: runs
-    wholly below it may become spans."""
-    out: dict[tuple[str, int], int] = {}
-    for topic, partition, offset in positions:
-        out[(topic, partition)] = min(offset, out.get((topic, partition), offset))
-    return out
-
-
 def store_in_spans(runs: Mapping[RunKey, list[Run]], floors: Mapping[tuple[str, int], int],
-                   max_slack: int = MAX_SLACK, origin_cluster: str | None = None) -> dict[RunKey, list[Run]]:
-    """Each key's runs `in_spans` below its origin partition's floor (a partition with no floor
-    keeps its runs)."""
-    return {key: in_spans(kept, floors[key[:2]], max_slack, origin_cluster) if key[:2] in floors else list(kept)
+                   max_slack: int = MAX_SLACK, origin_cluster: str | None = None, pins: Pins | None = None
+                   ) -> dict[RunKey, list[Run]]:
+    """Each key's runs `in_spans` below its origin partition's floor, but for those its pins
+    pin (a partition with no floor keeps its runs)."""
+    pins = pins or {}
+    return {key: in_spans(kept, floors[key[:2]], max_slack, origin_cluster, pins.get(key[:2], ()))
+            if key[:2] in floors else list(kept)
             for key, kept in runs.items()}
 
 
 def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, int], int],
-               max_slack: int = MAX_SLACK, lock: AbstractContextManager[Any] | None = None) -> int:
+               max_slack: int = MAX_SLACK, lock: AbstractContextManager[Any] | None = None,
+               pins: Pins | None = None) -> int:
     """`store`'s runs of `origin_cluster` below the floors joined into spans; returns how many
     runs fewer it holds. `lock` (the store's) is held only to take the runs and to put the spans
     back, not while they are made: a key that changed meanwhile keeps its runs until next time."""
@@ -184,7 +223,7 @@ def span_store(store: RunStore, origin_cluster: str, floors: Mapping[tuple[str, 
     with lock:
         held = store.snapshot()
     wanted = {key: runs for key, runs in held.items() if key[:2] in floors}
-    joined = store_in_spans(wanted, floors, max_slack, origin_cluster)
+    joined = store_in_spans(wanted, floors, max_slack, origin_cluster, pins)
     fewer = 0
     with lock:
         for key, runs in joined.items():
@@ -205,10 +244,26 @@ def unchanged_tail(runs: list[Run], joined: list[Run]) -> int:
     return kept
 
 
-def span_floors(live: Mapping[tuple[str, int], int], counted: Mapping[tuple[str, int], int]
-                ) -> dict[tuple[str, int], int]:
-    """Per source partition, the origin offset below which runs may become spans: the copy's own
-    counted position (every batch below it committed and its gaps told apart, so nothing below it
-    is read again or asked of the store as a batch's own) lowered to the lowest live position
-    there. A partition the copy has not counted has none."""
-    return {key: min(at, live.get(key, at)) for key, at in counted.items()}
+class SpanBounds(NamedTuple):
+    """Per source partition, the origin offset below which runs may become spans, and the idle
+    positions below it that pin their runs (`pinned`)."""
+
+    floors: dict[tuple[str, int], int]
+    pins: dict[tuple[str, int], tuple[int, ...]]
+
+
+def span_bounds(live: Iterable[LivePosition], counted: Mapping[tuple[str, int], int]) -> SpanBounds:
+    """The floor is the copy's own counted position (every batch below it committed and its
+    gaps told apart, so nothing below it is read again or asked of the store as a batch's own)
+    lowered to the lowest active position there; idle positions below the floor pin. A
+    partition the copy has not counted has neither."""
+    active: dict[tuple[str, int], int] = {}
+    idle: dict[tuple[str, int], set[int]] = {}
+    for topic, partition, offset, still in live:
+        if still:
+            idle.setdefault((topic, partition), set()).add(offset)
+        else:
+            active[(topic, partition)] = min(offset, active.get((topic, partition), offset))
+    floors = {key: min(at, active.get(key, at)) for key, at in counted.items()}
+    pins = {key: tuple(sorted(p for p in idle[key] if p < floors[key])) for key in floors if key in idle}
+    return SpanBounds(floors, {key: held for key, held in pins.items() if held})

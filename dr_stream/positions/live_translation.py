@@ -119,6 +119,8 @@ class LiveTranslation:
     _round_ended: float | None = None
     # when each key's newest position arrived, while it waits for its first translation
     _arrived: dict[Key, float] = field(default_factory=dict)
+    # when each key's position last moved (or was first seen, or taken back at start)
+    _moved: dict[Key, float] = field(default_factory=dict)
     _recorded: dict[Key, tuple[Any, ...]] = field(default_factory=dict)
     _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
     _appended: int = 0  # rows appended to the log since its last compaction
@@ -186,6 +188,8 @@ class LiveTranslation:
                 timestamp = row["source_timestamp"]
                 self.latest.setdefault(key, GroupCommit(*key, row["source_offset"],
                                                         UNKNOWN_TIMESTAMP if timestamp is None else timestamp))
+                with self._lock:
+                    self._moved.setdefault(key, time.monotonic())
                 if self.backing is not None:  # the flow's own record of what was taken
                     self.backing.committed([self.latest[key]])
                 action = row["action"] or ""
@@ -221,17 +225,22 @@ class LiveTranslation:
         return changed
 
     def _take_commits(self, commits: Iterable[GroupCommit]) -> set[Key]:
-        changed = set()
+        changed, moved = set(), set()
         for commit in commits:
             selected = self.groups.matches(commit.group) and self.topics.matches(commit.topic)
-            if selected and self.latest.get(commit.key) != commit:
+            held = self.latest.get(commit.key)
+            if selected and held != commit:
                 self.latest[commit.key] = commit
                 changed.add(commit.key)
+                if held is None or held.offset != commit.offset:
+                    moved.add(commit.key)
         if changed:
             now = time.monotonic()
             with self._lock:
                 for key in changed:
                     self._arrived.setdefault(key, now)
+                for key in moved:
+                    self._moved[key] = now
         self.totals["commits"] += len(changed)
         return changed
 
@@ -352,6 +361,7 @@ class LiveTranslation:
         with self._lock:
             for key in gone:
                 self._arrived.pop(key, None)
+                self._moved.pop(key, None)
             self._unrecorded = [r for r in self._unrecorded if r[0].key not in gone] + rows
         left = {group for group, _, _ in self.latest}
         groups = groups_of(gone)
@@ -368,6 +378,13 @@ class LiveTranslation:
                            dest_partition=commit.partition, offset=None, method=GONE,
                            note="no committed offset on the source", clamped=False, log_start=None, log_end=None,
                            last_copied=None, source_log_end=None, translated_at=now)
+
+    def still_for(self) -> dict[Key, float]:
+        """Per position held, seconds since it last moved (any thread): the index's upkeep lets a
+        position that stands still pin its run rather than hold every run above it exact."""
+        now = time.monotonic()
+        with self._lock:
+            return {key: now - since for key, since in self._moved.items()}
 
     def untranslated_ages(self) -> dict[str, float]:
         """Per group seen, seconds its oldest position not translated yet has waited (0: none)."""

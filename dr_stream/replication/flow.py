@@ -43,11 +43,12 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
 from dr_stream.failure_notes import first_line
 from dr_stream.index import (
+    IDLE_AFTER_S,
     IndexFeed,
+    LivePosition,
     OffsetIndex,
     RunStore,
     ensure_runs_topic,
-    floors_of,
     runs_trim,
     settle_runs_topic,
 )
@@ -253,13 +254,16 @@ class ReplicationFlow:
             self.log(f"holds: {len(events)} events older than {kept_s / 86400:g} days left {self.holds.table.path}: "
                      "each partition keeps its newest")
 
-    def _live_positions(self) -> dict[tuple[str, int], int]:
-        """Per source partition, the lowest position a group holds there (the translate loop's
-        newest): runs below it may become spans."""
+    def _live_positions(self) -> list[LivePosition]:
+        """The positions the groups hold (the translate loop's newest), each idle once it has not
+        moved for `IDLE_AFTER_S`: runs below the lowest active one may become spans, and idle ones
+        pin their runs (`spans`)."""
         if self.translate_loop is None:
-            return {}
+            return []
         latest = dict(self.translate_loop.latest)  # one copy under the GIL: the loop's thread writes it
-        return floors_of((c.topic, c.partition, c.offset) for c in latest.values())
+        still = self.translate_loop.still_for()
+        return [LivePosition(c.topic, c.partition, c.offset, still.get(key, 0.0) >= IDLE_AFTER_S)
+                for key, c in latest.items()]
 
     def _acls_synced(self, done: AclPass) -> None:
         self.metrics.acls_synced(len(done.created), len(done.removed), done.left_out())

@@ -4,13 +4,23 @@ exactly once the window `locate` names is read back from the destination."""
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 
 from deltalake import write_deltalake
 
 from dr_stream.index.index_table import RUN_SCHEMA
 from dr_stream.index.kept_runs import spans_sql
 from dr_stream.index.run_store import Run, RunStore, cut
-from dr_stream.index.spans import in_spans, reads_of, resolved, span_store, store_in_spans
+from dr_stream.index.spans import (
+    LivePosition,
+    in_spans,
+    pinned,
+    reads_of,
+    resolved,
+    span_bounds,
+    span_store,
+    store_in_spans,
+)
 from dr_stream.runtime.delta_appends import arrow_table
 from dr_stream.runtime.delta_reads import DeltaReads
 
@@ -288,3 +298,74 @@ def test_the_driver_spans_a_key_a_late_copy_left_out_of_order():
     for offset in range(0, 3_000, 7):
         expected = whole.locate(KEY, offset)
         assert _place(store, runs, offset) == (expected.offset, expected.method), offset
+
+
+def test_an_idle_position_pins_its_run_and_the_runs_above_it_still_become_spans():
+    runs = _runs(_copies(random.Random(13), 20_000, (1, 12), 0.1))
+    whole = RunStore(runs)
+    idle = [1_000, 1_001, 7_777]  # two groups stopped next to each other, one further on
+    # and one on a marker, past 12,000: the run after it answers it
+    idle += [next(a.origin_end + 1 for a, b in pairwise(runs)
+                  if a.origin_end > 12_000 and b.origin_start == a.origin_end + 2)]
+    spanned = RunStore(in_spans(runs, 19_000, 1_000, pins=idle))
+
+    held = [r for r in spanned.runs_of(KEY) if r.origin_end < 19_000]
+    assert len(held) < len([r for r in runs if r.origin_end < 19_000]) / 20
+    # every idle position is answered by a run, exact without reading the destination
+    for offset in idle:
+        found = spanned.locate(KEY, offset)
+        assert (found.offset, found.method) == (whole.locate(KEY, offset).offset, "exact"), offset
+    for offset in range(0, 19_050, 3):
+        expected = whole.locate(KEY, offset)
+        assert _place(spanned, runs, offset) == (expected.offset, expected.method), offset
+
+
+def test_without_pins_an_idle_position_below_the_floor_sits_in_a_span():
+    runs = _runs(_copies(random.Random(13), 20_000, (1, 12), 0.1))
+    assert RunStore(in_spans(runs, 19_000, 1_000)).locate(KEY, 7_777).method == "within"
+
+
+def test_a_pin_answers_to_the_run_holding_it_or_the_first_after_its_marker():
+    runs = [Run("c1", *KEY, 0, 9, 0, 9), Run("c1", *KEY, 11, 20, 10, 19), Run("c1", *KEY, 22, 30, 20, 28)]
+    assert pinned(runs, [5]) == [True, False, False]
+    assert pinned(runs, [10, 21]) == [False, True, True]  # each on a marker: the next run answers
+    assert pinned(runs, [31]) == [False, False, False]  # past every run: the next copy answers
+    assert pinned(runs, []) == [False, False, False]
+
+
+def test_idle_positions_pin_and_active_ones_lower_the_floor():
+    live = [LivePosition("orders", 0, 500), LivePosition("orders", 0, 120, idle=True),
+            LivePosition("orders", 0, 800, idle=True), LivePosition("orders", 1, 40, idle=True),
+            LivePosition("orders", 2, 7)]
+    bounds = span_bounds(live, {("orders", 0): 900, ("orders", 1): 30})
+    # an idle position at or past the floor is above every span already: it pins nothing
+    assert bounds.floors == {("orders", 0): 500, ("orders", 1): 30}
+    assert bounds.pins == {("orders", 0): (120,)}
+
+
+def test_the_table_pins_the_rows_the_store_pins(tmp_path):
+    spanned, disordered = _estate()
+    path = _table(tmp_path, spanned + disordered)
+    floors = {("orders", 0): 6_000, ("orders", 1): 100}
+    pins = {("orders", 0): (0, 1_234, 1_235, 4_000), ("orders", 1): (12,)}
+
+    rows = DeltaReads().query(path, spans_sql("SELECT * FROM t", "c1", floors, 1_000, pins))
+
+    expected = in_spans(spanned, 6_000, 1_000, pins=pins[("orders", 0)]) + disordered
+    assert _shape(rows) == _shape([r.__dict__ | {"records": r.records} for r in expected])
+    assert len(rows) < len(spanned) / 3
+    assert len(expected) > len(in_spans(spanned, 6_000, 1_000)) + 3
+
+
+def test_spark_pins_the_table_as_delta_rs_does(spark, tmp_path):
+    spanned, disordered = _estate()
+    path = _table(tmp_path, spanned[:600] + disordered)
+    sql = spans_sql("SELECT * FROM t", "c1", {("orders", 0): 1_500, ("orders", 1): 100}, 300,
+                    {("orders", 0): (3, 400, 401, 1_000)})
+    spark.read.format("delta").load(path).createOrReplaceTempView("t")
+
+    through_spark = _shape(r.asDict() for r in spark.sql(sql).collect())
+
+    assert through_spark == _shape(DeltaReads().query(path, sql))
+    assert through_spark != _shape(DeltaReads().query(
+        path, spans_sql("SELECT * FROM t", "c1", {("orders", 0): 1_500, ("orders", 1): 100}, 300)))

@@ -6,6 +6,8 @@ translator, destination and log are stand-ins; the flow against real brokers is 
 
 from __future__ import annotations
 
+import time
+
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.gone_positions import GONE, GonePositions, SourceGroups
@@ -39,6 +41,7 @@ def test_a_group_gone_from_the_source_leaves_the_maps_and_the_log_says_so_once()
     assert set(translate.latest) == {("kept", "orders", 0)}
     assert set(translate.untranslated_ages()) == {"kept"}
     assert set(translate._recorded) == {("kept", "orders", 0)}
+    assert set(translate.still_for()) == {("kept", "orders", 0)}
     assert translate.totals["forgotten"] == 2 and forgotten == [{("deleted", "orders", 0), ("deleted", "orders", 1)}]
     assert [line for line in lines if "forgotten" in line] == [
         "2 positions forgotten: no committed offset on the source for 10 s (groups deleted: deleted, expired, or "
@@ -68,3 +71,15 @@ def test_a_group_made_again_after_it_was_forgotten_is_translated_as_new():
     assert translate.latest == {}
     changed = translate.take_batch([GroupCommit("again", "orders", 0, 40, 1000)])
     assert [t.key for t, _ in changed] == [("again", "orders", 0)]
+
+
+def test_a_position_counts_as_still_from_when_its_offset_last_moved_not_from_its_last_commit():
+    translate = loop(_Destination(refusals=0), [], translator=_Renaming())
+    translate.take_batch([GroupCommit("idle", "orders", 0, 40, 1000), GroupCommit("busy", "orders", 0, 7, 900)])
+    first = translate.still_for()
+    time.sleep(0.01)
+    # the same offset committed again, with a newer timestamp, is not a move; a new offset is
+    translate.take_batch([GroupCommit("idle", "orders", 0, 40, 2000), GroupCommit("busy", "orders", 0, 8, 2000)])
+    again = translate.still_for()
+    assert again[("idle", "orders", 0)] >= first[("idle", "orders", 0)]
+    assert again[("busy", "orders", 0)] < again[("idle", "orders", 0)]
