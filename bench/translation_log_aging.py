@@ -55,6 +55,7 @@ def _measure(path: Path, written: int) -> dict[str, Any]:
 
 def age(path: Path, rows: int, groups: int, partitions: int, marks: list[int], compact_every_rows: int | None,
         seed: int = 7) -> list[dict[str, Any]]:
+    from dr_stream.positions.sync_outcome import COMMITTED
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.positions.translation_rule import Translation
     from dr_stream.runtime.delta_reads import DeltaReads
@@ -78,7 +79,7 @@ def age(path: Path, rows: int, groups: int, partitions: int, marks: list[int], c
             batch.append((Translation(group=key[0], topic="orders", partition=key[1], source_offset=o,
                                       source_timestamp=at, dest_topic="orders", dest_partition=key[1], offset=o,
                                       method="exact", note="", clamped=False, log_start=0, log_end=o + 100,
-                                      last_copied=o + 90, source_log_end=o + 100, translated_at=at), "committed"))
+                                      last_copied=o + 90, source_log_end=o + 100, translated_at=at), COMMITTED))
         log.append(batch)
         written += size
         since_compaction += size

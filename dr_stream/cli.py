@@ -9,7 +9,6 @@ import logging
 import os
 import re
 import sys
-from dataclasses import asdict
 from typing import Any, NoReturn
 
 from dr_stream.core.config import ConfigError, load_flow
@@ -19,7 +18,6 @@ from dr_stream.kafka.waits import WAITS
 from dr_stream.log_format import writes_json
 from dr_stream.operations.held_records import add_held_record_commands
 from dr_stream.operations.report_commands import add_report_commands, spark_for, tables_of, to_stderr
-from dr_stream.positions import SyncOutcome
 
 JSON_HELP = "the result as JSON on stdout (progress lines on stderr)"
 
@@ -101,7 +99,7 @@ def _positions(args: argparse.Namespace, commit: bool) -> int:
                              "positions": [p.as_dict() for p in positions.rows]}))
     else:
         print(format_positions(positions))
-    failed = [p for p in positions.rows if SyncOutcome.of(p.action) is SyncOutcome.FAILED]
+    failed = [p for p in positions.rows if p.action.failed]
     return ExitCode.FAILED if failed else ExitCode.OK
 
 
@@ -196,7 +194,7 @@ def _failback(args: argparse.Namespace) -> int:
         print(f"dr-stream: failback: {exc}", file=sys.stderr)
         return ExitCode.FAILED
     print(json.dumps(report.as_dict(), indent=2) if args.json else format_failback(report))
-    failed = any(SyncOutcome.of(p.action) is SyncOutcome.FAILED for p in report.positions.rows) or report.failed
+    failed = any(p.action.failed for p in report.positions.rows) or report.failed
     for move in report.checkpoints:
         for position in move.inexact:
             print(f"dr-stream: failback: {move.checkpoint}: {position.line()}", file=sys.stderr)
@@ -228,11 +226,11 @@ def _reset(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     actions = reset_to_datetime(config, args.cluster, args.group, args.topic, at_ms, dry_run=args.dry_run)
     if args.json:
-        print(json.dumps([asdict(a) for a in actions], indent=2))
+        print(json.dumps([a.as_dict() for a in actions], indent=2))
     else:
         for a in actions:
             print(f"{a.group} {a.topic}[{a.partition}]: {a.current if a.current is not None else '-'} -> "
-                  f"{a.offset}: {a.action}")
+                  f"{a.offset}: {a.action.text}")
     return 0
 
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from enum import Enum
 
 from confluent_kafka import KafkaError
 
@@ -32,8 +33,6 @@ from dr_stream.runtime.jvm import connection_check_classpath
 _AUTHENTICATION = {KafkaError._AUTHENTICATION}
 _TLS = {KafkaError._SSL}
 _DECISIVE = _AUTHENTICATION | _TLS
-_REFUSALS = ("authentication failed", "TLS handshake failed")
-_JAVA_SETTINGS_REFUSED = "Java client settings refused"
 _BROKER_PREFIX = re.compile(r"^\S+/\S+: ")
 
 
@@ -42,18 +41,47 @@ class ClusterAccessError(RuntimeError):
     file and key to look at."""
 
 
+class Refusal(Enum):
+    """What a cluster that answered would not take: the words a cause begins with, and the key of
+    the cluster's configuration to look at."""
+
+    CREDENTIALS = ("authentication failed", "kafka.sasl.jaas.config")
+    TLS = ("TLS handshake failed", "kafka.ssl.truststore.location")
+    JAVA_SETTINGS = ("Java client settings refused", "kafka")  # the Java client's own check of its settings
+
+    def __init__(self, words: str, key: str) -> None:
+        self.words = words
+        self.key = key
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why a cluster was not reached: the line an operator reads, and (when it answered but
+    refused) what it refused, which code decides on."""
+
+    text: str
+    refusal: Refusal | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+    @classmethod
+    def refused(cls, refusal: Refusal, detail: str) -> Cause:
+        return cls(f"{refusal.words}: {detail}", refusal)
+
+
 @dataclass(frozen=True)
 class Reachability:
     alias: str
     bootstrap: str
     cluster_id: str | None
-    cause: str | None  # None when reached
+    cause: Cause | None  # None when reached
     seconds: float
     # Where the cluster is written (`ClusterConfig.defined_at`: `<file>: <source|destination>`)
     defined_at: str = ""
 
     @classmethod
-    def of(cls, cluster: ClusterConfig, cluster_id: str | None, cause: str | None, seconds: float) -> Reachability:
+    def of(cls, cluster: ClusterConfig, cluster_id: str | None, cause: Cause | None, seconds: float) -> Reachability:
         return cls(cluster.alias, cluster.bootstrap_servers, cluster_id, cause, seconds, cluster.defined_at)
 
     @property
@@ -63,26 +91,20 @@ class Reachability:
     @property
     def refused(self) -> bool:
         """It answered, but would not let dr-stream in (credentials or TLS trust)."""
-        return self.cause is not None and self.cause.startswith(_REFUSALS)
+        return self.cause is not None and self.cause.refusal in (Refusal.CREDENTIALS, Refusal.TLS)
 
     def line(self) -> str:
         if self.ok:
             return f"{self.alias}: ok (cluster.id {self.cluster_id}, {self.bootstrap}, {self.seconds:.1f}s)"
-        cause = self.cause or "not reached"
+        cause = self.cause or Cause("not reached")
         where = f"; {self.defined_at}.{key_to_check(cause)}" if self.defined_at else ""
-        return f"{self.alias}: {cause} ({self.bootstrap}{where})"
+        return f"{self.alias}: {cause.text} ({self.bootstrap}{where})"
 
 
-def key_to_check(cause: str) -> str:
-    """The key of a cluster's configuration that a failure points at: the credentials for a
-    refused login, the trust settings for a failed TLS handshake, else the bootstrap servers."""
-    if cause.startswith(_REFUSALS[0]):
-        return "kafka.sasl.jaas.config"
-    if cause.startswith(_REFUSALS[1]):
-        return "kafka.ssl.truststore.location"
-    if cause.startswith(_JAVA_SETTINGS_REFUSED):
-        return "kafka"
-    return "bootstrap_servers"
+def key_to_check(cause: Cause) -> str:
+    """The key of a cluster's configuration that a failure points at: what it refused (the
+    credentials, the trust settings, the Java client's settings), else the bootstrap servers."""
+    return cause.refusal.key if cause.refusal is not None else "bootstrap_servers"
 
 
 def _detail(message: str) -> str:
@@ -90,19 +112,19 @@ def _detail(message: str) -> str:
     return _BROKER_PREFIX.sub("", message).split(" (after ")[0].strip()
 
 
-def cause(errors: Sequence[tuple[int, str]], timeout_s: float) -> str:
+def cause(errors: Sequence[tuple[int, str]], timeout_s: float) -> Cause:
     """The reason a cluster was not reached, from librdkafka's (code, message) error events."""
-    for codes, what in ((_AUTHENTICATION, _REFUSALS[0]), (_TLS, _REFUSALS[1])):
+    for codes, refusal in ((_AUTHENTICATION, Refusal.CREDENTIALS), (_TLS, Refusal.TLS)):
         for code, message in errors:
             if code in codes:
-                return f"{what}: {_detail(message)}"
+                return Cause.refused(refusal, _detail(message))
     for code, message in errors:
         if code in (KafkaError._TRANSPORT, KafkaError._RESOLVE):
-            return f"unreachable: {_detail(message)}"
+            return Cause(f"unreachable: {_detail(message)}")
     if any(code == KafkaError._ALL_BROKERS_DOWN for code, _ in errors):
-        return ("unreachable: the broker closed every connection (a listener of another security.protocol, "
-                "or not a Kafka broker)")
-    return f"no answer within {timeout_s:.0f}s"
+        return Cause("unreachable: the broker closed every connection (a listener of another security.protocol, "
+                     "or not a Kafka broker)")
+    return Cause(f"no answer within {timeout_s:.0f}s")
 
 
 def decisive(errors: Sequence[tuple[int, str]], refusal_is_final: bool = False) -> bool:
@@ -160,16 +182,16 @@ def require_cluster_id(cluster: ClusterConfig, timeout_s: float = 10.0) -> str:
     return found.cluster_id
 
 
-def java_cause(line: str, timeout_s: float) -> str:
+def java_cause(line: str, timeout_s: float) -> Cause:
     """The reason in the Java check's one-line answer (`error <exception>: <message>`)."""
     kind, _, message = line.removeprefix("error ").partition(": ")
     if "SaslAuthentication" in kind or kind == "AuthenticationException":
-        return f"{_REFUSALS[0]}: {message}"
+        return Cause.refused(Refusal.CREDENTIALS, message)
     if "SslAuthentication" in kind or "SSLHandshake" in kind:
-        return f"{_REFUSALS[1]}: {message}"
+        return Cause.refused(Refusal.TLS, message)
     if "Timeout" in kind:
-        return f"no answer within {timeout_s:.0f}s"
-    return f"{_JAVA_SETTINGS_REFUSED}: {kind}: {message}"
+        return Cause(f"no answer within {timeout_s:.0f}s")
+    return Cause.refused(Refusal.JAVA_SETTINGS, f"{kind}: {message}")
 
 
 def probe_java(cluster: ClusterConfig, timeout_s: float = 10.0) -> Reachability:

@@ -64,6 +64,8 @@ class FailbackReport:
     positions: Positions
     checkpoints: list[CheckpointMove] = field(default_factory=list)
     checkpoints_refused: list[str] = field(default_factory=list)  # one line each
+    # the unreplicated records were copied back (`unreplicated_action` says so in words)
+    unreplicated_copied: bool = False
 
     @property
     def failed(self) -> bool:
@@ -169,6 +171,8 @@ def _prepare_restore(config: FlowConfig, clusters: FlowClusters, source_id: str,
 
 def _handle_unreplicated(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, ids: tuple[str, str],
                          include: bool, log: Callable[[str], None]) -> tuple[list[UnreplicatedPartition], str]:
+    """The records on the destination that never reached the source, and what was done with
+    them: copied back when `include` (and found), else left out."""
     src, dst = config.source.alias, config.destination.alias
     log(f"failback {src} -> {dst}: looking for records on {dst} that never reached {src} ...")
     finder = UnreplicatedRecords(spark, config, *ids, destination_admin=clusters.destination.admin)
@@ -222,10 +226,12 @@ def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, g
     ids = check_preconditions(config, clusters)
     src, dst = config.source.alias, config.destination.alias
     found: list[UnreplicatedPartition] = []
+    copied_back = False
     if restore:
         config, action = _prepare_restore(config, clusters, ids[0], log)
     else:
         found, action = _handle_unreplicated(config, spark, clusters, ids, include_unreplicated, log)
+        copied_back = include_unreplicated and bool(found)
     flow, seconds = _copy_back(config, spark, clusters, timeout_s, log)
     tables = FlowTables.of(config, lambda: spark, log)
     positions = failover(config, tables, group_pattern, force=force, log=log, clusters=clusters)
@@ -235,5 +241,5 @@ def _failback(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, g
         unreplicated=found, unreplicated_action=action, copied=flow.progress.totals["copied"],
         skipped=flow.progress.totals["skipped_cycle"], seconds_to_zero_lag=round(seconds, 1),
         state_dir=config.streaming.checkpoint_dir, positions=positions, checkpoints=moves,
-        checkpoints_refused=refused,
+        checkpoints_refused=refused, unreplicated_copied=copied_back,
     )

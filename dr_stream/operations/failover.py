@@ -31,6 +31,7 @@ from dr_stream.positions import (
     OffsetTranslator,
     RecordTimestamps,
     ReturnedRecords,
+    Synced,
     Translation,
     current_commits,
     maps_back,
@@ -44,12 +45,12 @@ class GroupPosition:
     """A translation and what was done with it."""
 
     translation: Translation
-    action: str
+    action: Synced
 
     def as_dict(self) -> dict[str, Any]:
         # Every field is a plain value: a shallow copy is asdict's answer, without its deep copies
         # (a second a failover of 10,000 positions).
-        return {**vars(self.translation), "action": self.action, "unreplicated": self.translation.unreplicated}
+        return {**vars(self.translation), "action": self.action.text, "unreplicated": self.translation.unreplicated}
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def translate_positions(config: FlowConfig, tables: FlowTables, group_pattern: s
             own.close()
         if own_clusters:
             clusters.close()
-    return Positions([GroupPosition(t, "") for t in translations], positions.live, positions.origin,
+    return Positions([GroupPosition(t, Synced(None, "")) for t in translations], positions.live, positions.origin,
                      positions.origin_cluster)
 
 

@@ -238,8 +238,8 @@ def failover_checks(rows: Iterable[Any], refused: Mapping[str, str]) -> list[Che
         t = p.translation
         mine = problems.setdefault(t.group, {})
         counts[t.group] = counts.get(t.group, 0) + 1
-        if SyncOutcome.of(p.action) not in MOVABLE:
-            problem = p.action
+        if p.action.outcome not in MOVABLE:
+            problem = p.action.text
         elif t.method not in EXACT_METHODS or t.clamped:
             problem = f"would land by {t.method}{' (clamped)' if t.clamped else ''}, not exactly"
         else:

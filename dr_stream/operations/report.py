@@ -28,7 +28,7 @@ def format_positions(positions: Positions) -> str:
     for p in positions.rows:
         t = p.translation
         lines.append((t.group, t.dest_topic, str(t.partition), str(t.source_offset), _text(t.offset),
-                      _text(t.log_start), _text(t.log_end), t.method, p.action or "-"))
+                      _text(t.log_start), _text(t.log_end), t.method, p.action.text or "-"))
         if t.note:
             notes.append(f"  {t.group} {t.dest_topic}[{t.partition}]: {t.note}")
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
@@ -80,8 +80,8 @@ def format_failback(report: FailbackReport) -> str:
         out.append(f"  {p.topic}[{p.partition}]: {p.records} records, offsets {p.first_offset}..{p.last_offset} "
                    f"({shown}), timestamps {_when(p.first_timestamp)} .. {_when(p.last_timestamp)}")
     if report.unreplicated:
-        copied = report.unreplicated_action.startswith("copied")
-        out.append(f"  ordering: {'on' if copied else 'copied, they would land on'} {src} after the records {src} "
+        landed = "on" if report.unreplicated_copied else "copied, they would land on"
+        out.append(f"  ordering: {landed} {src} after the records {src} "
                    "received meanwhile, so the partition's order would differ between the clusters; consumers "
                    "that depend on it must handle that")
     out.append(f"copied to {dst}: {report.copied} records; skipped {report.skipped} that came from {dst}; "

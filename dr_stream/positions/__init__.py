@@ -14,7 +14,7 @@ The one face other wings use; what is behind it may change without them knowing.
   once a source commit backs it (`CommitBacking`, `commit_backing`); each outcome recorded in
   the `TranslationLog` (`translation_log`).
 - `GroupSync`, `GroupsRead`, `SyncAction`, `sync_translations`: when and how a destination group is written
-  (`group_sync`), each partition's outcome a `SyncOutcome` (`sync_outcome`); `ShareGroupSync`:
+  (`group_sync`), each partition's result a `Synced`, its outcome a `SyncOutcome` (`sync_outcome`); `ShareGroupSync`:
   the same for share groups' start offsets, in a flow (`share_group_sync`).
 
 Names resolve at first use, so a command that only translates does not import Spark.
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from dr_stream.positions.poller import CommittedOffsetPoller, current_commits, stamped
     from dr_stream.positions.returned_records import ReturnedRecords, maps_back
     from dr_stream.positions.share_group_sync import ShareGroupSync
-    from dr_stream.positions.sync_outcome import SyncOutcome
+    from dr_stream.positions.sync_outcome import Synced, SyncOutcome
     from dr_stream.positions.translate_query import TranslateQuery
     from dr_stream.positions.translation_log import TranslationLog
     from dr_stream.positions.translation_rule import Translation
@@ -65,6 +65,7 @@ _FACE = {
     "sync_translations": ("group_sync", "sync_translations"),
     "ShareGroupSync": ("share_group_sync", "ShareGroupSync"),
     "SyncOutcome": ("sync_outcome", "SyncOutcome"),
+    "Synced": ("sync_outcome", "Synced"),
 }
 __all__ = [
     "CommitBacking",
@@ -79,6 +80,7 @@ __all__ = [
     "ShareGroupSync",
     "SyncAction",
     "SyncOutcome",
+    "Synced",
     "TranslateQuery",
     "Translation",
     "TranslationLog",

@@ -27,13 +27,20 @@ from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import INACTIVE_STATES, Fetched, GroupOffsetsClient
 from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
 from dr_stream.kafka.group_offsets.kafka4 import StreamsGroupStates
-from dr_stream.positions.sync_outcome import SyncOutcome, ahead_text, failed_text, held_text, not_translated_text
+from dr_stream.positions.sync_outcome import (
+    COMMITTED,
+    REWOUND,
+    UNCHANGED,
+    WOULD_COMMIT,
+    WOULD_REWIND,
+    Synced,
+    SyncOutcome,
+    ahead,
+    failed,
+    held,
+    not_translated,
+)
 from dr_stream.positions.translation_rule import Translation
-
-
-def held_by_members(action: str) -> bool:
-    return SyncOutcome.of(action) is SyncOutcome.HELD
-
 
 Partition = tuple[str, int]
 
@@ -61,36 +68,40 @@ class SyncAction:
     partition: int
     offset: int
     current: int | None
-    action: str
+    action: Synced
 
     @property
     def outcome(self) -> SyncOutcome | None:
-        return SyncOutcome.of(self.action)
+        return self.action.outcome
 
     @property
     def wrote(self) -> bool:
-        return self.outcome in (SyncOutcome.COMMITTED, SyncOutcome.REWOUND)
+        return self.action.wrote
+
+    def as_dict(self) -> dict[str, object]:
+        """As `--json` carries it: the action as its text."""
+        return {"group": self.group, "topic": self.topic, "partition": self.partition, "offset": self.offset,
+                "current": self.current, "action": self.action.text}
 
 
 def decide(group: str, state: str, members: int, current: dict[Partition, int], wanted: dict[Partition, int],
            force: bool = False, dry_run: bool = False) -> list[SyncAction]:
     """What to do with each wanted offset of one group; the actions that `wrote` are the writes."""
     if state not in INACTIVE_STATES:
-        reason = held_text(state, members)
-        return [SyncAction(group, t, p, o, current.get((t, p)), reason) for (t, p), o in sorted(wanted.items())]
+        left = held(state, members)
+        return [SyncAction(group, t, p, o, current.get((t, p)), left) for (t, p), o in sorted(wanted.items())]
     actions = []
     for (topic, partition), offset in sorted(wanted.items()):
         have = current.get((topic, partition))
-        ahead = have if have is not None and have > offset else None
-        rewind = ahead is not None
+        rewind = have is not None and have > offset
         if have == offset:
-            action = SyncOutcome.UNCHANGED.value
-        elif ahead is not None and not force:
-            action = ahead_text(ahead)
+            action = UNCHANGED
+        elif have is not None and rewind and not force:
+            action = ahead(have)
         elif dry_run:
-            action = (SyncOutcome.WOULD_REWIND if rewind else SyncOutcome.WOULD_COMMIT).value
+            action = WOULD_REWIND if rewind else WOULD_COMMIT
         else:
-            action = (SyncOutcome.REWOUND if rewind else SyncOutcome.COMMITTED).value
+            action = REWOUND if rewind else COMMITTED
         actions.append(SyncAction(group, topic, partition, offset, have, action))
     return actions
 
@@ -238,15 +249,15 @@ def _inactive(states: dict[str, tuple[str, int] | Exception]) -> list[str]:
 
 def sync_translations(sync: GroupSync, translations: Iterable[Translation], force: bool = False,
                       dry_run: bool = False, seen: Future[GroupsRead] | None = None
-                      ) -> dict[tuple[str, str, int], str]:
+                      ) -> dict[tuple[str, str, int], Synced]:
     """Each translation's key -> the action taken for it. A group whose sync fails gets
     `failed: <reason>` on each of its partitions and does not stop the others; a round that
     fails as a whole (its `read_ahead` too) fails each of its groups that way."""
     by_group: dict[str, list[Translation]] = {}
-    actions: dict[tuple[str, str, int], str] = {}
+    actions: dict[tuple[str, str, int], Synced] = {}
     for t in translations:
         if t.offset is None:
-            actions[t.key] = not_translated_text(t.note)
+            actions[t.key] = not_translated(t.note)
         else:
             by_group.setdefault(t.group, []).append(t)
     wanted = {group: {(t.dest_topic, t.dest_partition): t.offset for t in items if t.offset is not None}
@@ -258,7 +269,7 @@ def sync_translations(sync: GroupSync, translations: Iterable[Translation], forc
     for group, items in by_group.items():
         result = results[group]
         if isinstance(result, Exception):
-            done = dict.fromkeys(wanted[group], failed_text(first_line(result)))
+            done = dict.fromkeys(wanted[group], failed(first_line(result)))
         else:
             done = {(a.topic, a.partition): a.action for a in result}
         for t in items:

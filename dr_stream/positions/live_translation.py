@@ -55,9 +55,9 @@ from dr_stream.failure_notes import FailureNotes, first_line, named, summarised
 from dr_stream.positions.commit_backing import CommitBacking
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.gone_positions import GONE, GonePositions, SourceGroups, groups_of
-from dr_stream.positions.group_sync import GroupsRead, GroupSync, held_by_members, sync_translations
+from dr_stream.positions.group_sync import GroupsRead, GroupSync, sync_translations
 from dr_stream.positions.offset_translator import OffsetTranslator
-from dr_stream.positions.sync_outcome import SyncOutcome, failure_reason
+from dr_stream.positions.sync_outcome import NOT_SYNCED, NOTHING, Synced
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 
@@ -67,10 +67,11 @@ Key = tuple[str, str, int]
 IDLE_WAIT_S = 0.5
 
 
-def _outcome(source_offset: int, offset: int | None, method: str, note: str | None, action: str) -> tuple[Any, ...]:
+def _outcome(source_offset: int, offset: int | None, method: str, note: str | None, action: Synced
+             ) -> tuple[Any, ...]:
     """What a translation log row says of a position: a translation is logged when this changes,
     whether it was made now or read back from the log at a restart."""
-    return source_offset, offset, method, note, action
+    return source_offset, offset, method, note, action.text
 
 
 @dataclass
@@ -97,7 +98,7 @@ class LiveTranslation:
                                                               "forgotten": 0, "unbacked": 0,
                                                               "unbacked_dropped": 0})
     # told each sync's actions (one per group and partition)
-    on_synced: Callable[[list[str]], None] = lambda actions: None
+    on_synced: Callable[[list[Synced]], None] = lambda actions: None
     # told each round's duration, the positions it translated, and the time since the last ended
     on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
     # told each compaction of the log: its duration, the rows it kept, its period
@@ -122,7 +123,7 @@ class LiveTranslation:
     # when each key's position last moved (or was first seen, or taken back at start)
     _moved: dict[Key, float] = field(default_factory=dict)
     _recorded: dict[Key, tuple[Any, ...]] = field(default_factory=dict)
-    _unrecorded: list[tuple[Translation, str]] = field(default_factory=list)
+    _unrecorded: list[tuple[Translation, Synced]] = field(default_factory=list)
     _appended: int = 0  # rows appended to the log since its last compaction
     _compacted_at: float = field(default_factory=time.monotonic)
     _advanced: threading.Event = field(default_factory=threading.Event)
@@ -192,22 +193,22 @@ class LiveTranslation:
                     self._moved.setdefault(key, time.monotonic())
                 if self.backing is not None:  # the flow's own record of what was taken
                     self.backing.committed([self.latest[key]])
-                action = row["action"] or ""
+                action = Synced.read(row["action"])
                 self._recorded[key] = _outcome(row["source_offset"], row["offset"], row["method"], row["note"], action)
                 if row["method"] not in SETTLED:
                     self.pending.add(key)
-                if SyncOutcome.of(action) is SyncOutcome.FAILED:
+                if action.failed:
                     self._unsynced.add(key)
-                if held_by_members(action):
+                if action.held:
                     self._held.add(key)
-                if row["method"] not in SETTLED or SyncOutcome.of(action) is SyncOutcome.FAILED:
+                if row["method"] not in SETTLED or action.failed:
                     self._due.add(key)
                     due += 1
         if due:
             self._wake.set()
         return due
 
-    def take_batch(self, commits: list[GroupCommit], malformed: int = 0) -> list[tuple[Translation, str]]:
+    def take_batch(self, commits: list[GroupCommit], malformed: int = 0) -> list[tuple[Translation, Synced]]:
         """One batch of the translate query: its newest position per key, and how many of its
         records were malformed. Returns once the positions that changed are translated, synced
         and recorded; those whose outcome changed are returned with their action."""
@@ -290,7 +291,7 @@ class LiveTranslation:
             self.totals["unbacked_dropped"] += dead + expired
             self.on_unbacked_dropped(dead + expired)
 
-    def _translate_due(self, keys: set[Key]) -> list[tuple[Translation, str]]:
+    def _translate_due(self, keys: set[Key]) -> list[tuple[Translation, Synced]]:
         """Translates `keys` and every position left due; on failure all of them stay due."""
         keys, self._due = keys | self._due, set()
         try:
@@ -299,7 +300,7 @@ class LiveTranslation:
             self._due |= keys
             raise
 
-    def translate(self, keys: set[Key]) -> list[tuple[Translation, str]]:
+    def translate(self, keys: set[Key]) -> list[tuple[Translation, Synced]]:
         if not keys:
             return []
         began = time.monotonic()
@@ -316,7 +317,7 @@ class LiveTranslation:
         self._round_ended = ended
         return changed
 
-    def _translate(self, keys: set[Key]) -> list[tuple[Translation, str]]:
+    def _translate(self, keys: set[Key]) -> list[tuple[Translation, Synced]]:
         # the destination's groups are read while the positions are translated
         seen = self.sync.read_ahead({group for group, _, _ in keys}) if self.sync else None
         translations = self.translator.translate(self.latest[k] for k in sorted(keys))
@@ -327,15 +328,15 @@ class LiveTranslation:
         for t in translations:
             (self.pending.discard if t.method in SETTLED else self.pending.add)(t.key)
         actions = self._sync(self.sync, translations, seen) if self.sync else {}
-        failed = {t.key for t in translations if SyncOutcome.of(actions.get(t.key, "")) is SyncOutcome.FAILED}
+        failed = {t.key for t in translations if actions.get(t.key, NOTHING).failed}
         self._unsynced = (self._unsynced - keys) | failed
-        held = {t.key for t in translations if held_by_members(actions.get(t.key, ""))}
+        held = {t.key for t in translations if actions.get(t.key, NOTHING).held}
         if held - self._held:  # newly held: tried again a whole period from now
             self._held_retry_at = time.monotonic() + self.held_retry_s
         self._held = (self._held - keys) | held
         changed = []
         for t in translations:
-            action = actions.get(t.key, "not synced (sync_to_destination off)" if not self.sync else "")
+            action = actions.get(t.key, NOTHING if self.sync else NOT_SYNCED)
             shape = _outcome(t.source_offset, t.offset, t.method, t.note, action)
             if self._recorded.get(t.key) != shape:
                 self._recorded[t.key] = shape
@@ -351,7 +352,7 @@ class LiveTranslation:
         if not gone:
             return
         now = int(time.time() * 1000)
-        rows = [(self._gone_row(self.latest.pop(key), now), "") for key in sorted(gone)]
+        rows = [(self._gone_row(self.latest.pop(key), now), NOTHING) for key in sorted(gone)]
         for keys in (self.pending, self._unsynced, self._held, self._due):
             keys.difference_update(gone)
         for key in gone:
@@ -397,12 +398,11 @@ class LiveTranslation:
         return ages
 
     def _sync(self, sync: GroupSync, translations: list[Translation], seen: Future[GroupsRead] | None
-              ) -> dict[Key, str]:
+              ) -> dict[Key, Synced]:
         actions = sync_translations(sync, translations, seen=seen)
         self.on_synced(list(actions.values()))
-        self.totals["synced"] += sum(1 for a in actions.values() if (found := SyncOutcome.of(a)) and found.wrote)
-        failed = {t.group: failure_reason(actions[t.key]) for t in translations
-                  if SyncOutcome.of(actions[t.key]) is SyncOutcome.FAILED}
+        self.totals["synced"] += sum(1 for a in actions.values() if a.wrote)
+        failed = {t.group: actions[t.key].reason for t in translations if actions[t.key].failed}
         self.totals["sync_failures"] += len(failed)
         self._failures.round(failed, {t.group for t in translations if t.offset is not None})
         return actions

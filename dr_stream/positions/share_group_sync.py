@@ -42,7 +42,7 @@ from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, sync_translations
 from dr_stream.positions.offset_translator import Locate, OffsetTranslator
 from dr_stream.positions.share_group_settings import ShareGroupSettings
-from dr_stream.positions.sync_outcome import SyncOutcome, failure_reason, skipped_because
+from dr_stream.positions.sync_outcome import WAITING, Synced, SyncOutcome
 from dr_stream.positions.translation_rule import Translation
 
 Key = tuple[str, str, int]
@@ -52,19 +52,19 @@ _HANDLED = frozenset({SyncOutcome.COMMITTED, SyncOutcome.UNCHANGED, SyncOutcome.
 _SHOWN = 6
 
 
-def handled(action: str) -> bool:
-    return SyncOutcome.of(action) in _HANDLED
+def handled(action: Synced) -> bool:
+    return action.outcome in _HANDLED
 
 
-def set_line(group: str, destination: str, done: list[tuple[Translation, str]]) -> str:
+def set_line(group: str, destination: str, done: list[tuple[Translation, Synced]]) -> str:
     """The one line that says which start offsets of a share group a round set."""
     items = [f"{t.dest_topic}[{t.dest_partition}] {t.offset} ({t.method}, source {t.source_offset})"
-             for t, action in done if SyncOutcome.of(action) is SyncOutcome.COMMITTED]
+             for t, action in done if action.outcome is SyncOutcome.COMMITTED]
     more = f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
     return f"share group {group}: start offsets set on {destination}: {', '.join(items[:_SHOWN])}{more}"
 
 
-def skip_reason(translations: list[tuple[Translation, str]]) -> str | None:
+def skip_reason(translations: list[tuple[Translation, Synced]]) -> str | None:
     """Why a share group's positions are not set this round, when none of them failed: its first
     untranslated or skipped partition's reason (they share it: members, or the same index gap)."""
     for t, action in translations:
@@ -72,8 +72,8 @@ def skip_reason(translations: list[tuple[Translation, str]]) -> str | None:
             continue
         if t.offset is None:
             return f"{t.topic}[{t.partition}] not translated ({t.note})"
-        if SyncOutcome.of(action) in (SyncOutcome.HELD, SyncOutcome.NOT_TRANSLATED):
-            return skipped_because(action)
+        if action.outcome in (SyncOutcome.HELD, SyncOutcome.NOT_TRANSLATED):
+            return action.reason
     return None
 
 
@@ -132,7 +132,7 @@ class ShareGroupSync:
                    config.destination.alias, selected.interval_s, log, settings=settings, not_synced=not_synced,
                    on_round=on_round)
 
-    def round(self) -> list[tuple[Translation, str]]:
+    def round(self) -> list[tuple[Translation, Synced]]:
         """Reads the selected source share groups, translates what moved or is not set yet, and
         sets it; returns each translation with its action."""
         selected = sorted(g for g in self.source.listed() if self.groups.matches(g))
@@ -151,7 +151,7 @@ class ShareGroupSync:
         self._forget_gone(selected, read)
         translations = self.translator.translate(commits)
         actions = sync_translations(self.sync, [t for t in translations if t.method != "waiting"])
-        done = [(t, actions.get(t.key, "waiting")) for t in translations]
+        done = [(t, actions.get(t.key, WAITING)) for t in translations]
         self._said(done, failed)
         self.totals["rounds"] += 1
         return done
@@ -167,17 +167,17 @@ class ShareGroupSync:
         self._said_set &= listed
         self._failures.forget(self._failures.subjects - listed)
 
-    def _said(self, done: list[tuple[Translation, str]], failed: dict[str, str]) -> None:
-        by_group: dict[str, list[tuple[Translation, str]]] = {}
+    def _said(self, done: list[tuple[Translation, Synced]], failed: dict[str, str]) -> None:
+        by_group: dict[str, list[tuple[Translation, Synced]]] = {}
         for t, action in done:
             by_group.setdefault(t.group, []).append((t, action))
             if handled(action):
                 self._handled[t.key] = t.source_offset
-            elif SyncOutcome.of(action) is SyncOutcome.FAILED:
-                failed[t.group] = failure_reason(action)
+            elif action.failed:
+                failed[t.group] = action.reason
         unsynced = set(failed)
         for group, items in sorted(by_group.items()):
-            written = sum(1 for _, action in items if SyncOutcome.of(action) is SyncOutcome.COMMITTED)
+            written = sum(1 for _, action in items if action.outcome is SyncOutcome.COMMITTED)
             self.totals["set"] += written
             if written and group not in self._said_set:  # a busy group moves every round: said once
                 self._said_set.add(group)

@@ -1,12 +1,15 @@
 """What a group sync did with one partition: an outcome for code, a text for people.
 
-The text is what `failover` prints, `--json` carries and the translation log keeps, so its words
-stay as they have always been; code decides on the outcome, never on the text. The texts are
-built here and read back here (`SyncOutcome.of`, for a translation log row or a command's result).
+A sync's result travels as a `Synced`: code decides on its `outcome` (and its `reason`), never on
+its words, and the words are rendered once, when the result is made. The text is what `failover`
+prints, `--json` carries and the translation log keeps, so its words stay as they have always
+been. Text is read back into an outcome in one place only, `Synced.read`: a translation log row
+taken back when a flow starts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
@@ -24,11 +27,6 @@ class SyncOutcome(Enum):
     NOT_TRANSLATED = "skipped: not translated"
     FAILED = "failed"
 
-    @classmethod
-    def of(cls, action: str) -> SyncOutcome | None:
-        """The outcome a text says; None for no text (nothing synced yet) or one no sync writes."""
-        return _outcome_of(action)
-
     @property
     def wrote(self) -> bool:
         return self in (SyncOutcome.COMMITTED, SyncOutcome.REWOUND)
@@ -44,33 +42,78 @@ _LABELS = {SyncOutcome.COMMITTED: "committed", SyncOutcome.REWOUND: "rewound", S
            SyncOutcome.NOT_TRANSLATED: "not_translated", SyncOutcome.FAILED: "failed"}
 
 
-def held_text(state: str, members: int) -> str:
-    return f"{SyncOutcome.HELD.value}{state} on the destination ({members} members)"
+@dataclass(frozen=True)
+class Synced:
+    """One partition's sync result. Invariant: `text` begins with `outcome`'s value, and a result
+    with no outcome (nothing synced: waiting, sync off, none yet) is none of a sync's texts."""
+
+    outcome: SyncOutcome | None
+    text: str
+    # why it failed or was skipped (the detail its text carries); empty for the others
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def wrote(self) -> bool:
+        return self.outcome is not None and self.outcome.wrote
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome is SyncOutcome.FAILED
+
+    @property
+    def held(self) -> bool:
+        """Members run the group on the destination: it was left alone."""
+        return self.outcome is SyncOutcome.HELD
+
+    @classmethod
+    def read(cls, text: str | None) -> Synced:
+        """The result a text says (a translation log row's `action`): the one place words are read
+        back; a text no sync writes has no outcome."""
+        return _read(text or "")
 
 
-def ahead_text(have: int) -> str:
-    return f"{SyncOutcome.AHEAD.value} at {have}; not rewound (--force rewinds)"
+def _simple(outcome: SyncOutcome) -> Synced:
+    return Synced(outcome, outcome.value)
 
 
-def not_translated_text(note: str) -> str:
-    return f"{SyncOutcome.NOT_TRANSLATED.value} ({note})"
+COMMITTED = _simple(SyncOutcome.COMMITTED)
+REWOUND = _simple(SyncOutcome.REWOUND)
+UNCHANGED = _simple(SyncOutcome.UNCHANGED)
+WOULD_COMMIT = _simple(SyncOutcome.WOULD_COMMIT)
+WOULD_REWIND = _simple(SyncOutcome.WOULD_REWIND)
+NOTHING = Synced(None, "")  # no sync yet
+NOT_SYNCED = Synced(None, "not synced (sync_to_destination off)")
+WAITING = Synced(None, "waiting")  # a share group's position not translated yet
 
 
-def failed_text(reason: str) -> str:
-    return f"{SyncOutcome.FAILED.value}: {reason}"
+def held(state: str, members: int) -> Synced:
+    reason = f"group is {state} on the destination ({members} members)"
+    return Synced(SyncOutcome.HELD, f"skipped: {reason}", reason)
 
 
-def failure_reason(action: str) -> str:
-    """Why a failed sync failed (its text after `failed: `)."""
-    return action.removeprefix(f"{SyncOutcome.FAILED.value}: ")
+def ahead(have: int) -> Synced:
+    return Synced(SyncOutcome.AHEAD, f"{SyncOutcome.AHEAD.value} at {have}; not rewound (--force rewinds)",
+                  f"destination is ahead at {have}; not rewound (--force rewinds)")
 
 
-def skipped_because(action: str) -> str:
-    """Why a skipped sync was skipped (its text after `skipped: `)."""
-    return action.removeprefix("skipped: ")
+def not_translated(note: str | None) -> Synced:
+    return Synced(SyncOutcome.NOT_TRANSLATED, f"{SyncOutcome.NOT_TRANSLATED.value} ({note})",
+                  f"not translated ({note})")
+
+
+def failed(reason: str) -> Synced:
+    return Synced(SyncOutcome.FAILED, f"{SyncOutcome.FAILED.value}: {reason}", reason)
 
 
 @lru_cache(maxsize=1024)
-def _outcome_of(action: str) -> SyncOutcome | None:
-    # A failover asks about each of 10,000 positions twice, and their texts are few.
-    return next((outcome for outcome in SyncOutcome if action.startswith(outcome.value)), None)
+def _read(text: str) -> Synced:
+    # A flow taking back 10,000 positions reads few distinct texts.
+    outcome = next((o for o in SyncOutcome if text.startswith(o.value)), None)
+    if outcome is SyncOutcome.FAILED:
+        return Synced(outcome, text, text.removeprefix(f"{SyncOutcome.FAILED.value}: "))
+    if outcome in (SyncOutcome.HELD, SyncOutcome.AHEAD, SyncOutcome.NOT_TRANSLATED):
+        return Synced(outcome, text, text.removeprefix("skipped: "))
+    return Synced(outcome, text)

@@ -39,6 +39,7 @@ from dr_stream.positions.live_translation import LiveTranslation
 from dr_stream.positions.offset_translator import Locate, OffsetTranslator
 from dr_stream.positions.position_records import group_positions, newest_positions
 from dr_stream.positions.returned_records import ReturnedRecords, maps_back
+from dr_stream.positions.sync_outcome import Synced
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
@@ -64,7 +65,7 @@ class TranslateQuery:
     @classmethod
     def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
            log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None,
-           appends: DeltaAppends | None = None, on_synced: Callable[[list[str]], None] = lambda actions: None,
+           appends: DeltaAppends | None = None, on_synced: Callable[[list[Synced]], None] = lambda actions: None,
            on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None,
            on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None,
            on_forgotten: Callable[[set[tuple[str, str, int]]], None] = lambda positions: None,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.gone_positions import GONE
+from dr_stream.positions.sync_outcome import Synced
 from dr_stream.positions.translation_rule import Translation
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -107,12 +108,13 @@ class TranslationLog:
         # replaced files and log entries kept this long (`streaming.old_versions_retention`)
         self._rewrite = rewriter(None if spark is None else lambda: spark, retention_s)
 
-    def append(self, rows: list[tuple[Translation, str]]) -> None:
+    def append(self, rows: list[tuple[Translation, Synced]]) -> None:
+        """Each translation a row, its sync's result as its text."""
         if not rows:
             return
         # Attributes read directly: `asdict` deep-copies every row, and a round can hold 50,000.
         names = schema().fieldNames()
-        records = [tuple(action if f == "action" else getattr(t, f) for f in names) for t, action in rows]
+        records = [tuple(action.text if f == "action" else getattr(t, f) for f in names) for t, action in rows]
         self.appends.append(self.path, schema(), records, lambda: self._append_through_spark(records))
 
     def _append_through_spark(self, records: list[tuple[Any, ...]]) -> None:

@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 from dr_stream.core.lag import PartitionLag
 from dr_stream.index import Run
 from dr_stream.kafka.waits import WAITS
-from dr_stream.positions import CommitBacking, SyncOutcome
+from dr_stream.positions import CommitBacking, Synced
 from dr_stream.replication.copy_latency import SpreadHistogram, newly_copied
 from dr_stream.replication.health import Health, QueryState, judge
 
@@ -32,10 +32,9 @@ SKIP_REASONS = ("came_from_destination", "came_from_destination_unchecked", "mal
                 "already_copied")
 
 
-def action_label(action: str) -> str:
+def action_label(action: Synced) -> str:
     """A group sync's action as a metric label: a few fixed words, never the free text."""
-    found = SyncOutcome.of(action)
-    return found.label if found else "other"
+    return action.outcome.label if action.outcome else "other"
 
 
 class FlowMetrics(Collector):
@@ -145,7 +144,7 @@ class FlowMetrics(Collector):
             if not unreachable and lags and all(g.lag_records == 0 for g in lags):
                 self._progressed[self.replicate_query] = self.clock()  # nothing to copy is no stall
 
-    def groups_synced(self, actions: Iterable[str]) -> None:
+    def groups_synced(self, actions: Iterable[Synced]) -> None:
         with self._lock:
             for action in actions:
                 label = action_label(action)

@@ -35,7 +35,7 @@ import datetime as dt
 import json
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import SparkSession
@@ -55,6 +55,11 @@ Partition = tuple[str, int]
 EARLIEST = -2  # Spark's specific-offsets marker for a partition's first record
 # The longest a deletion the running query is still crossing is held back before it is recorded.
 SETTLE_S = 60.0
+# why the replicate query starts on a new checkpoint: the old one's name, and the words said
+NewCheckpointCause = Literal["recreated", "rewound", "released"]
+_NEW_CHECKPOINT_BECAUSE: dict[NewCheckpointCause, str] = {
+    "recreated": "deleted and created again", "rewound": "the source took records back",
+    "released": "a held record was released"}
 
 
 def handled_through(read: dict[Partition, int], marks: dict[Partition, int],
@@ -170,8 +175,8 @@ class LossWatch:
                 found += self._rewound(rewound, now)
                 positions.update({k: end for k, (end, _) in rewound.items()})
             if recreated or resume_at or rewound:
-                self._start_anew(replicated, positions, recreated, now, "deleted and created again" if recreated
-                                 else "the source took records back" if rewound else "a held record was released")
+                self._start_anew(replicated, positions, recreated, now, "recreated" if recreated
+                                 else "rewound" if rewound else "released")
             record_found(self.ledger, self.spark, found, self.log,
                          lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
             # A topic missing right now (deleted, not created again yet) keeps its old id, so its
@@ -240,11 +245,12 @@ class LossWatch:
         return losses
 
     def _start_anew(self, replicated: dict[str, int], positions: dict[Partition, int], recreated: list[str],
-                    now: dt.datetime, why: str) -> None:
-        """Readies a start on a new checkpoint: where the old one reads a partition is not where it must."""
+                    now: dt.datetime, cause: NewCheckpointCause) -> None:
+        """Readies a start on a new checkpoint: where the old one reads a partition is not where it
+        must. `cause` names the old checkpoint's place and what is said."""
         self._starting = starting_offsets(replicated, positions, recreated)
-        suffix = "recreated" if recreated else "rewound" if why.startswith("the source took") else "released"
-        moved = move_aside(self.spark, self.config.replicate_checkpoint, f"before-{suffix}-{now:%Y%m%dT%H%M%SZ}")
+        moved = move_aside(self.spark, self.config.replicate_checkpoint, f"before-{cause}-{now:%Y%m%dT%H%M%SZ}")
+        why = _NEW_CHECKPOINT_BECAUSE[cause]
         self.log(f"the replicate query starts on a new checkpoint ({why}), from where the flow was in every other "
                  f"partition (the old one is {moved})")
 

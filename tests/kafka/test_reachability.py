@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from dr_stream.kafka.reachability import Reachability, cause, check_line, decisive, java_cause
+from dr_stream.kafka.reachability import Cause, Reachability, Refusal, cause, check_line, decisive, java_cause
 
 AUTH = (KafkaError._AUTHENTICATION, "sasl_ssl://127.0.0.1:20094/bootstrap: SASL authentication error: "
         "Authentication failed due to invalid credentials with SASL mechanism SCRAM-SHA-512 (after 334ms in "
@@ -17,18 +17,20 @@ DOWN = (KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")
 
 
 def test_a_wrong_password_is_an_authentication_failure_whatever_else_was_seen():
-    assert cause([DOWN, AUTH], 10) == ("authentication failed: SASL authentication error: Authentication failed "
-                                       "due to invalid credentials with SASL mechanism SCRAM-SHA-512")
+    assert cause([DOWN, AUTH], 10) == Cause("authentication failed: SASL authentication error: Authentication "
+                                            "failed due to invalid credentials with SASL mechanism SCRAM-SHA-512",
+                                            Refusal.CREDENTIALS)
     assert decisive([DOWN, AUTH])
 
 
 def test_an_unknown_ca_is_a_tls_failure():
-    assert cause([TLS, DOWN], 10) == "TLS handshake failed: SSL handshake failed: certificate verify failed"
+    assert cause([TLS, DOWN], 10) == Cause("TLS handshake failed: SSL handshake failed: certificate verify failed",
+                                           Refusal.TLS)
     assert decisive([TLS])
 
 
 def test_a_closed_port_is_unreachable_and_waiting_could_still_help():
-    assert cause([REFUSED, DOWN], 10) == ("unreachable: Connect to ipv4#127.0.0.1:1 failed: Connection refused")
+    assert cause([REFUSED, DOWN], 10) == Cause("unreachable: Connect to ipv4#127.0.0.1:1 failed: Connection refused")
     assert not decisive([REFUSED, DOWN])
 
 
@@ -39,34 +41,37 @@ def test_for_a_command_that_expects_a_dead_source_every_broker_refusing_is_final
 
 
 def test_a_listener_of_another_protocol_and_silence_are_told_apart():
-    assert cause([DOWN], 10).startswith("unreachable: the broker closed every connection")
-    assert cause([], 7.5) == "no answer within 8s"
+    assert cause([DOWN], 10).text.startswith("unreachable: the broker closed every connection")
+    assert cause([], 7.5) == Cause("no answer within 8s")
 
 
 def test_refused_means_it_answered_but_would_not_let_us_in():
-    assert Reachability("dc3", "b:1", None, "authentication failed: x", 0.4).refused
-    assert Reachability("dc3", "b:1", None, "TLS handshake failed: x", 0.1).refused
-    assert not Reachability("dc3", "b:1", None, "unreachable: x", 0.1).refused
+    assert Reachability("dc3", "b:1", None, Cause.refused(Refusal.CREDENTIALS, "x"), 0.4).refused
+    assert Reachability("dc3", "b:1", None, Cause.refused(Refusal.TLS, "x"), 0.1).refused
+    assert not Reachability("dc3", "b:1", None, Cause.refused(Refusal.JAVA_SETTINGS, "x"), 0.1).refused
+    assert not Reachability("dc3", "b:1", None, Cause("unreachable: x"), 0.1).refused
     assert not Reachability("dc3", "b:1", "id", None, 0.1).refused
 
 
 def test_the_java_check_answer_maps_to_the_same_reasons():
     assert java_cause("error SaslAuthenticationException: Authentication failed during authentication", 10) \
-        == "authentication failed: Authentication failed during authentication"
+        == Cause("authentication failed: Authentication failed during authentication", Refusal.CREDENTIALS)
     assert java_cause("error SslAuthenticationException: SSL handshake failed", 10) \
-        == "TLS handshake failed: SSL handshake failed"
-    assert java_cause("error TimeoutException: Timed out waiting for a node assignment.", 10) == "no answer within 10s"
+        == Cause("TLS handshake failed: SSL handshake failed", Refusal.TLS)
+    assert java_cause("error TimeoutException: Timed out waiting for a node assignment.", 10) \
+        == Cause("no answer within 10s")
     assert java_cause("error KafkaException: Failed to load SSL keystore /x of type JKS", 10) \
-        == "Java client settings refused: KafkaException: Failed to load SSL keystore /x of type JKS"
+        == Cause("Java client settings refused: KafkaException: Failed to load SSL keystore /x of type JKS",
+                 Refusal.JAVA_SETTINGS)
 
 
 def test_one_line_per_cluster_names_which_client_family_failed():
     ok = Reachability("dc1", "b:1", "ID1", None, 0.2)
     assert check_line(ok, Reachability("dc1", "b:1", "ID1", None, 1.1)) == (
         True, "dc1: ok (cluster.id ID1, b:1, 0.2s, Java clients 1.1s)")
-    java_refused = Reachability("dc1", "b:1", None, "authentication failed: bad", 0.9)
+    java_refused = Reachability("dc1", "b:1", None, Cause.refused(Refusal.CREDENTIALS, "bad"), 0.9)
     assert check_line(ok, java_refused) == (False, "dc1: authentication failed: bad (b:1) [Spark's Java clients]")
-    python_refused = Reachability("dc1", "b:1", None, "unreachable: refused", 0.0)
+    python_refused = Reachability("dc1", "b:1", None, Cause("unreachable: refused"), 0.0)
     assert check_line(python_refused, None) == (False, "dc1: unreachable: refused (b:1) [dr-stream's clients]")
     ok, line = check_line(ok, Reachability("dc1", "b:1", "OTHER", None, 1.0))
     assert not ok and "different clusters" in line
@@ -74,13 +79,13 @@ def test_one_line_per_cluster_names_which_client_family_failed():
 
 def test_a_failure_names_the_file_and_the_key_to_look_at():
     at = "/etc/dr-stream/flow.yaml: source"
-    assert Reachability("dc1", "b:1", None, "unreachable: refused", 0.0, at).line() == (
+    assert Reachability("dc1", "b:1", None, Cause("unreachable: refused"), 0.0, at).line() == (
         "dc1: unreachable: refused (b:1; /etc/dr-stream/flow.yaml: source.bootstrap_servers)")
-    assert Reachability("dc1", "b:1", None, "no answer within 10s", 10.0, at).line().endswith(
+    assert Reachability("dc1", "b:1", None, Cause("no answer within 10s"), 10.0, at).line().endswith(
         "source.bootstrap_servers)")
-    assert Reachability("dc1", "b:1", None, "authentication failed: bad", 0.4, at).line().endswith(
+    assert Reachability("dc1", "b:1", None, Cause.refused(Refusal.CREDENTIALS, "bad"), 0.4, at).line().endswith(
         "; /etc/dr-stream/flow.yaml: source.kafka.sasl.jaas.config)")
-    assert Reachability("dc1", "b:1", None, "TLS handshake failed: x", 0.1, at).line().endswith(
+    assert Reachability("dc1", "b:1", None, Cause.refused(Refusal.TLS, "x"), 0.1, at).line().endswith(
         "source.kafka.ssl.truststore.location)")
     assert Reachability("dc1", "b:1", "ID", None, 0.1, at).line() == "dc1: ok (cluster.id ID, b:1, 0.1s)"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dr_stream.index.index_table import OffsetIndex, runs_frame
 from dr_stream.index.run_store import Run
 from dr_stream.operations.flow_tables import FlowTables
+from dr_stream.positions.sync_outcome import COMMITTED, UNCHANGED
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 
@@ -20,8 +21,8 @@ def test_runs_and_translations_written_by_spark_read_the_same_through_deltalake(
     newer = Translation(group="g", topic="t", partition=0, source_offset=5, source_timestamp=1, dest_topic="t",
                         dest_partition=0, offset=105, method="exact", note="", clamped=False, log_start=100,
                         log_end=110, last_copied=9, source_log_end=14, translated_at=1_700_000_005_000)
-    log.append([(older, "committed")])
-    log.append([(newer, "unchanged")])
+    log.append([(older, COMMITTED)])
+    log.append([(newer, UNCHANGED)])
 
     tables = FlowTables.at(str(tmp_path / "index"), str(tmp_path / "translations"), spark=None)
     assert sorted(tables.index.runs(), key=lambda r: r.origin_partition) == runs

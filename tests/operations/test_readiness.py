@@ -20,6 +20,7 @@ from dr_stream.operations.readiness import (
     topic_checks,
     translation_checks,
 )
+from dr_stream.positions.sync_outcome import Synced
 from dr_stream.positions.translation_rule import Translation
 
 SAME = TopicRenamer("${topic}")
@@ -98,7 +99,7 @@ def position(group: str, action: str, method: str = "exact", partition: int = 0)
     t = Translation(group=group, topic="t", partition=partition, source_offset=10, source_timestamp=0, dest_topic="t",
                     dest_partition=partition, offset=10, method=method, note="", clamped=False, log_start=0,
                     log_end=20, last_copied=19, source_log_end=20, translated_at=0)
-    return GroupPosition(t, action)
+    return GroupPosition(t, Synced.read(action))
 
 
 def test_a_group_moves_only_when_every_partition_would_be_committed_exactly():

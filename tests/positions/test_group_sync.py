@@ -19,7 +19,7 @@ WANTED = {("t", 0): 100}
 
 def action(state="EMPTY", current=None, force=False, dry_run=False, members=0):
     [found] = decide("g", state, members, current or {}, WANTED, force, dry_run)
-    return found.action, found.wrote
+    return found.action.text, found.wrote
 
 
 @pytest.mark.parametrize("state", ["ABSENT", "EMPTY", "DEAD"])
@@ -55,7 +55,7 @@ def test_a_dry_run_says_what_it_would_do_and_writes_nothing():
 
 def test_each_wanted_partition_gets_its_own_action_in_order():
     actions = decide("g", "EMPTY", 0, {("t", 1): 9}, {("t", 1): 5, ("t", 0): 3})
-    assert [(a.partition, a.current, a.action) for a in actions] == [
+    assert [(a.partition, a.current, a.action.text) for a in actions] == [
         (0, None, "committed"), (1, 9, "skipped: destination is ahead at 9; not rewound (--force rewinds)")]
 
 
@@ -86,7 +86,7 @@ def test_sync_translations_groups_by_group_reports_untranslated_and_survives_a_f
         translation("a", 0, 5), translation("a", 1, 6), translation("broken", 0, 7),
         translation("c", 0, None, note="no index"),
     ], force=True)
-    assert actions == {
+    assert {key: found.text for key, found in actions.items()} == {
         ("a", "t", 0): "committed", ("a", "t", 1): "committed",
         ("broken", "t", 0): "failed: COORDINATOR_NOT_AVAILABLE",
         ("c", "t", 0): "skipped: not translated (no index)",
@@ -99,8 +99,8 @@ def test_a_round_whose_read_ahead_failed_fails_each_of_its_groups_and_writes_not
     seen: Future = Future()
     seen.set_exception(RuntimeError("COORDINATOR_LOAD_IN_PROGRESS"))
     actions = sync_translations(sync, [translation("a", 0, 5), translation("b", 0, 6)], seen=seen)
-    assert actions == {("a", "t", 0): "failed: COORDINATOR_LOAD_IN_PROGRESS",
-                       ("b", "t", 0): "failed: COORDINATOR_LOAD_IN_PROGRESS"}
+    assert {key: found.text for key, found in actions.items()} == {
+        ("a", "t", 0): "failed: COORDINATOR_LOAD_IN_PROGRESS", ("b", "t", 0): "failed: COORDINATOR_LOAD_IN_PROGRESS"}
     assert sync.calls == []
 
 
@@ -141,8 +141,8 @@ def test_groups_read_ahead_are_not_described_again_and_the_others_are():
     seen = GroupsRead({"a": ("STABLE", 2)}, {})
     result = sync.apply_many({"a": {("t", 0): 5}, "b": {("t", 0): 6}}, seen=seen)
     assert destination.described == ["b"]
-    assert [x.action for x in result["a"]] == ["skipped: group is STABLE on the destination (2 members)"]
-    assert [x.action for x in result["b"]] == ["committed"]
+    assert [x.action.text for x in result["a"]] == ["skipped: group is STABLE on the destination (2 members)"]
+    assert [x.action.text for x in result["b"]] == ["committed"]
     assert destination.commits == {"b": {("t", 0): 6}}
 
 
@@ -150,7 +150,7 @@ def test_the_offsets_of_inactive_groups_are_read_once_for_the_partitions_wanted_
     sync, destination = in_memory_sync({"a": {("t", 0): Committed(9)}})
     result = sync.apply_many({"a": {("t", 0): 5}, "b": {("t", 1): 6}})
     assert destination.read == [(["a", "b"], [("t", 0), ("t", 1)])]
-    assert [x.action for x in result["a"]] == ["skipped: destination is ahead at 9; not rewound (--force rewinds)"]
+    assert [x.action.text for x in result["a"]] == ["skipped: destination is ahead at 9; not rewound (--force rewinds)"]
     assert destination.commits == {"b": {("t", 1): 6}}
 
 
@@ -176,7 +176,7 @@ def test_a_round_writes_empty_and_absent_groups_leaves_a_consumed_one_and_never_
         consumer.subscribe([topic])
         assert wait_until(lambda: consumer.poll(0.2) is None and bool(consumer.assignment()), 30)
         result = sync.apply_many({g: {(topic, 0): 10} for g in (empty, absent, ahead, consumed)})
-        actions = {g: [a.action for a in found] for g, found in result.items()}
+        actions = {g: [a.action.text for a in found] for g, found in result.items()}
         assert actions == {empty: ["committed"], absent: ["committed"],
                            ahead: ["skipped: destination is ahead at 50; not rewound (--force rewinds)"],
                            consumed: ["skipped: group is STABLE on the destination (1 members)"]}

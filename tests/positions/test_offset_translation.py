@@ -193,7 +193,7 @@ class TestWhitePaperCase:
         monkeypatch.setattr(clients, "probe_admin", probe_admin)
         monkeypatch.setattr(clients, "consumer", consumer)
         row = once.row(flow.config)
-        assert (row.translation.method, row.action) in {("exact", "committed"), ("exact", "unchanged")}
+        assert (row.translation.method, row.action.text) in {("exact", "committed"), ("exact", "unchanged")}
         assert {k: n for k, n in opened.items() if k[0] != "consumer" or k[2] != "of the group"} == {
             ("admin", "dc1"): 1, ("admin", "dc2"): 1, ("cluster.id", "dc1"): 1, ("cluster.id", "dc2"): 1,
             ("consumer", "dc1", "dr-stream-reader"): 1, ("consumer", "dc2", "dr-stream-reader"): 1}
@@ -230,7 +230,7 @@ class TestWhitePaperCase:
             assert not result.source_reachable
             row = position(result.rows, group)
             assert (row.translation.source_offset, row.translation.offset) == (8000, 8000)
-            assert row.action == "unchanged"
+            assert row.action.text == "unchanged"
         finally:
             delete_topics(dc1.bootstrap, [topic])
             delete_topics(dc2.bootstrap, [topic])
@@ -302,7 +302,7 @@ class TestSyncRules:
             row = active.row(flow.config)
 
             assert row.translation.offset == 1500
-            assert row.action.startswith("skipped: group is STABLE")
+            assert row.action.text.startswith("skipped: group is STABLE")
             assert committed(dc2.bootstrap, group, topic, 1).get(0) != 1500
         finally:
             stop.set()
@@ -316,15 +316,15 @@ class TestSyncRules:
 
         row = ahead.row(flow.config)
         assert row.translation.offset == 1000
-        assert row.action.startswith("skipped: destination is ahead at 1800")
+        assert row.action.text.startswith("skipped: destination is ahead at 1800")
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
 
         dry = ahead.row(flow.config, dry_run=True, force=True)
-        assert dry.action == "would rewind (--force)"
+        assert dry.action.text == "would rewind (--force)"
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1800
 
         forced = ahead.row(flow.config, force=True)
-        assert forced.action == "rewound (--force)"
+        assert forced.action.text == "rewound (--force)"
         assert committed(dc2.bootstrap, group, topic, 1)[0] == 1000
 
 

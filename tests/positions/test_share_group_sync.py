@@ -7,6 +7,7 @@ from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.kafka.group_offsets import Committed
 from dr_stream.positions.group_sync import decide
 from dr_stream.positions.share_group_sync import ShareGroupSync, handled, set_line, skip_reason
+from dr_stream.positions.sync_outcome import COMMITTED, UNCHANGED, WAITING, ahead, failed, held, not_translated
 from dr_stream.positions.translation_rule import Translation
 
 
@@ -18,26 +19,26 @@ def translation(partition: int, offset: int | None, method: str = "exact", note:
 
 
 def test_a_start_offset_set_unchanged_or_behind_the_destination_waits_for_the_source_to_move():
-    assert handled("committed") and handled("unchanged")
-    assert handled("skipped: destination is ahead at 90; not rewound (--force rewinds)")
-    assert not handled("skipped: group is STABLE on the destination (1 members)")
-    assert not handled("failed: TimeoutException") and not handled("waiting")
+    assert handled(COMMITTED) and handled(UNCHANGED)
+    assert handled(ahead(90))
+    assert not handled(held("STABLE", 1))
+    assert not handled(failed("TimeoutException")) and not handled(WAITING)
 
 
 def test_the_set_line_names_each_partition_its_offset_method_and_source_offset():
-    line = set_line("s", "dc2", [(translation(0, 50), "committed"), (translation(1, 77), "unchanged")])
+    line = set_line("s", "dc2", [(translation(0, 50), COMMITTED), (translation(1, 77), UNCHANGED)])
     assert line == "share group s: start offsets set on dc2: orders[0] 50 (exact, source 40)"
 
 
 def test_a_group_with_members_on_the_destination_is_said_skipped_with_the_reason():
-    reason = skip_reason([(translation(0, 50), "skipped: group is STABLE on the destination (1 members)")])
+    reason = skip_reason([(translation(0, 50), held("STABLE", 1))])
     assert reason == "group is STABLE on the destination (1 members)"
 
 
 def test_an_untranslated_partition_is_named_and_a_waiting_one_is_no_reason_to_speak():
-    assert skip_reason([(translation(0, None, "none", "no index"), "skipped: not translated (no index)")]) == \
+    assert skip_reason([(translation(0, None, "none", "no index"), not_translated("no index"))]) == \
         "orders[0] not translated (no index)"
-    assert skip_reason([(translation(0, 50, "waiting"), "waiting"), (translation(1, 77), "committed")]) is None
+    assert skip_reason([(translation(0, 50, "waiting"), WAITING), (translation(1, 77), COMMITTED)]) is None
 
 
 class _Source:

@@ -81,7 +81,7 @@ def test_a_streams_group_is_synced_exactly_and_not_while_its_application_runs_on
                 committed(dc2.bootstrap, group, topic, 2)
             # `failover` finds the Streams group on the live source (librdkafka's listing leaves it out)
             moved = failover(config, FlowTables.of(config), re.escape(group))
-            assert {(p.translation.partition, p.translation.offset, p.action) for p in moved.rows} == {
+            assert {(p.translation.partition, p.translation.offset, p.action.text) for p in moved.rows} == {
                 (0, 60, "unchanged"), (1, 50, "unchanged")}
 
             # the application resumes on dc2 with the first record it had not processed on dc1

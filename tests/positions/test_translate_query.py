@@ -15,6 +15,7 @@ import pytest
 
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
 from dr_stream.positions.consumer_timestamps import GroupCommit
+from dr_stream.positions.sync_outcome import COMMITTED
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 from tests.flows import flow_config, running_flow
@@ -108,7 +109,7 @@ def test_a_position_the_last_run_left_not_final_is_translated_and_synced_after_a
                        dest_topic=topic, dest_partition=0, offset=29, method="next", note="", clamped=False,
                        log_start=0, log_end=0, last_copied=None, source_log_end=None,
                        translated_at=int(time.time() * 1000))
-    TranslationLog(config.streaming.translations, spark=spark).append([(left, "committed")])
+    TranslationLog(config.streaming.translations, spark=spark).append([(left, COMMITTED)])
     lines: list[str] = []
     with running_flow(spark, config, log=lines.append) as flow:
         assert wait_until(lambda: committed(dc2.bootstrap, group, topic, 1) == {0: 30}, 120)

@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 
 from dr_stream.positions.gone_positions import GONE
+from dr_stream.positions.sync_outcome import COMMITTED, NOTHING, Synced
 from dr_stream.positions.translation_log import TranslationLog
 from dr_stream.positions.translation_rule import Translation
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -16,11 +17,11 @@ from dr_stream.runtime.delta_reads import DeltaReads
 GROUPS, PARTITIONS = 5, 4
 
 
-def row(group: int, partition: int, offset: int, at: int, source_end: int | None = None) -> tuple[Translation, str]:
+def row(group: int, partition: int, offset: int, at: int, source_end: int | None = None) -> tuple[Translation, Synced]:
     return Translation(group=f"g{group}", topic="orders", partition=partition, source_offset=offset,
                        source_timestamp=at, dest_topic="orders", dest_partition=partition, offset=offset,
                        method="exact", note="", clamped=False, log_start=0, log_end=offset + 10,
-                       last_copied=offset, source_log_end=source_end, translated_at=at), "committed"
+                       last_copied=offset, source_log_end=source_end, translated_at=at), COMMITTED
 
 
 def _log(tmp_path) -> TranslationLog:
@@ -91,9 +92,9 @@ def test_a_log_that_does_not_exist_yet_is_not_compacted(tmp_path):
     assert _log(tmp_path).compact() is None
 
 
-def gone(group: int, partition: int, at: int) -> tuple[Translation, str]:
+def gone(group: int, partition: int, at: int) -> tuple[Translation, Synced]:
     t, _ = row(group, partition, 0, at)
-    return replace(t, method=GONE, offset=None, source_log_end=None), ""
+    return replace(t, method=GONE, offset=None, source_log_end=None), NOTHING
 
 
 def test_a_gone_position_is_never_read_as_live_and_compaction_drops_its_rows(tmp_path):

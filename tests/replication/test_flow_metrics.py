@@ -7,6 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dr_stream.core.lag import PartitionLag
 from dr_stream.index.run_store import Run
+from dr_stream.positions.sync_outcome import COMMITTED, REWOUND, UNCHANGED, WAITING, ahead, failed, held, not_translated
 from dr_stream.replication.flow_metrics import FlowMetrics, action_label
 
 
@@ -47,7 +48,7 @@ def test_skips_lag_queries_syncs_and_translation_ages_appear_with_their_labels()
     metrics.query_started("replicate-f", restart=True)
     metrics.batch_done("replicate-f", {"came_from_destination": 7, "left_out": 2})
     metrics.lag_sampled([PartitionLag("orders", 0, 50, 39, 10, 2.5), PartitionLag("orders", 1, 9, 8, 0, 0.0)], ["dc2"])
-    metrics.groups_synced(["committed", "skipped: group is Stable on the destination (1 members)", "committed"])
+    metrics.groups_synced([COMMITTED, held("Stable", 1), COMMITTED])
     metrics.share_groups_not_synced("offsets", 2)
     metrics.appended_through_spark("hdfs://nn/flows/f/translations")
     metrics.appended_through_spark("hdfs://nn/flows/f/translations")
@@ -92,10 +93,9 @@ def test_health_follows_progress_and_the_clusters():
 
 
 def test_sync_actions_become_a_few_fixed_labels():
-    assert [action_label(a) for a in ("committed", "rewound (--force)", "unchanged",
-                                      "skipped: destination is ahead at 9; not rewound (--force rewinds)",
-                                      "skipped: not translated (waiting)", "failed: timed out")] == [
-        "committed", "rewound", "unchanged", "skipped_ahead", "not_translated", "failed"]
+    assert [action_label(a) for a in (COMMITTED, REWOUND, UNCHANGED, ahead(9), not_translated("waiting"),
+                                      failed("timed out"), WAITING)] == [
+        "committed", "rewound", "unchanged", "skipped_ahead", "not_translated", "failed", "other"]
 
 
 def test_each_control_loops_last_round_its_items_and_period_appear_and_show_on_the_progress_line():

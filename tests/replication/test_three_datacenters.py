@@ -46,7 +46,7 @@ def test_a_dc1_group_fails_over_to_dc3_through_the_chain_exactly(spark, dc1, dc2
             assert wait_until(lambda: len(committed(dc3.bootstrap, group, topic, 2)) == 2, 60), \
                 committed(dc2.bootstrap, group, topic, 2)
             moved = failover(second, FlowTables.of(second), group)
-        assert {(p.translation.partition, p.translation.method, p.action) for p in moved.rows} == {
+        assert {(p.translation.partition, p.translation.method, p.action.text) for p in moved.rows} == {
             (0, "exact", "unchanged"), (1, "exact", "unchanged")}
 
         resumed = resume_as_group(dc3.bootstrap, topic, group, 2)
