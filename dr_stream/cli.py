@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
             spark.stop()
         except Exception:  # the JVM already exited with the signal; nothing left to stop
             pass
-    return 0
+    return ExitCode.OK
 
 
 def _positions(args: argparse.Namespace, commit: bool) -> int:
@@ -208,7 +208,7 @@ def _reset_flow(args: argparse.Namespace) -> int:
     config = load_flow(args.config)
     for line in reset_flow(config, spark_for(config)):
         print(line)
-    return 0
+    return ExitCode.OK
 
 
 def _reset(args: argparse.Namespace) -> int:
@@ -231,14 +231,14 @@ def _reset(args: argparse.Namespace) -> int:
         for a in actions:
             print(f"{a.group} {a.topic}[{a.partition}]: {a.current if a.current is not None else '-'} -> "
                   f"{a.offset}: {a.action.text}")
-    return 0
+    return ExitCode.OK
 
 
 def _setup(_: argparse.Namespace) -> int:
     from dr_stream.runtime.jvm import setup_jars
 
     setup_jars()
-    return 0
+    return ExitCode.OK
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -249,7 +249,7 @@ def _check(args: argparse.Namespace) -> int:
         require_shared(config)
     print(f"{args.config}: ok (flow {config.name}: {config.source.alias} -> {config.destination.alias})", flush=True)
     if not args.connect:
-        return 0
+        return ExitCode.OK
     from dr_stream.kafka.reachability import check_clusters
 
     results = check_clusters([config.source, config.destination])

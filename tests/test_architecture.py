@@ -190,3 +190,15 @@ def test_one_protocol_faces_every_group_offsets_stack_and_each_implements_it():
     assert wanted == {"states", "committed", "commit", "close"}
     for stack in (GroupOffsets, ConsumerGroupOffsets, ShareGroupOffsets):
         assert wanted <= set(dir(stack)), stack.__name__
+
+
+COMMAND_MODULES = ["dr_stream.cli", "dr_stream.operations.report_commands", "dr_stream.operations.held_records"]
+
+
+@pytest.mark.parametrize("module", COMMAND_MODULES)
+def test_a_command_returns_an_exit_code_member_never_a_bare_number(module):
+    """Every exit status a command gives is one `ExitCode` names (and `docs/` lists)."""
+    returns = [node for node in ast.walk(modules()[module]) if isinstance(node, ast.Return)]
+    bare = [node.lineno for node in returns
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int)]
+    assert bare == []

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -32,12 +32,10 @@ from confluent_kafka.admin import AdminClient
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.librdkafka_settings import ClientSettingsError, derive
 from dr_stream.kafka.client_log import client_log
+from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 from dr_stream.kafka.released_clients import ReleasedOnOwnThread
 from dr_stream.kafka.retrying_clients import RetryingAdmin, RetryingConsumer
 from dr_stream.kafka.truststores import read_truststore
-
-if TYPE_CHECKING:
-    from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 
 Settings = Mapping[str, object]
 
@@ -87,8 +85,7 @@ def _refusals_reported(cluster: ClusterConfig) -> Iterator[None]:
 def group_offsets(cluster: ClusterConfig, timeout_s: float = 15.0) -> GroupOffsets:
     """A Java admin client in this process's Spark driver, built from the cluster's Java client
     properties exactly as the flow wrote them; the caller closes it."""
-    from dr_stream.kafka.group_offsets.java_admin import GroupOffsets  # it imports `groups`, which imports this module
-    from dr_stream.runtime.jvm_classes import jvm_view
+    from dr_stream.runtime.jvm_classes import jvm_view  # the driver's JVM: a command without Spark never loads it
 
     java = jvm_view().io.drstream.kafka.GroupOffsets(cluster.java_properties(), int(timeout_s * 1000))
     return GroupOffsets(cluster, java, timeout_s)

@@ -85,7 +85,7 @@ def _released(args: argparse.Namespace) -> int:
         print(f"{done.topic}[{done.partition}]: the record at offset {done.offset} is tried again within seconds (at "
               "the flow's next start if it is stopped); if the destination refuses it again, the partition is held "
               "again")
-    return 0
+    return ExitCode.OK
 
 
 def add_held_record_commands(sub: argparse._SubParsersAction[Any]) -> None:

@@ -130,10 +130,10 @@ def _plot(config: FlowConfig, path: str, minutes: float) -> int:
     if not samples:
         print(f"dr-stream: status: no lag samples of flow {config.name} on {config.destination.alias} in the last "
               f"{minutes:g} minutes (the flow records them while it runs)", file=sys.stderr)
-        return 1
+        return ExitCode.FAILED
     drawn = draw_lag(samples, path, config.name)
     print(f"{path}: lag of {len(drawn['records'])} topics over {len(samples)} samples")
-    return 0
+    return ExitCode.OK
 
 
 def add_report_commands(sub: argparse._SubParsersAction[Any]) -> None:

@@ -1,6 +1,6 @@
 """Gathers what the translation rule needs from the offset index and the clusters, and applies it.
 
-The rule itself is in `translation` and `run_store`; this class only reads: where a commit
+The rule itself is in `translation_rule` and `index.run_store`; this class only reads: where a commit
 lands in the index runs (`locate`: the flow's live store, or a store loaded from the table),
 the destination's log bounds and, where the rule asks, offsets by timestamp (admin client and
 consumer), the source's log ends, and returned records. No Spark: `failover` runs it without
