@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dr_stream.core.offset_log import OffsetLogError, batch_ids, kafka_json, kafka_offsets, parse
 from dr_stream.operations.application_offsets import TranslatedOffset
-from dr_stream.operations.spark_checkpoint import CheckpointError, batches_to_rewrite, renamed
+from dr_stream.operations.spark_checkpoint import Change, CheckpointError, batches_to_rewrite, renamed
 
 META = '{"batchWatermarkMs":0,"batchTimestampMs":1796347885006,"conf":{"spark.sql.shuffle.partitions":"4"}}'
 # what Spark 4.2 wrote for a query joining a Kafka source, the rate source and a file source
@@ -79,3 +81,22 @@ def test_a_listed_checkpoint_passes_the_drill_only_when_every_offset_would_move_
     refused = checkpoint_check("f", "/ck", None, "/ck: not a Spark Structured Streaming checkpoint")
     assert (refused.subject, refused.state) == ("f spark checkpoint /ck", FAIL)
     assert refused.detail.startswith("would be refused: /ck: not a Spark")
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ('{"checkpoint": "/c", "flow": "f"', "not a change record dr-stream wrote (Expecting"),
+    ('{"checkpoint": "/c", "flow": "f", "from": {}, "to": {}, "state": "done"}', "(no 'files')"),
+    ('["not", "a", "record"]', "not a change record dr-stream wrote"),
+    ('{"checkpoint": "/c", "flow": "f", "from": {}, "to": {}, "files": {"offsets/3": 7}, "state": "done"}',
+     "its files are not texts"),
+])
+def test_a_change_record_cut_short_or_edited_is_refused_in_one_line_naming_its_file(text, says):
+    with pytest.raises(CheckpointError) as refused:
+        Change.read("dr-stream-failover/x", "hdfs://nn/c/dr-stream-failover/x/change.json", text)
+    line = str(refused.value)
+    assert line.startswith("hdfs://nn/c/dr-stream-failover/x/change.json: ") and says in line and "\n" not in line
+
+
+def test_a_change_record_dr_stream_wrote_reads_back_as_the_change():
+    change = Change("d", "/c", "f", {"alias": "dc1"}, {"alias": "dc2"}, {"offsets/3": "v1\n{}"}, "done")
+    assert Change.read("d", "d/change.json", json.dumps(change.as_dict())) == change

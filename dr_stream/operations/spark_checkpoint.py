@@ -36,6 +36,7 @@ from pyspark.sql import SparkSession
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.offset_log import OffsetLogError, OffsetLogFile, Partition, batch_ids, newest_batch, parse
+from dr_stream.failure_notes import first_line
 from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.application_offsets import (
     OffsetsError,
@@ -95,6 +96,21 @@ class Change:
     def of(directory: str, document: dict[str, Any]) -> Change:
         return Change(directory, document["checkpoint"], document["flow"], document["from"], document["to"],
                       document["files"], document["state"])
+
+    @staticmethod
+    def read(directory: str, where: str, text: str) -> Change:
+        """The change a record's text says; CheckpointError naming the file (`where`) when it is not
+        one dr-stream wrote (cut short, or edited by hand)."""
+        try:
+            document = json.loads(text)
+            change = Change.of(directory, document)
+        except (ValueError, KeyError, TypeError) as exc:
+            detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else first_line(exc)
+            raise CheckpointError(f"{where}: not a change record dr-stream wrote ({detail}); move the directory "
+                                  "aside once you have checked the checkpoint's offsets files") from None
+        if not isinstance(change.files, dict) or not all(isinstance(t, str) for t in change.files.values()):
+            raise CheckpointError(f"{where}: not a change record dr-stream wrote (its files are not texts)")
+        return change
 
 
 @dataclass(frozen=True)
@@ -184,9 +200,10 @@ class SparkCheckpoint:
         """The newest change dr-stream made here, from its own record."""
         stamps = sorted(self.names(CHANGES) or [])
         for stamp in reversed(stamps):
-            text = self.read(f"{CHANGES}/{stamp}/{CHANGE_FILE}")
+            relative = f"{CHANGES}/{stamp}/{CHANGE_FILE}"
+            text = self.read(relative)
             if text is not None:
-                return Change.of(f"{CHANGES}/{stamp}", json.loads(text))
+                return Change.read(f"{CHANGES}/{stamp}", self.path(relative), text)
         return None
 
     def apply(self, change: Change) -> None:
