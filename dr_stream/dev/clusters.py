@@ -10,7 +10,6 @@ requests, and `stop` signals exactly the PID it started, never a process found b
 from __future__ import annotations
 
 import base64
-import socket
 import subprocess
 import time
 import uuid
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.dev.certificates import STORE_PASSWORD, Pki
-from dr_stream.dev.processes import running_pid, stop_pid
+from dr_stream.dev.processes import loopback_listening, running_pid, stop_pid
 from dr_stream.kafka import clients
 from dr_stream.runtime.jvm import kafka_classpath, kafka_logs_through_log4j1
 from dr_stream.runtime.paths import cache_dir
@@ -52,14 +51,6 @@ _SHARE_STATE_SETTINGS = {
     "share.coordinator.state.topic.min.isr": "1",
     "share.coordinator.state.topic.num.partitions": "4",
 }
-
-
-def _port_open(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -215,7 +206,7 @@ class LocalCluster:
         if self.is_running():
             return
         for port in range(self.port, self.port + (4 if self.secured else 2)):
-            if _port_open(port):
+            if loopback_listening(port):
                 raise RuntimeError(f"{self.alias}: port {port} is already in use by another process")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         config = self._write_config()
@@ -252,7 +243,7 @@ class LocalCluster:
                                    f"see {self.log_file}")
             try:
                 # Probe the port first: a client pointed at a closed port logs every retry.
-                if not _port_open(self.port):
+                if not loopback_listening(self.port):
                     raise ConnectionError(f"port {self.port} not open yet")
                 clients.admin(self.config).list_topics(timeout=5)
                 return

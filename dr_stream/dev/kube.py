@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import ssl
 import subprocess
 import sys
@@ -67,7 +66,7 @@ from dr_stream.dev.kube_network import (
     remove_network,
 )
 from dr_stream.dev.netns import NetworkNamespace
-from dr_stream.dev.processes import running_pid, stop_pids
+from dr_stream.dev.processes import loopback_listening, running_pid, stop_pids
 from dr_stream.runtime.paths import cache_dir, project_root
 
 DEBIAN_PACKAGES = {"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc",
@@ -205,7 +204,7 @@ class LocalKube:
         is left from an earlier cluster. The node's address is dialled inside the namespace only."""
         inside = [("127.0.0.1", port) for port in (self.etcd_port, self.etcd_port + 1, self.api_port)]
         taken = [port for host, port in [*inside, (NODE_IP, self.kubelet_port)] if self.namespace.connects(host, port)]
-        if _loopback_listening(self.api_port):
+        if loopback_listening(self.api_port):
             taken.append(self.api_port)
         if taken:
             raise RuntimeError(f"kube: port {taken[0]} is taken (another dev Kubernetes? "
@@ -321,7 +320,7 @@ class LocalKube:
                 "--outward", str(self.api_port), "--reserved", ",".join(map(str, sorted(set(inside))))]
 
     def _relay_listening(self) -> bool:
-        return _loopback_listening(self.api_port)
+        return loopback_listening(self.api_port)
 
     def _etcd(self, kube: KubeBinaries) -> list[str]:
         peer = f"http://127.0.0.1:{self.etcd_port + 1}"
@@ -444,13 +443,6 @@ class LocalKube:
             self._ctr("tasks", "delete", "-f", task, check=False)
         for container in self._ctr("containers", "ls", "-q", check=False).split():
             self._ctr("containers", "delete", container, check=False)
-
-
-def _loopback_listening(port: int) -> bool:
-    """Whether something on this machine's 127.0.0.1 accepts a connection on `port`."""
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def dev_kube(root: Path | None = None) -> LocalKube:

@@ -1,13 +1,22 @@
 """Processes the dev tools start (brokers, the Hadoop cluster), tracked by the PID file written
-when each was started. Invariant: only that PID is ever signalled, never a process found by name.
+when each was started, and whether something answers on a loopback port they listen on.
+Invariant: only that PID is ever signalled, never a process found by name.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
+
+
+def loopback_listening(port: int, timeout_s: float = 1.0) -> bool:
+    """Whether something on this machine's 127.0.0.1 accepts a connection on `port`."""
+    with socket.socket() as probe:
+        probe.settimeout(timeout_s)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def running_pid(pid_file: Path) -> int | None:
