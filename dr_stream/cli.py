@@ -11,6 +11,7 @@ import re
 import sys
 from typing import Any, NoReturn
 
+from dr_stream import __version__
 from dr_stream.core.config import ConfigError, load_flow
 from dr_stream.exit_codes import ExitCode
 from dr_stream.kafka.reachability import ClusterAccessError
@@ -368,6 +369,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="dr-stream", description="Kafka disaster-recovery replication on Spark")
+    top.add_argument("--version", action="version", version=f"dr-stream {__version__}",
+                     help="the version of dr-stream (CHANGELOG.md says what each one changed), and exit")
     sub = top.add_subparsers(dest="command", required=True)
     _flow_commands(sub)
     _group_commands(sub)

@@ -4,23 +4,33 @@ front door."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib
+import io
 import re
+import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
+from dr_stream import __version__
+from dr_stream.cli import parser
 from dr_stream.core.config import parse_flow
 from dr_stream.exit_codes import ExitCode, markdown_table
+from dr_stream.kafka.reachability import Refusal
+from dr_stream.replication.losses import CAUSES
 from dr_stream.runtime.paths import project_root
 from tools.references import REFERENCES
 
 ROOT = project_root()
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").rglob("*.md")), ROOT / "bench" / "HISTORY.md"]
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md")), ROOT / "bench" / "HISTORY.md", ROOT / "CHANGELOG.md"]
+TROUBLESHOOTING = ROOT / "docs" / "troubleshooting.md"
 
 
 def _text(page: Path) -> str:
@@ -34,8 +44,13 @@ def _headings(page: Path) -> set[str]:
         if line.startswith("```"):
             fenced = not fenced
         elif not fenced and (m := re.match(r"^#+ (.*)", line)):
-            anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-"))
+            anchors.add(_anchor(m.group(1)))
     return anchors
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading's text."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def test_the_readme_is_a_front_door_of_at_most_250_lines_that_maps_every_guide():
@@ -145,3 +160,75 @@ def test_the_notebook_is_committed_with_the_outputs_of_a_run_and_its_lag_plot():
     assert any("image/png" in o.get("data", {}) for c in code for o in c["outputs"])
     shown = "".join("".join(o.get("text", "")) for c in code for o in c["outputs"])
     assert "worked by hand: matches" in shown
+
+
+def test_troubleshooting_has_an_entry_for_every_alert_loss_cause_refusal_and_exit_code():
+    rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "dr-stream-alerts.yaml").read_text())
+    wanted = {_anchor(rule["alert"]) for group in rules["groups"] for rule in group["rules"]}
+    wanted |= {_anchor(f"Loss: `{cause}`") for cause in CAUSES}
+    wanted |= {_anchor(f"Refused: {refusal.words}") for refusal in Refusal}
+    wanted |= {_anchor(f"Exit {code.value}: `{code.name}`") for code in ExitCode}
+    assert len(wanted) > 30
+    assert sorted(wanted - _headings(TROUBLESHOOTING)) == []
+
+
+def _command_lines(text: str) -> tuple[list[str], list[str]]:
+    """The `dr-stream` commands a page shows: whole lines of its code blocks (run as written,
+    but for a trailing comment and a pipe), and the ones it names inline."""
+    blocks, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif fenced and (m := re.match(r"^\s*(?:\$ )?(dr-stream\s.*)$", line)):
+            blocks.append(m.group(1))
+    inline = re.findall(r"`(dr-stream [^`]+)`", text)
+    return [_as_run(c) for c in blocks], [_as_run(c) for c in inline]
+
+
+def _as_run(command: str) -> str:
+    return re.split(r"\s(?:\||&&|;|>|2>)\s?", command.split(" #")[0].strip())[0]
+
+
+def _options(command: argparse.ArgumentParser) -> set[str]:
+    return {o for action in command._actions for o in action.option_strings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_dr_stream_command_a_page_shows_is_one_the_cli_takes(page):
+    """A code block's command parses as written (an optional part in brackets need only name
+    options the command has); one named inline names a command and options it has."""
+    top = parser()
+    commands = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction)).choices
+    blocks, inline = _command_lines(_text(page))
+    wrong = []
+    for line in blocks:
+        optional = re.findall(r"\[([^\]]*)\]", line)
+        words = shlex.split(re.sub(r"\[[^\]]*\]", "", line))[1:]
+        known = _options(commands[words[0]]) if words and words[0] in commands else set()
+        wrong += [f"{line}: {o}" for part in optional for o in re.findall(r"--[\w-]+", part) if o not in known]
+        with contextlib.redirect_stderr(io.StringIO()) as said, contextlib.redirect_stdout(io.StringIO()):
+            try:
+                parser().parse_args(words)
+            except SystemExit as done:
+                if done.code not in (0, None):
+                    wrong.append(f"{line}: {said.getvalue().strip().splitlines()[-1]}")
+    for line in inline:
+        name, *rest = line.split()[1:]
+        if name.startswith("--"):
+            wrong += [] if name in _options(top) else [f"{line}: no option {name}"]
+        elif name == "COMMAND":  # the placeholder for any of them
+            continue
+        elif name not in commands:
+            wrong.append(f"{line}: no command {name}")
+        else:
+            wrong += [f"{line}: no option {w}" for w in rest
+                      if w.startswith("--") and w.split("=")[0] not in _options(commands[name])]
+    assert wrong == []
+
+
+def test_the_version_dr_stream_says_is_the_packages_and_the_changelog_has_its_entry():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert __version__ == project["version"]
+    assert f"## {__version__}" in _text(ROOT / "CHANGELOG.md")
+    said = subprocess.run([sys.executable, "-m", "dr_stream.cli", "--version"], capture_output=True, text=True)
+    assert (said.returncode, said.stdout.strip()) == (0, f"dr-stream {__version__}")

@@ -40,6 +40,10 @@ def render() -> str:
     lines = ["# dr-stream command reference", "",
              "Generated from the CLI's parser by `python -m tools.references`; a test keeps it equal to the "
              "code. `dr-stream COMMAND --help` prints the same.", ""]
+    own = [a for a in top._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
+    if own:
+        lines += ["## `dr-stream`", "", "Options of the command itself, before any command name.", "",
+                  "| argument | meaning |", "|---|---|", *(_argument(a) for a in own), ""]
     for name, purpose, command in _commands(top):
         arguments = [a for a in command._actions if not isinstance(a, argparse._HelpAction)]
         lines += [f"## `dr-stream {name}`", "", " ".join(purpose.split()), ""]
