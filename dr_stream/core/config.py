@@ -485,6 +485,11 @@ class FlowConfig:
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/clusters"
 
     @property
+    def releases_record(self) -> str:
+        """The Delta table recording the dr-stream releases that wrote the flow's state (`state_releases`)."""
+        return f"{self.streaming.checkpoint_dir.rstrip('/')}/releases"
+
+    @property
     def replicate_checkpoint(self) -> str:
         """Where the replication query keeps its Spark checkpoint."""
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/replicate"

@@ -146,13 +146,15 @@ class ReplicationFlow:
         self._dest_admin = self.clusters.destination.admin
         self.source_cluster_id, self.destination_cluster_id = self.clusters.distinct_ids()
         # The state now belongs to these two clusters: a command or a start that meets another refuses it.
-        recorded = RecordedClusters.of(config, lambda: self.spark, self.log).record(
+        record = RecordedClusters.of(config, lambda: self.spark, self.log)
+        recorded = record.record(
             {"source": (config.source.alias, self.source_cluster_id),
              "destination": (config.destination.alias, self.destination_cluster_id)}, self.appends)
         if recorded:
             self.log(f"state under {config.streaming.checkpoint_dir} belongs to {config.source.alias} "
                      f"({self.source_cluster_id}) -> {config.destination.alias} ({self.destination_cluster_id}) "
                      f"from now on: recorded in {config.clusters_record}")
+        self._record_release(record)
         self.clock.mark("clusters")
         topics = config.topics
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
@@ -253,6 +255,18 @@ class ReplicationFlow:
         if events:
             self.log(f"holds: {len(events)} events older than {kept_s / 86400:g} days left {self.holds.table.path}: "
                      "each partition keeps its newest")
+
+    def _record_release(self, record: RecordedClusters) -> None:
+        """The running release recorded in the state when it is not the newest there (a first start,
+        an upgrade), so the state says which release wrote it last."""
+        if record.releases is None:
+            return
+        earlier = record.releases.newest()
+        now = record.releases.record(self.appends)
+        if now is not None:
+            was = f" (it was dr-stream {earlier.version}, state format {earlier.state_format})" if earlier else ""
+            self.log(f"state under {self.config.streaming.checkpoint_dir} is written by dr-stream {now.version}, "
+                     f"state format {now.state_format}, from now on{was}: recorded in {record.releases.path}")
 
     def _live_positions(self) -> list[LivePosition]:
         """The positions the groups hold (the translate loop's newest), each idle once it has not

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from dr_stream.core.config_def import ConfigError
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_reads import DeltaReads
+from dr_stream.runtime.state_releases import StateReleases
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -80,6 +81,9 @@ class RecordedClusters:
     flow_path: str
     reads: DeltaReads
     spark: Callable[[], SparkSession] | None = None
+    # the releases that wrote the state: a state this release cannot read is refused before any
+    # cluster is compared with the record
+    releases: StateReleases | None = None
     _ids: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
@@ -88,7 +92,8 @@ class RecordedClusters:
         """The record of `config`'s state; read through `spark` where `deltalake` cannot (a
         command's own session, built only then, when None)."""
         spark = spark or (lambda: _command_spark(config))
-        return cls(config.clusters_record, config.path, DeltaReads(spark, log), spark)
+        reads = DeltaReads(spark, log)
+        return cls(config.clusters_record, config.path, reads, spark, StateReleases.of(config, reads, spark))
 
     def ids(self) -> dict[str, str]:
         if self._ids is None:
@@ -99,6 +104,8 @@ class RecordedClusters:
     def check(self, role: str, alias: str, found: str) -> None:
         """Raises WrongCluster when `found` is not the id recorded for `role`; nothing recorded
         passes."""
+        if self.releases is not None:
+            self.releases.check()
         recorded = self.ids().get(role)
         if recorded is None:
             return

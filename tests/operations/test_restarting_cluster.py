@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dr_stream import cli
-from dr_stream.dev.clusters import _port_open
+from dr_stream.dev.processes import loopback_listening
 from dr_stream.exit_codes import ExitCode
 from tests.clusters import started_cluster
 from tests.flows import flow_config, flow_file, running_flow
@@ -56,7 +56,7 @@ def restart(cluster) -> None:
     may not answer requests yet, or answer that its leaders and coordinators are not ready."""
     cluster.stop()
     cluster.launch()
-    assert wait_until(lambda: _port_open(cluster.port), 60, interval=0.05), f"{cluster.alias} did not start"
+    assert wait_until(lambda: loopback_listening(cluster.port), 60, interval=0.05), f"{cluster.alias} did not start"
 
 
 def no_traceback(console: str) -> None:
