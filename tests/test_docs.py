@@ -232,3 +232,17 @@ def test_the_version_dr_stream_says_is_the_packages_and_the_changelog_has_its_en
     assert f"## {__version__}" in _text(ROOT / "CHANGELOG.md")
     said = subprocess.run([sys.executable, "-m", "dr_stream.cli", "--version"], capture_output=True, text=True)
     assert (said.returncode, said.stdout.strip()) == (0, f"dr-stream {__version__}")
+
+
+def test_the_compatibility_page_names_the_versions_the_project_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    jvm = project["tool"]["dr-stream"]["jvm"]
+    pins = dict(pin.split("==") for pin in project["project"]["dependencies"])
+    from dr_stream.dev.kube_build import KUBERNETES_VERSION
+
+    wanted = {"spark": jvm["spark"], "delta": jvm["delta"], "kafka clients": jvm["kafka"],
+              "brokers": jvm["kafka-broker"], "compat brokers": jvm["kafka-broker-compat"], "hadoop": jvm["hadoop"],
+              "pyspark": pins["pyspark"], "deltalake": pins["deltalake"], "confluent-kafka": pins["confluent-kafka"],
+              "kubernetes": KUBERNETES_VERSION, "dr-stream": __version__}
+    page = _text(ROOT / "docs" / "compatibility.md")
+    assert {name: version for name, version in wanted.items() if version not in page} == {}
