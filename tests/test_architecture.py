@@ -187,9 +187,18 @@ def test_one_protocol_faces_every_group_offsets_stack_and_each_implements_it():
     from dr_stream.kafka.group_offsets.kafka4 import ShareGroupOffsets
 
     wanted = {name for name in dir(GroupOffsetsClient) if not name.startswith("_")}
-    assert wanted == {"states", "committed", "commit", "close"}
+    assert wanted == {"states", "committed", "commit", "expect", "close"}
     for stack in (GroupOffsets, ConsumerGroupOffsets, ShareGroupOffsets):
         assert wanted <= set(dir(stack)), stack.__name__
+
+
+
+def test_a_group_offsets_stack_is_built_only_in_the_kafka_wing():
+    """Which stack serves a caller is chosen in `group_offsets.stacks` (and the cluster context's
+    own face); a module of another wing asks for one rather than building it."""
+    builders = {name for name, tree in modules().items() for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ConsumerGroupOffsets"}
+    assert builders == {"dr_stream.kafka.group_offsets.stacks", "dr_stream.kafka.cluster_context"}
 
 
 COMMAND_MODULES = ["dr_stream.cli", "dr_stream.operations.report_commands", "dr_stream.operations.held_records"]

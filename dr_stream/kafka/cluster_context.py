@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.kafka import clients
+from dr_stream.kafka.group_offsets import GroupOffsetsClient
 from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups
 from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids, require_cluster_id
@@ -102,7 +103,7 @@ class ClusterContext:
             return self._admin
 
     @property
-    def group_offsets(self) -> ConsumerGroupOffsets:
+    def group_offsets(self) -> GroupOffsetsClient:
         """The groups' states and offsets through librdkafka, on this context's admin client."""
         with self._lock:
             self._open()

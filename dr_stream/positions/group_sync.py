@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import sync_metadata
 from dr_stream.failure_notes import first_line
-from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import INACTIVE_STATES, Fetched, GroupOffsetsClient
-from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
 from dr_stream.kafka.group_offsets.kafka4 import StreamsGroupStates
+from dr_stream.kafka.group_offsets.stacks import group_offsets_stack
 from dr_stream.positions.sync_outcome import (
     COMMITTED,
     REWOUND,
@@ -145,8 +144,7 @@ class GroupSync:
 
     def _groups(self) -> GroupOffsetsClient:
         if self._offsets is None:
-            self._offsets = (clients.group_offsets(self.destination, self.timeout_s) if self.batched
-                             else ConsumerGroupOffsets(self.destination, self.timeout_s))
+            self._offsets = group_offsets_stack(self.destination, self.timeout_s, self.batched)
         return self._offsets
 
     def states(self, groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:

@@ -48,15 +48,15 @@ from dr_stream.failure_notes import FailureNotes, first_line
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
 from dr_stream.kafka.authorization import NotAuthorized
-from dr_stream.kafka.group_offsets import Fetched
-from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets, list_groups
+from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsClient
+from dr_stream.kafka.group_offsets.consumer_groups import list_groups
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.positions.consumer_timestamps import GroupCommit, RecordTimestamps, report, report_gone
 from dr_stream.positions.gone_positions import SourceGroups
 
 
-def group_commits(offsets: ConsumerGroupOffsets, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+def group_commits(offsets: GroupOffsetsClient, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
                   group_pattern: str | None = None, forward_except: str | None = None,
                   more_groups: Iterable[str] = ()) -> dict[str, list[GroupCommit] | Exception]:
     """Each selected group's committed positions on the replicated topics that the flow takes
@@ -78,7 +78,7 @@ def group_commits(offsets: ConsumerGroupOffsets, admin: AdminClient, groups: Gro
             for group, found in fetched.items()}
 
 
-def current_commits(offsets: ConsumerGroupOffsets, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
+def current_commits(offsets: GroupOffsetsClient, admin: AdminClient, groups: GroupFilter, topics: TopicFilter,
                     group_pattern: str | None = None, forward_except: str | None = None,
                     more_groups: Iterable[str] = ()) -> list[GroupCommit]:
     """`group_commits`, all of them or the first group's error (a command reports it and stops)."""

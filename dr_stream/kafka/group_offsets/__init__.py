@@ -58,4 +58,8 @@ class GroupOffsetsClient(Protocol):
 
     def commit(self, offsets: Mapping[str, Mapping[Partition, int]], metadata: str) -> dict[str, Exception]: ...
 
+    def expect(self, groups: int) -> None:
+        """A round of `groups` groups is coming: a stack that serves many groups through a helper
+        starts it now, while the caller lists what the round reads; the others ignore it."""
+
     def close(self) -> None: ...

@@ -100,5 +100,8 @@ class GroupOffsets:
         answer = self._client.commit(commit_lines(offsets), metadata, self._timeout_ms)
         return commit_failures(self.cluster, (line.partition("\t")[::2] for line in answer.splitlines()))
 
+    def expect(self, groups: int) -> None:
+        """Nothing to start: one request per coordinator serves any number of groups."""
+
     def close(self) -> None:
         self._client.close()

@@ -308,6 +308,9 @@ class ShareGroupOffsets(_GroupsOfKind):
             return exc
         return GroupOffsetsError(answer[0][-1]) if answer else None
 
+    def expect(self, groups: int) -> None:
+        """Nothing to start: the helper is the caller's, started with it."""
+
     def close(self) -> None:
         """The helper is the caller's: it serves both clusters."""
 
