@@ -7,7 +7,7 @@ from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
 from dr_stream.index.index_table import RUN_SCHEMA, OffsetIndex, runs_frame
 from dr_stream.index.run_store import Run
-from dr_stream.runtime.delta_appends import DeltaAppends
+from dr_stream.runtime.delta_appends import DeltaAppends, through_spark
 
 pytestmark = pytest.mark.integration
 
@@ -56,3 +56,13 @@ def test_a_table_the_driver_cannot_write_is_appended_through_spark_and_said_once
     assert counted == [path, path]
     assert len(lines) == 1 and lines[0].startswith(f"appending to {path} through Spark from now on")
     assert set(appends.fell_back) == {path}
+
+
+def test_a_small_tables_rows_appended_through_spark_read_back_and_without_a_session_say_why(spark, tmp_path):
+    path = str(tmp_path / "small")
+    through_spark(lambda: spark, path, SCHEMA, [(4, 40, None)])
+    through_spark(lambda: spark, path, SCHEMA, [(5, None, None)])
+    rows = sorted((r["offset"], r["note"]) for r in spark.read.format("delta").load(path).collect())
+    assert rows == [(4, 40), (5, None)]
+    with pytest.raises(RuntimeError, match=r"small: written through Spark here; no session given"):
+        through_spark(None, path, SCHEMA, [(6, None, None)])

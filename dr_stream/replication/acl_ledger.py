@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from confluent_kafka import TopicPartition
 
@@ -31,7 +31,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import acls_topic, read_acl_key
 from dr_stream.kafka import clients
 from dr_stream.kafka.consumed import offset
-from dr_stream.runtime.delta_appends import DeltaAppends
+from dr_stream.runtime.delta_appends import DeltaAppends, through_spark
 from dr_stream.runtime.delta_reads import DeltaReads
 
 if TYPE_CHECKING:
@@ -100,16 +100,9 @@ class AclLedger:
         # even within one millisecond.
         now = self._last_ms = max(int(time.time() * 1000), self._last_ms + 1)
         rows = [(*(getattr(a, name) for name in FIELDS), created, now) for a in sorted(acls)]
-        self.appends.append(self.path, schema(), rows, lambda: self._through_spark(rows))
+        self.appends.append(self.path, schema(), rows, lambda: through_spark(self.spark, self.path, schema(), rows))
         held = self._held if self._held is not None else set()
         self._held = held | set(acls) if created else held - set(acls)
-
-    def _through_spark(self, rows: list[tuple[Any, ...]]) -> None:
-        if self.spark is None:
-            raise RuntimeError(f"{self.path}: written through Spark here; no session given")
-        from dr_stream.runtime.local_frame import local_frame
-
-        local_frame(self.spark(), rows, schema()).write.format("delta").mode("append").save(self.path)
 
 
 def earlier_ledger(config: FlowConfig, topic: str, timeout: float = 30.0) -> set[Acl]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
 Row = Sequence[Any]
@@ -58,6 +59,17 @@ class DeltaAppends:
                          f"({why})")
         through_spark()
         self.counted(path)
+
+
+def through_spark(spark: Callable[[], SparkSession] | None, path: str, schema: StructType, rows: Sequence[Row]
+                  ) -> None:
+    """`rows` appended to the table at `path` by Spark's Delta writer: the `through_spark` of a
+    small table's `append` (its few rows built inside the JVM, `local_frame`)."""
+    if spark is None:
+        raise RuntimeError(f"{path}: written through Spark here; no session given")
+    from dr_stream.runtime.local_frame import local_frame
+
+    local_frame(spark(), rows, schema).write.format("delta").mode("append").save(path)
 
 
 # A commit that lost a race with another writer of the table (the flow's own upkeep rewriting it)

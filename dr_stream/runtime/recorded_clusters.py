@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dr_stream.core.config_def import ConfigError
-from dr_stream.runtime.delta_appends import DeltaAppends
+from dr_stream.runtime.delta_appends import DeltaAppends, through_spark
 from dr_stream.runtime.delta_reads import DeltaReads
 from dr_stream.runtime.state_releases import StateReleases
 
@@ -123,16 +123,10 @@ class RecordedClusters:
                 if role not in self.ids()]
         if not rows:
             return []
-        (appends or DeltaAppends(self.reads.log)).append(self.path, schema(), rows, lambda: self._through_spark(rows))
+        (appends or DeltaAppends(self.reads.log)).append(self.path, schema(), rows,
+                                                         lambda: through_spark(self.spark, self.path, schema(), rows))
         self._ids = {**self.ids(), **{role: cluster_id for role, cluster_id, _, _ in rows}}
         return [role for role, *_ in rows]
-
-    def _through_spark(self, rows: list[tuple[str, str, str, int]]) -> None:
-        if self.spark is None:
-            raise RuntimeError(f"{self.path}: written through Spark here; no session given")
-        from dr_stream.runtime.local_frame import local_frame
-
-        local_frame(self.spark(), rows, schema()).write.format("delta").mode("append").save(self.path)
 
 
 def _command_spark(config: FlowConfig) -> SparkSession:

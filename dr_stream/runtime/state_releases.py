@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dr_stream import __version__
 from dr_stream.core.config_def import ConfigError
-from dr_stream.runtime.delta_appends import DeltaAppends
+from dr_stream.runtime.delta_appends import DeltaAppends, through_spark
 from dr_stream.runtime.delta_reads import DeltaReads
 
 if TYPE_CHECKING:
@@ -119,13 +119,7 @@ class StateReleases:
             return None
         now = Release(STATE_FORMAT, __version__, int(time.time() * 1000))
         rows = [tuple(now)]
-        (appends or DeltaAppends(self.reads.log)).append(self.path, schema(), rows, lambda: self._through_spark(rows))
+        (appends or DeltaAppends(self.reads.log)).append(self.path, schema(), rows,
+                                                         lambda: through_spark(self.spark, self.path, schema(), rows))
         self._newest = now
         return now
-
-    def _through_spark(self, rows: list[tuple[Any, ...]]) -> None:
-        if self.spark is None:
-            raise RuntimeError(f"{self.path}: written through Spark here; no session given")
-        from dr_stream.runtime.local_frame import local_frame
-
-        local_frame(self.spark(), rows, schema()).write.format("delta").mode("append").save(self.path)
