@@ -37,6 +37,9 @@ class SyncOutcome(Enum):
         return _LABELS.get(self, "other")
 
 
+# the outcomes whose text says why it was skipped after this
+_SKIPPED = frozenset({SyncOutcome.HELD, SyncOutcome.AHEAD, SyncOutcome.NOT_TRANSLATED})
+_SKIPPED_PREFIX = "skipped: "
 _LABELS = {SyncOutcome.COMMITTED: "committed", SyncOutcome.REWOUND: "rewound", SyncOutcome.UNCHANGED: "unchanged",
            SyncOutcome.HELD: "skipped_active", SyncOutcome.AHEAD: "skipped_ahead",
            SyncOutcome.NOT_TRANSLATED: "not_translated", SyncOutcome.FAILED: "failed"}
@@ -49,11 +52,18 @@ class Synced:
 
     outcome: SyncOutcome | None
     text: str
-    # why it failed or was skipped (the detail its text carries); empty for the others
-    reason: str = ""
 
     def __str__(self) -> str:
         return self.text
+
+    @property
+    def reason(self) -> str:
+        """Why it failed or was skipped (the detail its text carries); empty for the others."""
+        if self.outcome is SyncOutcome.FAILED:
+            return self.text.removeprefix(f"{SyncOutcome.FAILED.value}: ")
+        if self.outcome in _SKIPPED:
+            return self.text.removeprefix(_SKIPPED_PREFIX)
+        return ""
 
     @property
     def wrote(self) -> bool:
@@ -90,30 +100,22 @@ WAITING = Synced(None, "waiting")  # a share group's position not translated yet
 
 
 def held(state: str, members: int) -> Synced:
-    reason = f"group is {state} on the destination ({members} members)"
-    return Synced(SyncOutcome.HELD, f"skipped: {reason}", reason)
+    return Synced(SyncOutcome.HELD, f"{SyncOutcome.HELD.value}{state} on the destination ({members} members)")
 
 
 def ahead(have: int) -> Synced:
-    return Synced(SyncOutcome.AHEAD, f"{SyncOutcome.AHEAD.value} at {have}; not rewound (--force rewinds)",
-                  f"destination is ahead at {have}; not rewound (--force rewinds)")
+    return Synced(SyncOutcome.AHEAD, f"{SyncOutcome.AHEAD.value} at {have}; not rewound (--force rewinds)")
 
 
 def not_translated(note: str | None) -> Synced:
-    return Synced(SyncOutcome.NOT_TRANSLATED, f"{SyncOutcome.NOT_TRANSLATED.value} ({note})",
-                  f"not translated ({note})")
+    return Synced(SyncOutcome.NOT_TRANSLATED, f"{SyncOutcome.NOT_TRANSLATED.value} ({note})")
 
 
 def failed(reason: str) -> Synced:
-    return Synced(SyncOutcome.FAILED, f"{SyncOutcome.FAILED.value}: {reason}", reason)
+    return Synced(SyncOutcome.FAILED, f"{SyncOutcome.FAILED.value}: {reason}")
 
 
 @lru_cache(maxsize=1024)
 def _read(text: str) -> Synced:
     # A flow taking back 10,000 positions reads few distinct texts.
-    outcome = next((o for o in SyncOutcome if text.startswith(o.value)), None)
-    if outcome is SyncOutcome.FAILED:
-        return Synced(outcome, text, text.removeprefix(f"{SyncOutcome.FAILED.value}: "))
-    if outcome in (SyncOutcome.HELD, SyncOutcome.AHEAD, SyncOutcome.NOT_TRANSLATED):
-        return Synced(outcome, text, text.removeprefix("skipped: "))
-    return Synced(outcome, text)
+    return Synced(next((o for o in SyncOutcome if text.startswith(o.value)), None), text)
