@@ -20,7 +20,7 @@ describe (the index follows the topics' retention).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,7 +29,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from dr_stream.index.kept_runs import KEY, kept_runs_sql, merged_sql, on_destination_sql, spans_sql
 from dr_stream.index.run_store import Run
-from dr_stream.index.spans import MAX_SLACK
+from dr_stream.index.spans import MAX_SLACK, Pins
 from dr_stream.runtime.delta_appends import DeltaAppends
 from dr_stream.runtime.delta_upkeep import RETENTION_S, Rewritten, rewriter
 from dr_stream.runtime.local_frame import local_frame
@@ -125,7 +125,7 @@ class OffsetIndex:
 
     def keep(self, log_starts: Mapping[tuple[str, int], int], origin_cluster: str | None = None,
              floors: Mapping[tuple[str, int], int] | None = None, max_slack: int = MAX_SLACK,
-             pins: Mapping[tuple[str, int], Sequence[int]] | None = None) -> Rewritten | None:
+             pins: Pins | None = None) -> Rewritten | None:
         """Rewrites the table to what it keeps (`kept_runs`; with `floors`, `origin_cluster`'s rows
         below them joined into spans, but for those `pins` pin) and deletes the files that
         replaced (`runtime.delta_upkeep`): through delta-rs from the driver, through Spark where

@@ -180,7 +180,7 @@ class LiveTranslation:
         left undone: positions not final yet (translated again as the index advances) and
         positions whose sync failed (retried). Every row is taken as recorded, so a position
         translated the same way again is not written to the log twice. Returns how many were due."""
-        due = 0
+        due, taken, now = 0, [], time.monotonic()
         with self._translating:
             for row in rows:
                 key = (row["group"], row["topic"], row["partition"])
@@ -189,8 +189,7 @@ class LiveTranslation:
                 timestamp = row["source_timestamp"]
                 self.latest.setdefault(key, GroupCommit(*key, row["source_offset"],
                                                         UNKNOWN_TIMESTAMP if timestamp is None else timestamp))
-                with self._lock:
-                    self._moved.setdefault(key, time.monotonic())
+                taken.append(key)
                 if self.backing is not None:  # the flow's own record of what was taken
                     self.backing.committed([self.latest[key]])
                 action = Synced.read(row["action"])
@@ -204,6 +203,9 @@ class LiveTranslation:
                 if row["method"] not in SETTLED or action.failed:
                     self._due.add(key)
                     due += 1
+        with self._lock:  # taken back counts as moving now: a position idles from the start on
+            for key in taken:
+                self._moved.setdefault(key, now)
         if due:
             self._wake.set()
         return due
