@@ -37,6 +37,7 @@ from bench.workloads import bench_cluster
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.dev.clusters import LocalCluster
 from dr_stream.kafka import clients
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 from dr_stream.positions.committed_positions import AdminPositions, CommittedPositions, TopicPositions
 from dr_stream.positions.consumer_timestamps import ensure_topic
@@ -132,9 +133,10 @@ def _until_reported(poller: CommittedOffsetPoller, cpu: Cpu, wanted: dict[tuple[
 def _run_path(path: str, cluster: LocalCluster, jvm: BenchJvm, groups: list[str], generation: int,
               log: Log) -> PathRun:
     cpu, run = Cpu(jvm), PathRun(path)
-    poller = CommittedOffsetPoller(cluster.config, GroupFilter(), TopicFilter((r"poller\.t",)), positions_from=path,
+    context = ClusterContext(cluster.config)
+    poller = CommittedOffsetPoller(context, GroupFilter(), TopicFilter((r"poller\.t",)), positions_from=path,
                                    log=lambda line: log(f"  poller: {line}"))
-    positions: CommittedPositions = (AdminPositions(cluster.config, GroupFilter(), jvm.group_offsets(cluster.config))
+    positions: CommittedPositions = (AdminPositions(context, GroupFilter(), jvm.group_offsets(cluster.config))
                                      if path == "admin" else TopicPositions(cluster.config, GroupFilter()))
     poller.open(positions)
     committer = jvm.group_offsets(cluster.config)
@@ -152,6 +154,7 @@ def _run_path(path: str, cluster: LocalCluster, jvm: BenchJvm, groups: list[str]
     finally:
         committer.close()
         poller.close()
+        context.close()
     return run
 
 

@@ -80,9 +80,10 @@ def lookups(bootstrap: str, origins: list[int], window: int, asks: int, seed: in
     from dr_stream.core.policy import TopicRenamer
     from dr_stream.index.destination_tail import read_tail
     from dr_stream.index.run_store import RunStore
+    from dr_stream.kafka.cluster_context import ClusterContext
 
     rng = random.Random(seed + window)
-    cluster = bench_cluster(bootstrap)
+    cluster = ClusterContext(bench_cluster(bootstrap))
     seconds, found = [], 0
     for _ in range(asks):
         first = rng.randrange(0, len(origins) - window)
@@ -94,6 +95,7 @@ def lookups(bootstrap: str, origins: list[int], window: int, asks: int, seed: in
         at = RunStore(runs).locate(("orders", 0, "orders", 0), wanted)
         seconds.append(time.perf_counter() - began)
         found += at.offset == bisect_left(origins, wanted)
+    cluster.close()
     return {"window": window, "asks": asks, "exact": found, "median_s": round(statistics.median(seconds), 4),
             "max_s": round(max(seconds), 4)}
 

@@ -201,6 +201,28 @@ def test_a_group_offsets_stack_is_built_only_in_the_kafka_wing():
     assert builders == {"dr_stream.kafka.group_offsets.stacks", "dr_stream.kafka.cluster_context"}
 
 
+# What builds a Kafka client in `kafka.clients` (the Java admin in the driver's JVM included).
+CLIENT_BUILDERS = {"admin", "consumer", "producer", "consuming", "producing", "probe_admin", "group_offsets",
+                   "OnDemandConsumer"}
+
+
+def test_outside_the_kafka_wing_and_the_dev_tools_clients_come_only_from_a_cluster_context():
+    """A part of a flow or a command asks its cluster's context for a client (a shared one, or one
+    of its own); it never calls `clients` to build one, so how a cluster is reached and which
+    client stack serves it stay decided in one wing."""
+    builders = set()
+    for name, tree in modules().items():
+        if name.startswith(("dr_stream.kafka", "dr_stream.dev")):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "dr_stream.kafka.clients":
+                builders.update(f"{name}: imports {a.name}" for a in node.names if a.name in CLIENT_BUILDERS)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in CLIENT_BUILDERS and getattr(node.func.value, "id", None) == "clients"):
+                builders.add(f"{name}: clients.{node.func.attr}")
+    assert builders == set()
+
+
 COMMAND_MODULES = ["dr_stream.cli", "dr_stream.operations.report_commands", "dr_stream.operations.held_records"]
 
 

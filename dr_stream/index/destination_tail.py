@@ -22,12 +22,12 @@ from dataclasses import replace
 
 from confluent_kafka import Consumer, TopicPartition
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.core.provenance import Headers, newest_entry
 from dr_stream.index.run_store import Run
 from dr_stream.kafka import consumed
-from dr_stream.kafka.clients import CONSUME_WAIT_S, LentConsumer, consuming
+from dr_stream.kafka.clients import CONSUME_WAIT_S, LentConsumer
+from dr_stream.kafka.cluster_context import ClusterContext
 
 # (destination topic, partition, offset, timestamp ms, headers)
 Record = tuple[str, int, int, int, Headers]
@@ -61,7 +61,7 @@ class TailTimedOut(RuntimeError):
     """The tail was not read whole within the deadline; no run of it is used."""
 
 
-def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int, int]], header: str,
+def read_tail(destination: ClusterContext, gaps: dict[tuple[str, int], tuple[int, int]], header: str,
               source_cluster_id: str, renamer: TopicRenamer, idle_s: float = 10.0,
               deadline_s: float | None = None, reader: LentConsumer | None = None) -> list[Run]:
     """The flow's runs in [first, end) of each destination partition in `gaps`, every partition
@@ -100,11 +100,11 @@ def read_tail(destination: ClusterConfig, gaps: dict[tuple[str, int], tuple[int,
 
 
 @contextmanager
-def _reading(destination: ClusterConfig, reader: LentConsumer | None) -> Iterator[Consumer]:
+def _reading(destination: ClusterContext, reader: LentConsumer | None) -> Iterator[Consumer]:
     """The lent reader, its partitions resumed and dropped after (librdkafka keeps a partition
     paused across assignments), or a consumer of the tail's own, closed after."""
     if reader is None:
-        with consuming(destination, "dr-stream-tail", {"enable.partition.eof": True}) as consumer:
+        with destination.consuming("dr-stream-tail", {"enable.partition.eof": True}) as consumer:
             yield consumer
         return
     consumer = reader.get()

@@ -45,7 +45,6 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.failure_notes import first_line, summarised
 from dr_stream.index.destination_tail import TailTimedOut, read_tail
@@ -56,6 +55,7 @@ from dr_stream.index.index_table import OffsetIndex
 from dr_stream.index.run_store import Located, Run, RunKey, RunStore, coalesced
 from dr_stream.index.runs_topic import RunsRead, RunsReader, RunsTrim
 from dr_stream.index.spans import MAX_SLACK, LivePosition, SpanBounds, span_bounds, span_store
+from dr_stream.kafka.cluster_context import ClusterContext
 
 Partition = tuple[str, int]
 # How often the table's thread looks whether an append or an upkeep is due.
@@ -66,7 +66,7 @@ TABLE_TURN_S = 1.0
 class IndexFeed:
     spark: SparkSession
     index: OffsetIndex
-    destination: ClusterConfig
+    destination: ClusterContext
     runs_topic: str
     source_cluster_id: str
     header: str

@@ -40,6 +40,7 @@ from dr_stream.index.run_store import Run
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts, settle_topic_configs
 from dr_stream.kafka.authorization import NotAuthorized, denied, not_authorized
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.consumed import offset
 
 # What bounds the topic where the flow may not delete records (`RunsTrim`): a run's versions
@@ -157,17 +158,16 @@ class RunsRead:
 class RunsReader:
     """Reads the runs topic from a given offset; opens its consumer at the first read."""
 
-    def __init__(self, destination: ClusterConfig, topic: str, start: int | None = None,
-                 reader: clients.LentConsumer | None = None) -> None:
-        """`reader`: a command's reader of the destination (`cluster_context`), else one of its own."""
+    def __init__(self, destination: ClusterContext, topic: str, start: int | None = None,
+                 shared: bool = False) -> None:
+        """`shared`: read with the destination's one reader, lent (a command's), else with a
+        consumer of its own (the index feed's, on its own thread)."""
         self.topic = topic
         self.position = start
-        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = reader if reader is not None else \
-            clients.OnDemandConsumer(destination, "dr-stream-runs", {"enable.partition.eof": True,
-                                                                     "fetch.wait.max.ms": 50,
-                                                                     # a start retention deleted: from
-                                                                     # the first run still there
-                                                                     "auto.offset.reset": "earliest"})
+        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = destination.reader() if shared else \
+            destination.consumer("dr-stream-runs", {"enable.partition.eof": True, "fetch.wait.max.ms": 50,
+                                                    # a start retention deleted: from the first run still there
+                                                    "auto.offset.reset": "earliest"})
         self._assigned = False
 
     def end(self, timeout: float = 10.0) -> int:

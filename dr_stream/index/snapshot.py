@@ -14,39 +14,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from confluent_kafka.admin import AdminClient
-
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import runs_topic
 from dr_stream.index.destination_tail import read_tail
 from dr_stream.index.index_reads import Asked, IndexReads
 from dr_stream.index.run_store import RunStore
 from dr_stream.index.runs_topic import RunsReader
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds, partition_counts
-from dr_stream.kafka.clients import LentConsumer
+from dr_stream.kafka.cluster_context import ClusterContext
 
 # A failover reads at most this many records past the last known run of a partition.
 TAIL_LIMIT = 200_000
 
 
 def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | None,
-                   partitions: Iterable[tuple[str, int]], log: Callable[[str], None] = print,
-                   admin: AdminClient | None = None, reader: LentConsumer | None = None,
-                   asked: Asked | None = None, highest: Asked | None = None) -> RunStore:
+                   partitions: Iterable[tuple[str, int]], destination: ClusterContext,
+                   log: Callable[[str], None] = print, asked: Asked | None = None,
+                   highest: Asked | None = None) -> RunStore:
     """The runs of `origin_cluster`'s copies, complete up to the log end of each destination
     partition in `partitions` (destination topic, partition). With `origin_cluster` None, the
     runs of whatever cluster the flow's runs topic names (it is the flow's own), and no tail.
+    Read through `destination`'s admin client and its one reader, lent.
     `asked`: of the table, only the runs lookups of these origin offsets need (`needed_runs_sql`).
     `highest`: per origin partition, the highest offset a lookup asks; a partition whose known
     runs reach it has its tail left unread (`tail_needed`)."""
     store = index.store(origin_cluster, asked)
-    if admin is None:  # else the command's (`kafka.cluster_context`); a client with nothing queued is falsy
-        admin = clients.admin(config.destination)
+    admin = destination.admin
     topic = runs_topic(config.name)
     if topic in partition_counts(admin, timeout=10):
         position = index.runs_topic_position()
-        runs = RunsReader(config.destination, topic, None if position is None else position + 1, reader)
+        runs = RunsReader(destination, topic, None if position is None else position + 1, shared=True)
         try:
             start = runs.deleted_past_start()
             if start is not None:
@@ -68,7 +65,7 @@ def index_snapshot(config: FlowConfig, index: IndexReads, origin_cluster: str | 
         log(f"{topic} does not exist on {config.destination.alias}: the offset index table alone is used")
     if origin_cluster is not None:
         wanted = sorted(set(partitions) if highest is None else tail_needed(config, store, set(partitions), highest))
-        _add_tail(config, admin, store, origin_cluster, wanted, log, reader)
+        _add_tail(config, destination, store, origin_cluster, wanted, log)
     return store
 
 
@@ -84,19 +81,20 @@ def tail_needed(config: FlowConfig, store: RunStore, partitions: set[tuple[str, 
     return partitions & needed
 
 
-def _add_tail(config: FlowConfig, admin: AdminClient, store: RunStore, origin_cluster: str,
-              partitions: list[tuple[str, int]], log: Callable[[str], None], reader: LentConsumer | None) -> None:
+def _add_tail(config: FlowConfig, destination: ClusterContext, store: RunStore, origin_cluster: str,
+              partitions: list[tuple[str, int]], log: Callable[[str], None]) -> None:
     indexed = {(r.dest_topic, r.dest_partition) for r in store}
     gaps = {}
-    for dest, (first, end) in store.uncovered(log_bounds(admin, [p for p in partitions if p in indexed])).items():
+    bounds = log_bounds(destination.admin, [p for p in partitions if p in indexed])
+    for dest, (first, end) in store.uncovered(bounds).items():
         if end - first > TAIL_LIMIT:
             log(f"{dest[0]}[{dest[1]}]: {end - first} records after the last indexed copy; not read (more than "
                 f"{TAIL_LIMIT}), so a translation there may be early until the flow runs again")
         else:
             gaps[dest] = (first, end)
     if gaps:
-        found = read_tail(config.destination, gaps, config.provenance.header, origin_cluster, config.renamer,
-                          reader=reader)
+        found = read_tail(destination, gaps, config.provenance.header, origin_cluster, config.renamer,
+                          reader=destination.reader())
         store.extend(found)
         if found:
             log(f"offset index: {sum(r.records for r in found)} copies at the end of the destination had no "

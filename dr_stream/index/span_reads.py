@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.index.destination_tail import read_tail
 from dr_stream.index.run_store import Located, Run
 from dr_stream.index.spans import reads_of, resolved
 from dr_stream.kafka.clients import LentConsumer
+from dr_stream.kafka.cluster_context import ClusterContext
 
 # (destination topic, partition), (first, last) of a range read
 Read = tuple[tuple[str, int], tuple[int, int]]
@@ -26,7 +26,7 @@ Read = tuple[tuple[str, int], tuple[int, int]]
 class SpanReads:
     """One translator's reads of span windows; `reader` lends the destination consumer to read with."""
 
-    def __init__(self, destination: ClusterConfig, header: str, renamer: TopicRenamer,
+    def __init__(self, destination: ClusterContext, header: str, renamer: TopicRenamer,
                  reader: Callable[[], LentConsumer]) -> None:
         self.destination, self.header, self.renamer, self.reader = destination, header, renamer, reader
         self._read: list[tuple[Read, list[Run]]] = []

@@ -10,25 +10,37 @@ exception is a group's offsets: librdkafka reads and commits them only through a
 that group, so a command opens one such consumer per group of a small round; a round of many
 groups goes to the group-offsets face's one helper JVM instead (`consumer_groups.BATCHED_FROM`).
 
-Invariants: constructing a context connects to nothing; each client is built at first use and
-at most once; `close` closes the clients the context opened (never one a part was handed by
-someone else), and a closed context opens nothing more.
+A part that needs a client to itself (a loop's producer, a consumer tailing a topic on the
+loop's own thread, where the shared reader would be lent to two threads at once; a loop's own
+groups client) asks the context for one (`producer`, `consumer`, `consuming`, `groups_client`,
+`java_groups`):
+product code outside the kafka wing builds no client of its own, so how a cluster is reached
+and which client stack serves it are decided here and in `clients`.
+
+Invariants: constructing a context connects to nothing; each shared client is built at first
+use and at most once; a client asked for to oneself is its asker's to close; `close` closes the
+shared clients the context opened (never one a part was handed by someone else), and a closed
+context opens nothing more.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.kafka import clients
 from dr_stream.kafka.group_offsets import GroupOffsetsClient
 from dr_stream.kafka.group_offsets.consumer_groups import ConsumerGroupOffsets
+from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups
+from dr_stream.kafka.group_offsets.stacks import group_offsets_stack
 from dr_stream.kafka.reachability import reachable_cluster_id, reachable_cluster_ids, require_cluster_id
 from dr_stream.runtime.recorded_clusters import RecordedClusters
 
@@ -118,6 +130,43 @@ class ClusterContext:
             self._open()
         return clients.LentConsumer(self._reader)
 
+    def producer(self, settings: clients.Settings | None = None) -> Producer:
+        """A producer of the asker's own (it flushes and closes it): an idempotent one
+        (`clients.producer`), with `settings` over the cluster's."""
+        with self._lock:
+            self._open()
+        return clients.producer(self.config, settings)
+
+    def consumer(self, group: str, settings: clients.Settings | None = None) -> clients.OnDemandConsumer:
+        """A consumer of the asker's own, opened at its first use (so a part holding one can be built
+        without connecting) and closed by the asker: for a loop that reads on a thread of its own."""
+        with self._lock:
+            self._open()
+        return clients.OnDemandConsumer(self.config, group, settings)
+
+    @contextmanager
+    def consuming(self, group: str, settings: clients.Settings | None = None) -> Iterator[Consumer]:
+        """A consumer of the asker's own for one block, closed when the block ends."""
+        with self._lock:
+            self._open()
+        with clients.consuming(self.config, group, settings) as consumer:
+            yield consumer
+
+    def groups_client(self, timeout_s: float = 15.0, batched: bool = False) -> GroupOffsetsClient:
+        """A groups client of the asker's own, which it closes: `batched`, the Java admin client in
+        this process's Spark driver (one request per coordinator however many groups: a loop's),
+        else librdkafka (`group_offsets.stacks`)."""
+        with self._lock:
+            self._open()
+        return group_offsets_stack(self.config, timeout_s, batched)
+
+    def java_groups(self, timeout_s: float = 15.0) -> GroupOffsets:
+        """The Java admin client in this process's Spark driver, the asker's to close: for a loop
+        that also lists groups and fetches only what changed (`positions.committed_positions`)."""
+        with self._lock:
+            self._open()
+        return clients.group_offsets(self.config, timeout_s)
+
     def discard(self, admin: AdminClient | None) -> None:
         """Drops this admin client: the next `admin` builds a new one (a client whose describe
         timed out must go, `ConsumerGroupOffsets.states`)."""
@@ -136,6 +185,12 @@ class ClusterContext:
         if offsets is not None:
             offsets.close()
         self._reader.close()
+
+    def __enter__(self) -> ClusterContext:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 @dataclass

@@ -179,7 +179,7 @@ def _translate_sets(config: FlowConfig, tables: FlowTables, sets: Mapping[str, M
     commits = [GroupCommit(label, topic, partition, offset)
                for (label, (topic, partition)), offset in sorted(every.items()) if offset not in SENTINELS]
     if live:
-        timestamps = RecordTimestamps(config.source, clusters.source.reader())
+        timestamps = RecordTimestamps(clusters.source, shared=True)
         try:
             commits = stamped(commits, timestamps)
         finally:

@@ -79,7 +79,7 @@ def _drill(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, limit
     if down:
         why = f"{' and '.join(down)} does not answer"
         return Verdict(config.name, tuple(checks + [Check(area, config.name, SKIPPED, why) for area in AREAS[1:]]))
-    checks.append(flow_health or _flow_running(config))
+    checks.append(flow_health or _flow_running(config, clusters))
     source, destination = clusters.source.admin, clusters.destination.admin
     checks += _topics(config, source, destination)
     checks.append(_acls(config, source, destination))
@@ -117,10 +117,10 @@ def _checkpoints(config: FlowConfig, tables: FlowTables, clusters: FlowClusters,
     return out
 
 
-def _flow_running(config: FlowConfig) -> Check:
+def _flow_running(config: FlowConfig, clusters: FlowClusters) -> Check:
     window = config.metrics.health_window_s
     now = int(time.time() * 1000)
-    samples = read_samples(config.destination, config.name, now - int(window * 1000))
+    samples = read_samples(clusters.destination, config.name, now - int(window * 1000))
     return flow_check(config.name, samples[-1].at_ms if samples else None, now, window)
 
 

@@ -77,7 +77,7 @@ def _live_positions(config: FlowConfig, clusters: FlowClusters, source_id: str, 
     commits = current_commits(clusters.source.group_offsets, clusters.source.admin, config.group_filter,
                               config.topic_filter, group_pattern, forward_except,
                               sorted(streams.listed()) if streams else ())
-    timestamps = RecordTimestamps(config.source, clusters.source.reader())
+    timestamps = RecordTimestamps(clusters.source, shared=True)
     try:
         commits = stamped(commits, timestamps)
     finally:
@@ -142,9 +142,8 @@ def translate_source_positions(config: FlowConfig, tables: FlowTables, clusters:
     destination_id = clusters.destination.cluster_id()
     returned = None
     if positions.live and maps_back(config):
-        returned = ReturnedRecords(config.source, config.provenance.header, destination_id,
-                                   clusters.source.reader(), destination=config.destination,
-                                   destination_reader=clusters.destination.reader(),
+        returned = ReturnedRecords(clusters.source, config.provenance.header, destination_id,
+                                   destination=clusters.destination, shared=True,
                                    on_unconfirmed=lambda topic, line: log(line))
     # per destination partition a position lands on, and per source partition the lowest offset
     # asked there: what the index snapshot reads
@@ -155,16 +154,11 @@ def translate_source_positions(config: FlowConfig, tables: FlowTables, clusters:
         dests.add((config.renamer.format_remote_topic(c.topic), c.partition))
         asked[(c.topic, c.partition)] = min(c.offset, asked.get((c.topic, c.partition), c.offset))
         highest[(c.topic, c.partition)] = max(c.offset, highest.get((c.topic, c.partition), c.offset))
-    store = index_snapshot(config, tables.index, positions.origin_cluster, dests, log,
-                           admin=clusters.destination.admin, reader=clusters.destination.reader(), asked=asked,
-                           highest=highest)
-    admins = {config.destination.alias: clusters.destination.admin}
-    if positions.live:
-        admins[config.source.alias] = clusters.source.admin
-    translator = OffsetTranslator(store.locate, config.renamer, config.destination,
-                                  source=config.source if positions.live else None,
-                                  known_source_ends=positions.known_ends, returned=returned, admins=admins,
-                                  destination_reader=clusters.destination.reader(),
+    store = index_snapshot(config, tables.index, positions.origin_cluster, dests, clusters.destination, log,
+                           asked=asked, highest=highest)
+    translator = OffsetTranslator(store.locate, config.renamer, clusters.destination,
+                                  source=clusters.source if positions.live else None,
+                                  known_source_ends=positions.known_ends, returned=returned, shared=True,
                                   header=config.provenance.header)
     try:
         return translator.translate(positions.commits)
@@ -197,7 +191,7 @@ def _failover(config: FlowConfig, tables: FlowTables, clusters: FlowClusters, gr
         groups = {c.group for c in found.commits}
         offsets = clusters.destination.group_offsets
         offsets.expect(len(groups))
-        sync = GroupSync(config.destination, config.name, origin=found.origin_cluster, offsets=offsets,
+        sync = GroupSync(clusters.destination, config.name, origin=found.origin_cluster, offsets=offsets,
                          streams=StreamsGroupStates(helper, config.destination) if helper else None)
         partitions = {(config.renamer.format_remote_topic(c.topic), c.partition) for c in found.commits}
         syncs.append((sync, sync.read_ahead(groups, partitions)))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dr_stream.core.config import load_flow
 from dr_stream.core.config_def import DURATION, milliseconds
 from dr_stream.exit_codes import ExitCode
-from dr_stream.kafka.cluster_context import FlowClusters
+from dr_stream.kafka.cluster_context import ClusterContext, FlowClusters
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,7 +126,8 @@ def _plot(config: FlowConfig, path: str, minutes: float) -> int:
     from dr_stream.operations.lag_plot import draw_lag
     from dr_stream.replication.lag_history import read_samples
 
-    samples = read_samples(config.destination, config.name, int((time.time() - minutes * 60) * 1000))
+    with ClusterContext(config.destination) as destination:
+        samples = read_samples(destination, config.name, int((time.time() - minutes * 60) * 1000))
     if not samples:
         print(f"dr-stream: status: no lag samples of flow {config.name} on {config.destination.alias} in the last "
               f"{minutes:g} minutes (the flow records them while it runs)", file=sys.stderr)

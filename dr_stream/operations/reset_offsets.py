@@ -63,7 +63,7 @@ def _reset(context: ClusterContext, group: str, topic_pattern: str, at_ms: int, 
     if not partitions:
         raise ValueError(f"no topic matches {topic_pattern!r}")
     wanted = offsets_at(context, partitions, at_ms)
-    sync = GroupSync(context.config, "reset-offsets", offsets=context.group_offsets)
+    sync = GroupSync(context, "reset-offsets", offsets=context.group_offsets)
     try:
         return sync.apply(group, wanted, force=True, dry_run=dry_run)
     finally:

@@ -60,8 +60,7 @@ def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowCluste
     with the source down (`source_up` False), what the index knows."""
     if destination_up:  # the table, plus the runs published since it was last written: as current as the copy
         # no offset asked: of the table, each partition's newest runs, where its copy stands
-        copied = index_snapshot(config, tables.index, None, (), log=lambda _: None,
-                                admin=clusters.destination.admin, reader=clusters.destination.reader(),
+        copied = index_snapshot(config, tables.index, None, (), clusters.destination, log=lambda _: None,
                                 asked={}).last_copied()
     else:
         copied = tables.index.store(asked={}).last_copied()
@@ -70,7 +69,7 @@ def replication_lag(config: FlowConfig, tables: FlowTables, clusters: FlowCluste
     if source_up:
         admin = clusters.source.admin
         bounds = log_bounds(admin, matching_partitions(admin, config.topic_filter, timeout=5), timeout=5)
-    stamps = RecordTimestamps(config.source, clusters.source.reader())
+    stamps = RecordTimestamps(clusters.source, shared=True)
     try:
         timestamps = stamps.of_records(first_waiting(bounds, next_offsets)) if bounds else {}
     finally:

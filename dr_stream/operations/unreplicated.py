@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.policy import TopicRenamer
-from dr_stream.kafka import clients, spark_options
+from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.replication.left_out import mark_left_out
 from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
@@ -50,10 +50,9 @@ class UnreplicatedRecords:
     """Finds, copies or leaves out the returning cluster's records the other cluster never got."""
 
     def __init__(self, spark: SparkSession, config: FlowConfig, source_cluster_id: str,
-                 destination_cluster_id: str, destination_admin: AdminClient | None = None) -> None:
+                 destination_cluster_id: str, destination_admin: AdminClient) -> None:
         self.spark = spark
-        # the command's admin client of the destination (`kafka.cluster_context`), else one of its own
-        self._admin = destination_admin
+        self._admin = destination_admin  # the command's, of its cluster context
         self.config = config
         self.source_cluster_id = source_cluster_id
         self.destination_cluster_id = destination_cluster_id
@@ -75,7 +74,7 @@ class UnreplicatedRecords:
 
     def _candidates(self) -> DataFrame | None:
         """Records of the returning cluster after the newest original the source has a copy of."""
-        admin = self._admin if self._admin is not None else clients.admin(self.config.destination)
+        admin = self._admin
         bounds = log_bounds(admin, matching_partitions(admin, self.config.remote_topic_filter))
         newest = self._newest_originals()
         starts: dict[str, dict[str, int]] = {}

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import GroupFilter
-from dr_stream.kafka import clients
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.consumer_offsets_topic import ConsumerOffsetsTopic
 from dr_stream.kafka.group_offsets import Fetched
 from dr_stream.kafka.group_offsets.java_admin import GroupOffsets
@@ -46,9 +46,9 @@ class CommittedPositions(Protocol):
 class AdminPositions:
     name = "admin"
 
-    def __init__(self, cluster: ClusterConfig, groups: GroupFilter, offsets: GroupOffsets | None = None) -> None:
+    def __init__(self, cluster: ClusterContext, groups: GroupFilter, offsets: GroupOffsets | None = None) -> None:
         # the driver's own Java admin client unless one is handed in (a bench's JVM)
-        self._offsets = offsets or clients.group_offsets(cluster)
+        self._offsets = offsets or cluster.java_groups()
         self._groups = groups
 
     def read(self, full: bool) -> tuple[int, dict[str, Fetched]]:

@@ -29,6 +29,7 @@ from dr_stream.core.contracts import (
 )
 from dr_stream.kafka import clients, consumed
 from dr_stream.kafka.admin import create_topic, partition_counts, settle_topic_configs
+from dr_stream.kafka.cluster_context import ClusterContext
 
 # Records between two wanted ones that a look-up reads through rather than seek again: a seek
 # costs a fetch round trip, a record in the same fetch costs nothing.
@@ -147,7 +148,8 @@ class ConsumerTimestamps:
     def __init__(self, consumer: Consumer, group: str, cluster: ClusterConfig | Mapping[str, str]) -> None:
         self.consumer = consumer
         self.group = group
-        self.producer = clients.producer(_as_cluster(cluster), {"linger.ms": 0})
+        self._cluster = ClusterContext(_as_cluster(cluster))
+        self.producer = self._cluster.producer({"linger.ms": 0})
         self._last: dict[tuple[str, int], tuple[int, int]] = {}
 
     def observe(self, message: Message) -> None:
@@ -167,17 +169,17 @@ class ConsumerTimestamps:
     def close(self) -> None:
         self.producer.flush(10)
         self.producer.close()
+        self._cluster.close()
 
 
 class RecordTimestamps:
     """Looks up the timestamp of the record just before a committed offset (its consumer is
     opened at the first look-up and closed by `close`)."""
 
-    def __init__(self, cluster: ClusterConfig, reader: clients.LentConsumer | None = None) -> None:
-        """`reader`: a command's reader of the cluster (`cluster_context`), else one of its own."""
-        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = reader if reader is not None else \
-            clients.OnDemandConsumer(cluster, "dr-stream-timestamps", {"enable.partition.eof": True,
-                                                                       "fetch.wait.max.ms": 10})
+    def __init__(self, cluster: ClusterContext, shared: bool = False) -> None:
+        """`shared`: the cluster's one reader, lent (a command's); else a consumer of its own (a loop's)."""
+        self._consumer: clients.OnDemandConsumer | clients.LentConsumer = cluster.reader() if shared else \
+            cluster.consumer("dr-stream-timestamps", {"enable.partition.eof": True, "fetch.wait.max.ms": 10})
 
     def before_each(self, offsets: Iterable[tuple[str, int, int]],
                     timeout: float = 5.0) -> dict[tuple[str, int, int], int]:

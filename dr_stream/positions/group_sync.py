@@ -20,12 +20,11 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import sync_metadata
 from dr_stream.failure_notes import first_line
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets import INACTIVE_STATES, Fetched, GroupOffsetsClient
 from dr_stream.kafka.group_offsets.kafka4 import StreamsGroupStates
-from dr_stream.kafka.group_offsets.stacks import group_offsets_stack
 from dr_stream.positions.sync_outcome import (
     COMMITTED,
     REWOUND,
@@ -115,7 +114,7 @@ class GroupSync:
     through librdkafka (`kafka/group_offsets/consumer_groups.ConsumerGroupOffsets`: a consumer per group,
     or for many groups the Kafka 4 helper's batched Java client)."""
 
-    def __init__(self, destination: ClusterConfig, flow_name: str, timeout_s: float = 15.0,
+    def __init__(self, destination: ClusterContext, flow_name: str, timeout_s: float = 15.0,
                  batched: bool = False, origin: str | None = None, offsets: GroupOffsetsClient | None = None,
                  streams: StreamsGroupStates | None = None) -> None:
         self.destination = destination
@@ -144,7 +143,7 @@ class GroupSync:
 
     def _groups(self) -> GroupOffsetsClient:
         if self._offsets is None:
-            self._offsets = group_offsets_stack(self.destination, self.timeout_s, self.batched)
+            self._offsets = self.destination.groups_client(self.timeout_s, self.batched)
         return self._offsets
 
     def states(self, groups: Iterable[str]) -> dict[str, tuple[str, int] | Exception]:

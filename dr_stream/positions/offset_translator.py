@@ -13,18 +13,17 @@ and released by `close`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import PROVENANCE_HEADER
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.index import Located, RunKey, SpanReads
 from dr_stream.kafka import clients
 from dr_stream.kafka.admin import log_bounds
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.returned_records import LookUp, ReturnedRecords
 from dr_stream.positions.translation_rule import (
@@ -43,10 +42,13 @@ class OffsetTranslator:
     """Translates commits through the flow's offset index and the destination's logs."""
 
     def __init__(self, locate: Locate, renamer: TopicRenamer,
-                 destination: ClusterConfig, source: ClusterConfig | None = None,
+                 destination: ClusterContext, source: ClusterContext | None = None,
                  known_source_ends: dict[tuple[str, int], int] | None = None,
-                 returned: ReturnedRecords | None = None, admins: Mapping[str, AdminClient] | None = None,
-                 destination_reader: clients.LentConsumer | None = None, header: str = PROVENANCE_HEADER) -> None:
+                 returned: ReturnedRecords | None = None, shared: bool = False,
+                 header: str = PROVENANCE_HEADER) -> None:
+        """Both clusters' admin clients are their contexts'; `shared`: the destination's records
+        are read with its context's one reader, lent (a command's), else with a consumer of the
+        translator's own (a loop's, on its own thread)."""
         self.locate = locate
         self.renamer = renamer
         self.destination = destination
@@ -54,17 +56,10 @@ class OffsetTranslator:
         self.source = source
         self.known_source_ends = known_source_ends or {}
         self.returned = returned
-        # admin clients by alias: a command's (its cluster contexts'), else built here at first use
-        self._admins: dict[str, AdminClient] = dict(admins or {})
-        self._dest_consumer: clients.OnDemandConsumer | clients.LentConsumer = destination_reader \
-            if destination_reader is not None else clients.OnDemandConsumer(destination, "dr-stream-translate")
+        self._dest_consumer: clients.OnDemandConsumer | clients.LentConsumer = destination.reader() if shared \
+            else destination.consumer("dr-stream-translate")
         # copies inside span windows, read with the same consumer (`header`: the provenance header)
         self._spans = SpanReads(destination, header, renamer, self._lent_reader)
-
-    def _admin(self, cluster: ClusterConfig) -> AdminClient:
-        if cluster.alias not in self._admins:
-            self._admins[cluster.alias] = clients.admin(cluster)
-        return self._admins[cluster.alias]
 
     def _found(self, commit: GroupCommit) -> Located:
         dest_topic = self.renamer.format_remote_topic(commit.topic)
@@ -100,7 +95,7 @@ class OffsetTranslator:
         self._spans.read(f for f in founds if f.method == "within")
         placed = [self.located(c, f, now, source_ends.get((c.topic, c.partition))) for c, f in zip(commits, founds,
                                                                                                     strict=True)]
-        bounds = log_bounds(self._admin(self.destination), sorted({(t.dest_topic, t.dest_partition) for t in placed}))
+        bounds = log_bounds(self.destination.admin, sorted({(t.dest_topic, t.dest_partition) for t in placed}))
         originals = self._originals(placed, source_ends)
         out = []
         for t in placed:
@@ -132,7 +127,7 @@ class OffsetTranslator:
         if self.source is None:
             return dict(self.known_source_ends)
         try:
-            return {k: end for k, (_, end) in log_bounds(self._admin(self.source), partitions, timeout=5).items()}
+            return {k: end for k, (_, end) in log_bounds(self.source.admin, partitions, timeout=5).items()}
         except Exception:  # the source may be down (that is what failover is for): ends unknown
             return {}
 

@@ -41,13 +41,12 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import matching_partitions
 from dr_stream.kafka.authorization import NotAuthorized
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets import Fetched, GroupOffsetsClient
 from dr_stream.kafka.group_offsets.consumer_groups import list_groups
 from dr_stream.loop_pace import LoopPace
@@ -120,7 +119,7 @@ def _synced_here(fetched: dict[str, Fetched]) -> set[tuple[str, str, int]]:
 
 @dataclass
 class CommittedOffsetPoller:
-    source: ClusterConfig
+    source: ClusterContext
     groups: GroupFilter
     topics: TopicFilter
     # Half a second between rounds: the poll is most of the delay from a commit on the source to
@@ -266,14 +265,14 @@ class CommittedOffsetPoller:
     def _open_positions(self) -> CommittedPositions:
         if self.positions_from == "admin":
             return AdminPositions(self.source, self.groups)
-        return TopicPositions(self.source, self.groups, lambda n, why: self.log(
+        return TopicPositions(self.source.config, self.groups, lambda n, why: self.log(
             f"group poller: {n} records of __consumer_offsets on {self.source.alias} not decoded, skipped "
             f"(last: {why})"))
 
     def open(self, positions: CommittedPositions | None = None) -> None:
         """Opens the clients a round uses (`run` does; a bench hands in its own positions reader)."""
         self._positions = positions or self._open_positions()
-        self._producer = clients.producer(self.source, {"linger.ms": 0, "acks": "all"})
+        self._producer = self.source.producer({"linger.ms": 0, "acks": "all"})
         self._timestamps = RecordTimestamps(self.source)
 
     def close(self) -> None:

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, Message, TopicPartition
 
-from dr_stream.core.config import ClusterConfig, FlowConfig
+from dr_stream.core.config import FlowConfig
 from dr_stream.core.provenance import entries, origin_offset
 from dr_stream.kafka import clients
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.consumed import headers, offset, place, producer_time, same_producer_time
 
 LookUp = tuple[str, int, int, str]  # source topic, partition, offset; destination topic
@@ -79,21 +80,19 @@ class ReturnedRecords:
     """Looks up, on the source, the destination original of the record at an offset (its consumer
     is opened at the first look-up and closed by `close`)."""
 
-    def __init__(self, source: ClusterConfig, header: str, destination_cluster_id: str,
-                 reader: clients.LentConsumer | None = None, *, destination: ClusterConfig,
-                 destination_reader: clients.LentConsumer | None = None,
+    def __init__(self, source: ClusterContext, header: str, destination_cluster_id: str, *,
+                 destination: ClusterContext, shared: bool = False,
                  on_unconfirmed: Callable[[str, str], None] = lambda topic, line: None) -> None:
-        """`reader`, `destination_reader`: a command's readers of the source and the destination
-        (`cluster_context`), else ones of its own; `on_unconfirmed` hears each claim the
-        destination did not confirm: its source topic and a line saying what and where."""
-        self.source = source
+        """`shared`: read with the clusters' one readers, lent (a command's), else with consumers of
+        its own (a loop's); `on_unconfirmed` hears each claim the destination did not confirm: its
+        source topic and a line saying what and where."""
+        self.source = source.config
         self.header = header
         self.destination_cluster_id = destination_cluster_id
-        self.destination = destination
+        self.destination = destination.config
         self.on_unconfirmed = on_unconfirmed
-        self._consumer = reader if reader is not None else _reader(source, "dr-stream-returned")
-        self._dest_consumer = destination_reader if destination_reader is not None else \
-            _reader(destination, "dr-stream-returned-originals")
+        self._consumer = _reader(source, "dr-stream-returned", shared)
+        self._dest_consumer = _reader(destination, "dr-stream-returned-originals", shared)
         # A record never changes once written: what it says is kept (not the end of a log, which moves).
         self._known: dict[LookUp, int | None] = {}
 
@@ -192,9 +191,11 @@ class ReturnedRecords:
         self._dest_consumer.close()
 
 
-def _reader(cluster: ClusterConfig, name: str) -> clients.OnDemandConsumer:
+def _reader(cluster: ClusterContext, name: str, shared: bool) -> clients.OnDemandConsumer | clients.LentConsumer:
+    if shared:
+        return cluster.reader()
     # A look-up at the end of a partition must not wait out the broker's default 500 ms fetch wait.
-    return clients.OnDemandConsumer(cluster, name, {
+    return cluster.consumer(name, {
         "enable.partition.eof": True, "isolation.level": "read_committed", "auto.offset.reset": "earliest",
         "fetch.wait.max.ms": 10,
     })

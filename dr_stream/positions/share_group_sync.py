@@ -37,6 +37,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.failure_notes import FailureNotes, first_line, summarised
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, ShareGroupOffsets
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, sync_translations
@@ -108,7 +109,7 @@ class ShareGroupSync:
             lambda group: f"share group {group}: start offsets set on {self.destination} again")
 
     @classmethod
-    def of(cls, config: FlowConfig, locate: Locate, helper: Kafka4Groups | None,
+    def of(cls, config: FlowConfig, clusters: FlowClusters, locate: Locate, helper: Kafka4Groups | None,
            log: Callable[[str], None],
            not_synced: Callable[[str, int], None] = lambda what, groups: None,
            on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None
@@ -122,11 +123,11 @@ class ShareGroupSync:
             log("warning: offsets.share_groups is ignored: offsets.sync_to_destination is off, and setting "
                 "share groups' start offsets is all the share-group sync does")
             return None
-        translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
+        translator = OffsetTranslator(locate, config.renamer, clusters.destination, source=clusters.source,
                                       header=config.provenance.header)
         on_source = ShareGroupOffsets(helper, config.source)
         on_destination = ShareGroupOffsets(helper, config.destination)
-        sync = GroupSync(config.destination, config.name, batched=True, offsets=on_destination)
+        sync = GroupSync(clusters.destination, config.name, batched=True, offsets=on_destination)
         settings = ShareGroupSettings(on_source, on_destination, config.destination.alias, selected.interval_s, log)
         return cls(on_source, translator, sync, selected.filter, config.topic_filter,
                    config.destination.alias, selected.interval_s, log, settings=settings, not_synced=not_synced,

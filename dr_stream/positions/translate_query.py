@@ -31,6 +31,7 @@ from pyspark.sql.streaming import StreamingQuery
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import UNKNOWN_TIMESTAMP
 from dr_stream.kafka import spark_options
+from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.kafka.group_offsets.kafka4 import Kafka4Groups, StreamsGroupStates
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.gone_positions import GonePositions
@@ -63,8 +64,9 @@ class TranslateQuery:
     log: Callable[[str], None] = print
 
     @classmethod
-    def of(cls, spark: SparkSession, config: FlowConfig, locate: Locate, destination_cluster_id: str,
-           log: Callable[[str], None], origin: str | None = None, kafka4: Kafka4Groups | None = None,
+    def of(cls, spark: SparkSession, config: FlowConfig, clusters: FlowClusters, locate: Locate,
+           destination_cluster_id: str, log: Callable[[str], None], origin: str | None = None,
+           kafka4: Kafka4Groups | None = None,
            appends: DeltaAppends | None = None, on_synced: Callable[[list[Synced]], None] = lambda actions: None,
            on_round: Callable[[float, int, float], None] = lambda seconds, positions, period_s: None,
            on_upkeep: Callable[[float, int, float], None] = lambda seconds, rows, period_s: None,
@@ -85,16 +87,16 @@ class TranslateQuery:
             log(line)
             on_unconfirmed(topic)
 
-        returned = (ReturnedRecords(config.source, config.provenance.header, destination_cluster_id,
-                                    destination=config.destination, on_unconfirmed=unconfirmed)
+        returned = (ReturnedRecords(clusters.source, config.provenance.header, destination_cluster_id,
+                                    destination=clusters.destination, on_unconfirmed=unconfirmed)
                     if maps_back(config) else None)
-        translator = OffsetTranslator(locate, config.renamer, config.destination, source=config.source,
+        translator = OffsetTranslator(locate, config.renamer, clusters.destination, source=clusters.source,
                                       returned=returned, header=config.provenance.header)
         translation = LiveTranslation(
             translator=translator, record=TranslationLog(config.streaming.translations, spark=spark,
                                                          appends=appends or DeltaAppends(log),
                                                          retention_s=config.streaming.old_versions_retention_s),
-            sync=GroupSync(config.destination, config.name, batched=True, origin=origin,
+            sync=GroupSync(clusters.destination, config.name, batched=True, origin=origin,
                            streams=StreamsGroupStates(kafka4, config.destination)
                            if kafka4 and config.offsets.streams_groups else None)
             if config.offsets.sync_to_destination

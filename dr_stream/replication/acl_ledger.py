@@ -29,7 +29,7 @@ from confluent_kafka import TopicPartition
 from dr_stream.core.acl_mapping import Acl
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import acls_topic, read_acl_key
-from dr_stream.kafka import clients
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.consumed import offset
 from dr_stream.runtime.delta_appends import DeltaAppends, through_spark
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -71,20 +71,23 @@ class AclLedger:
     def path(self) -> str:
         return f"{self.config.streaming.checkpoint_dir.rstrip('/')}/acls"
 
-    def held(self, wanted: Set[Acl], there: Set[Acl], log: Callable[[str], None]) -> set[Acl]:
-        """The ACLs the flow created and has not removed; read once, then kept up to date."""
+    def held(self, wanted: Set[Acl], there: Set[Acl], destination: ClusterContext,
+             log: Callable[[str], None]) -> set[Acl]:
+        """The ACLs the flow created and has not removed; read once, then kept up to date (a state
+        without any: what an earlier version recorded on `destination`, `earlier_ledger`)."""
         if self._held is None:
             rows = self.reads.query(self.path, _HELD, latest=True)
             self._held = {Acl(**{name: row[name] for name in FIELDS}) for row in rows}
             [newest] = self.reads.query(self.path, "SELECT MAX(recorded_at_ms) AS newest FROM t", latest=True) or [{}]
             self._last_ms = int(newest.get("newest") or 0)
             if not rows and not self._last_ms:
-                self._take_over(wanted, there, log)
+                self._take_over(wanted, there, destination, log)
         return self._held
 
-    def _take_over(self, wanted: Set[Acl], there: Set[Acl], log: Callable[[str], None]) -> None:
+    def _take_over(self, wanted: Set[Acl], there: Set[Acl], destination: ClusterContext,
+                   log: Callable[[str], None]) -> None:
         topic = acls_topic(self.config.name)
-        recorded = earlier_ledger(self.config, topic)
+        recorded = earlier_ledger(destination, topic)
         if not recorded:
             return
         kept, left = taken_over(recorded, wanted, there)
@@ -105,11 +108,11 @@ class AclLedger:
         self._held = held | set(acls) if created else held - set(acls)
 
 
-def earlier_ledger(config: FlowConfig, topic: str, timeout: float = 30.0) -> set[Acl]:
+def earlier_ledger(destination: ClusterContext, topic: str, timeout: float = 30.0) -> set[Acl]:
     """What an earlier version recorded in `topic` on the destination; empty when it has no such topic."""
     latest: dict[bytes | None, bool] = {}
     deadline = time.monotonic() + timeout
-    with clients.consuming(config.destination, "dr-stream-acls", {"enable.partition.eof": True}) as consumer:
+    with destination.consuming("dr-stream-acls", {"enable.partition.eof": True}) as consumer:
         metadata = consumer.list_topics(topic, timeout=timeout)
         if topic not in metadata.topics or metadata.topics[topic].error is not None:
             return set()
@@ -118,7 +121,7 @@ def earlier_ledger(config: FlowConfig, topic: str, timeout: float = 30.0) -> set
         position = start
         while position < end:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{config.destination.alias}: {topic}: not read to its end ({end}) within "
+                raise TimeoutError(f"{destination.alias}: {topic}: not read to its end ({end}) within "
                                    f"{timeout:g} s; the flow's ACLs are not synced until it is")
             for msg in consumer.consume(num_messages=5000, timeout=1.0):
                 if msg.error() is None:

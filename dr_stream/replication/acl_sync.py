@@ -25,6 +25,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.kafka.acls import create_acls, delete_acls, describe_acls
 from dr_stream.kafka.admin import partition_counts
 from dr_stream.kafka.authorization import NotAuthorized
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets.consumer_groups import list_groups
 from dr_stream.replication.acl_ledger import AclLedger
 from dr_stream.runtime.delta_appends import DeltaAppends
@@ -56,7 +57,7 @@ def wanted_acls(config: FlowConfig, source: AdminClient) -> AclMapping:
 
 
 class AclSync:
-    def __init__(self, config: FlowConfig, source: AdminClient, destination: AdminClient,
+    def __init__(self, config: FlowConfig, source: ClusterContext, destination: ClusterContext,
                  log: Callable[[str], None] = print, ledger: AclLedger | None = None,
                  on_pass: Callable[[AclPass], None] = lambda done: None) -> None:
         """`ledger`: the flow's (its Spark and appends for a state deltalake cannot write), else
@@ -84,15 +85,15 @@ class AclSync:
             stop.wait(self.config.acls.interval_s)
 
     def sync_once(self) -> AclPass:
-        mapping = wanted_acls(self.config, self.source)
+        mapping = wanted_acls(self.config, self.source.admin)
         dst = self.config.destination.alias
         for acl, why in mapping.left_out:
             if (acl, why) not in self._said:
                 self._said.add((acl, why))
                 self.log(f"acls: {'narrowed' if mapping.copied(acl, why) else 'not copied'} to {dst}: "
                          f"{acl.shown()}: {why}")
-        there = describe_acls(self.destination, self.config.destination)
-        ours = set(self.ledger.held(mapping.wanted, there, self.log))
+        there = describe_acls(self.destination.admin, self.config.destination)
+        ours = set(self.ledger.held(mapping.wanted, there, self.destination, self.log))
         created = self._apply(create_acls, mapping.wanted - there, "created on", True)
         removed = self._apply(delete_acls, (ours - mapping.wanted) & there, "removed from", False)
         gone = (ours - mapping.wanted) - there  # removed on the destination by someone else: forgotten
@@ -103,7 +104,7 @@ class AclSync:
 
     def _apply(self, call: Callable[[AdminClient, ClusterConfig, Set[Acl]], dict[Acl, Exception | None]],
                acls: Set[Acl], done: str, created: bool) -> tuple[Acl, ...]:
-        results = call(self.destination, self.config.destination, acls)
+        results = call(self.destination.admin, self.config.destination, acls)
         ok = tuple(sorted(a for a, error in results.items() if error is None))
         self.ledger.record(set(ok), created)
         for acl in ok:

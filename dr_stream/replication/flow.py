@@ -160,7 +160,7 @@ class ReplicationFlow:
         self.topic_sync = TopicSync(self._source_admin, self._dest_admin, config.topic_filter, config.renamer,
                                     config.source, config.destination, sync_configs=topics.sync_configs,
                                     log=self.log)
-        self.acl_sync = AclSync(config, self._source_admin, self._dest_admin, self.log,
+        self.acl_sync = AclSync(config, self.clusters.source, self.clusters.destination, self.log,
                                 AclLedger(config, DeltaReads(lambda: self.spark, self.log), self.appends,
                                           lambda: self.spark),
                                 on_pass=self._acls_synced) if config.acls.enabled else None
@@ -180,12 +180,12 @@ class ReplicationFlow:
         self.translate_query = self._translation(feed) if feed else None
         self.translate_loop = self.translate_query.translation if self.translate_query else None
         self.clock.mark("translation")
-        self.share_sync = ShareGroupSync.of(config, feed.locate, self.kafka4, self.log,
+        self.share_sync = ShareGroupSync.of(config, self.clusters, feed.locate, self.kafka4, self.log,
                                             self.metrics.share_groups_not_synced,
                                             on_round=partial(self.metrics.loop_round, "share-groups")) \
             if self.translate_loop and feed else None
-        self.poller = CommittedOffsetPoller(config.source, config.group_filter, config.topic_filter, log=self.log,
-                                            positions_from=config.offsets.positions_from,
+        self.poller = CommittedOffsetPoller(self.clusters.source, config.group_filter, config.topic_filter,
+                                            log=self.log, positions_from=config.offsets.positions_from,
                                             on_round=partial(self.metrics.loop_round, "poller"),
                                             on_stamped=self.translate_loop.offer,
                                             on_source_groups=self.translate_loop.source_groups,
@@ -194,7 +194,7 @@ class ReplicationFlow:
                                             forward_except=self.destination_cluster_id if config.provenance.forward
                                             else None) \
             if self.translate_loop else None
-        self.lag_sampler = LagSampler(config, self._source_admin, self._dest_admin, self._next_offsets,
+        self.lag_sampler = LagSampler(config, self.clusters.source, self.clusters.destination, self._next_offsets,
                                       self.metrics, log=self.log)
         self.lag_sampler.prepare()
         self.losses = LossWatch(self.spark, config, self.ledger, self._source_admin, self._dest_admin, self.metrics,
@@ -227,7 +227,7 @@ class ReplicationFlow:
             return log_bounds(self._dest_admin, matching_partitions(self._dest_admin, self.config.remote_topic_filter))
 
         feed = IndexFeed(
-            spark=self.spark, index=self.index, destination=self.config.destination, runs_topic=self.runs_topic,
+            spark=self.spark, index=self.index, destination=self.clusters.destination, runs_topic=self.runs_topic,
             source_cluster_id=self.source_cluster_id, header=self.config.provenance.header,
             renamer=self.config.renamer, dest_bounds=dest_bounds, log=self.log, prefetched=self.index_prefetch,
             scan_timeout_s=self.config.streaming.resume_scan_timeout_s,
@@ -326,7 +326,7 @@ class ReplicationFlow:
             self._settle(CONSUMER_TIMESTAMPS_TOPIC, config.source.alias,
                          partial(settle_consumer_timestamps, self._source_admin),
                          "it keeps every record of a segment until the broker rolls it")
-        query = TranslateQuery.of(self.spark, config, feed.locate, self.destination_cluster_id, self.log,
+        query = TranslateQuery.of(self.spark, config, self.clusters, feed.locate, self.destination_cluster_id, self.log,
                                   origin=self.source_cluster_id, kafka4=self.kafka4, appends=self.appends,
                                   on_synced=self.metrics.groups_synced,
                                   on_round=partial(self.metrics.loop_round, "translate"),

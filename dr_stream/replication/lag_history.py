@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import lag_topic
 from dr_stream.core.lag import PartitionLag
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import create_topic, partition_counts
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.consumed import offset
 
 RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -70,10 +69,10 @@ def ensure_lag_topic(admin: AdminClient, topic: str, timeout: float = 30.0) -> b
     return create_topic(admin, topic, 1, {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS)}, timeout)
 
 
-def read_samples(cluster: ClusterConfig, flow_name: str, since_ms: int, timeout: float = 30.0) -> list[LagSample]:
+def read_samples(cluster: ClusterContext, flow_name: str, since_ms: int, timeout: float = 30.0) -> list[LagSample]:
     """The flow's samples taken at or after `since_ms`, oldest first."""
     topic = lag_topic(flow_name)
-    with clients.consuming(cluster, "dr-stream-lag-history", {"enable.partition.eof": True}) as consumer:
+    with cluster.consuming("dr-stream-lag-history", {"enable.partition.eof": True}) as consumer:
         if topic not in consumer.list_topics(timeout=timeout).topics:
             return []
         start = consumer.offsets_for_times([TopicPartition(topic, 0, since_ms)], timeout=timeout)[0]

@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient
 
 from dr_stream.core.config import FlowConfig
 from dr_stream.core.contracts import lag_topic
 from dr_stream.core.lag import Partition, PartitionLag, first_waiting, partition_lags
 from dr_stream.failure_notes import first_line, summarised
-from dr_stream.kafka import clients
 from dr_stream.kafka.admin import answers, log_bounds, matching_partitions
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.loop_pace import LoopPace
 from dr_stream.positions import RecordTimestamps
 from dr_stream.replication.flow_metrics import FlowMetrics
@@ -66,8 +65,8 @@ class StuckQueue:
 @dataclass
 class LagSampler:
     config: FlowConfig
-    source_admin: AdminClient
-    dest_admin: AdminClient
+    source: ClusterContext
+    destination: ClusterContext
     # the next origin offset the flow has to handle, per source partition
     next_offsets: Callable[[], dict[Partition, int]]
     metrics: FlowMetrics
@@ -84,7 +83,7 @@ class LagSampler:
     def prepare(self) -> None:
         """Creates the lag history topic at start-up, where the destination has to answer anyway:
         on the sampling thread a slow creation would hold back the clusters' next probe."""
-        ensure_lag_topic(self.dest_admin, lag_topic(self.config.name))
+        ensure_lag_topic(self.destination.admin, lag_topic(self.config.name))
 
     def nudge(self) -> None:
         """Samples soon (a batch just committed), not only at the next interval."""
@@ -93,16 +92,16 @@ class LagSampler:
     def sample(self, stamps: RecordTimestamps) -> list[PartitionLag]:
         timeout = min(3.0, self.config.metrics.sample_interval_s)
         try:  # the source's metadata request is its probe too
-            partitions = matching_partitions(self.source_admin, self.config.topic_filter, timeout)
+            partitions = matching_partitions(self.source.admin, self.config.topic_filter, timeout)
         except KafkaException:
             partitions = None
         down = [alias for alias, answered in ((self.config.source.alias, partitions is not None),
-                                              (self.config.destination.alias, answers(self.dest_admin, timeout)))
+                                              (self.config.destination.alias, answers(self.destination.admin, timeout)))
                 if not answered]
         if down != self._down:
             self.log(f"clusters not answering: {', '.join(down)}" if down else "both clusters answer again")
             self._down = down
-        bounds = log_bounds(self.source_admin, partitions, timeout) if partitions is not None else {}
+        bounds = log_bounds(self.source.admin, partitions, timeout) if partitions is not None else {}
         nxt = self.next_offsets()
         lags = partition_lags(bounds, nxt, self._timestamps(stamps, first_waiting(bounds, nxt)), time.time() * 1000)
         self.metrics.lag_sampled(lags, down)
@@ -122,7 +121,7 @@ class LagSampler:
         return {k: ts for k, (o, ts) in self._stamps.items() if waiting.get(k) == o}
 
     def _producer(self) -> Producer:
-        return clients.producer(self.config.destination, {"linger.ms": 100})
+        return self.destination.producer({"linger.ms": 100})
 
     def _reopened(self, producer: Producer, topic: str, waited_s: float) -> Producer:
         dropped = len(producer)
@@ -134,7 +133,7 @@ class LagSampler:
 
     def run(self, stop: threading.Event) -> None:
         topic = lag_topic(self.config.name)
-        stamps = RecordTimestamps(self.config.source)
+        stamps = RecordTimestamps(self.source)
         producer = self._producer()
         pace, queue = LoopPace(self.min_spacing_s), StuckQueue(self.stuck_after_s)
         failed = summarised(self.log)

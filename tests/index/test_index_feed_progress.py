@@ -10,13 +10,16 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.index.index_feed import IndexFeed
 from dr_stream.index.run_store import Run
+from dr_stream.kafka.cluster_context import ClusterContext
+
+NOWHERE = ClusterContext(ClusterConfig("dc2", "127.0.0.1:1"))  # never connected: the feed is not started
 
 KEY = ("t", 0, "t", 0)
 
 
 def feed() -> IndexFeed:
     # No I/O until load/catch_up/step: the rule is exercised on the store alone.
-    return IndexFeed(spark=None, index=None, destination=ClusterConfig("dc2", "127.0.0.1:1"), runs_topic="r",
+    return IndexFeed(spark=None, index=None, destination=NOWHERE, runs_topic="r",
                      source_cluster_id="src", header="__replicator_id", renamer=TopicRenamer(),
                      dest_bounds=dict)
 

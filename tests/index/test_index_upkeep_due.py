@@ -10,11 +10,14 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.index.index_feed import IndexFeed
 from dr_stream.index.run_store import Run
+from dr_stream.kafka.cluster_context import ClusterContext
+
+NOWHERE = ClusterContext(ClusterConfig("dc2", "127.0.0.1:1"))  # never connected: the feed is not started
 
 
 def feed(log_start: int = 0, merge_after_rows: int = 10) -> tuple[IndexFeed, list]:
     upkeeps: list = []
-    f = IndexFeed(spark=None, index=None, destination=ClusterConfig("dc2", "127.0.0.1:1"), runs_topic="r",
+    f = IndexFeed(spark=None, index=None, destination=NOWHERE, runs_topic="r",
                   source_cluster_id="src", header="__replicator_id", renamer=TopicRenamer(),
                   dest_bounds=lambda: {("t", 0): (log_start, 10_000)}, merge_after_rows=merge_after_rows)
     f._keep_table = lambda bounds, floors: upkeeps.append(bounds)  # the Spark part is tested on real tables

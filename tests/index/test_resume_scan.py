@@ -12,6 +12,7 @@ from dr_stream.core.config import ClusterConfig
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.index.index_feed import IndexFeed
 from dr_stream.index.index_table import OffsetIndex
+from dr_stream.kafka.cluster_context import ClusterContext
 from tests.kafka_tools import create_topic, delete_topics, produce, unique
 
 pytestmark = pytest.mark.integration
@@ -36,7 +37,8 @@ def copied_without_runs(dc2):
 
 def feed(spark, dc2, tmp_path, topic: str, runs_topic: str, timeout_s: float, said: list[str]) -> IndexFeed:
     f = IndexFeed(spark=spark, index=OffsetIndex(spark, str(tmp_path / "index")),
-                  destination=ClusterConfig("dc2", dc2.bootstrap), runs_topic=runs_topic, source_cluster_id="src",
+                  destination=ClusterContext(ClusterConfig("dc2", dc2.bootstrap)), runs_topic=runs_topic,
+                  source_cluster_id="src",
                   header="__replicator_id", renamer=TopicRenamer(),
                   dest_bounds=lambda: {(topic, 0): (0, PER_PARTITION), (topic, 1): (0, PER_PARTITION)},
                   log=said.append, scan_timeout_s=timeout_s)

@@ -9,6 +9,7 @@ import pytest
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.index.runs_topic import CONFIGS, RunsReader, ensure_runs_topic, runs_trim, settle_runs_topic
+from dr_stream.kafka.cluster_context import ClusterContext
 from tests.kafka_tools import admin, create_topic, delete_records_before, delete_topics, produce, topic_config, unique
 
 pytestmark = pytest.mark.integration
@@ -49,7 +50,7 @@ def test_a_reader_whose_start_was_deleted_reads_from_the_first_run_still_there(d
         produce(dc2.bootstrap, topic, ({"key": f"k{i}".encode(), "value": b"not a run", "partition": 0}
                                        for i in range(10)))
         delete_records_before(dc2.bootstrap, topic, 0, 6)
-        reader = RunsReader(ClusterConfig("dc2", dc2.bootstrap), topic, start=2)
+        reader = RunsReader(ClusterContext(ClusterConfig("dc2", dc2.bootstrap)), topic, start=2)
         try:
             got = reader.read_to_end(timeout=30)
         finally:
@@ -72,7 +73,7 @@ def test_the_flow_deletes_the_runs_its_table_held_a_while_ago_and_a_reader_sees_
 
         trim.trim()
 
-        reader = RunsReader(ClusterConfig("dc2", dc2.bootstrap), topic, start=3)
+        reader = RunsReader(ClusterContext(ClusterConfig("dc2", dc2.bootstrap)), topic, start=3)
         try:
             assert reader.deleted_past_start() == 7
             reader.position = 7

@@ -16,6 +16,7 @@ from dr_stream.index.destination_tail import read_tail
 from dr_stream.index.index_reads import IndexReads
 from dr_stream.index.run_store import RunStore
 from dr_stream.index.snapshot import index_snapshot
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.runtime.delta_reads import DeltaReads
@@ -44,8 +45,9 @@ def _transactions(bootstrap: str, topic: str, rng: random.Random) -> int:
 
 def _exact(config: FlowConfig, source_id: str, topic: str, end: int) -> RunStore:
     """Every copy on the destination read back: the runs the answers must agree with."""
-    return RunStore(read_tail(config.destination, {(topic, 0): (0, end)}, config.provenance.header, source_id,
-                              config.renamer))
+    with ClusterContext(config.destination) as destination:
+        return RunStore(read_tail(destination, {(topic, 0): (0, end)}, config.provenance.header, source_id,
+                                  config.renamer))
 
 
 def _runs_topic_start(bootstrap: str, topic: str) -> int:
@@ -105,12 +107,13 @@ def test_runs_below_every_live_position_become_spans_and_every_position_stays_ex
     assert any(r.copies is not None for r in rows) and len(rows) < runs_before / 4
     said: list[str] = []
     # a command's view: the table, the runs topic past it (trimmed) and the destination's tail
-    stored = index_snapshot(config, index, dc1.cluster_id(), [(topic, 0)], said.append, asked={(topic, 0): 0})
-    assert not any("starts at offset" in line for line in said), said
-    translator = OffsetTranslator(stored.locate, config.renamer, config.destination,
-                                  header=config.provenance.header)
-    try:
-        stopped = translator.translate(commits)
-    finally:
-        translator.close()
+    with ClusterContext(config.destination) as destination:
+        stored = index_snapshot(config, index, dc1.cluster_id(), [(topic, 0)], destination, said.append,
+                                asked={(topic, 0): 0})
+        assert not any("starts at offset" in line for line in said), said
+        translator = OffsetTranslator(stored.locate, config.renamer, destination, header=config.provenance.header)
+        try:
+            stopped = translator.translate(commits)
+        finally:
+            translator.close()
     assert {t.source_offset: (t.offset, t.method) for t in stopped} == expected

@@ -26,6 +26,7 @@ from dr_stream.background import Background
 from dr_stream.core.config import ClusterConfig
 from dr_stream.index.run_store import RunStore
 from dr_stream.index.runs_topic import RunsReader
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets.consumer_groups import read_committed
 from dr_stream.operations.failover import translate_positions
 from dr_stream.operations.flow_tables import FlowTables
@@ -292,7 +293,7 @@ def test_kill_9_between_a_write_and_its_run_publication_then_restart_indexes_eve
         proc = _start_cli(["run", "--config", str(path)], log)
         procs.append(proc)
         assert wait_until(lambda: count(dc2.bootstrap, topic) >= 6000, 180), log.read_text()[-3000:]
-        reader = RunsReader(ClusterConfig("dc2", dc2.bootstrap, {}), "__dr_stream_runs.w13-kill", None)
+        reader = RunsReader(ClusterContext(ClusterConfig("dc2", dc2.bootstrap, {})), "__dr_stream_runs.w13-kill")
         try:
             published = [r for _, r in reader.read_to_end().runs if r.origin_topic == topic]
         finally:

@@ -18,6 +18,7 @@ from dr_stream.core.acl_mapping import Acl
 from dr_stream.core.config import ClusterConfig, load_flow
 from dr_stream.kafka import clients
 from dr_stream.kafka.acls import describe_acls
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.replication.acl_sync import AclSync
 from tests.clusters import SEC_PASSWORD_VARIABLE, scram
 from tests.flows import running_flow
@@ -164,9 +165,13 @@ def test_a_reader_on_the_source_reads_the_same_topic_and_group_on_the_destinatio
         revoke(sec.bootstrap, "User:app", [reads[2]])
         config = load_flow(path)
         passes: list = []
-        sync = AclSync(config, clients.admin(config.source), clients.admin(config.destination), log=lambda _: None,
-                       on_pass=passes.append)
-        done = sync.sync_once()
+        source, destination = ClusterContext(config.source), ClusterContext(config.destination)
+        sync = AclSync(config, source, destination, log=lambda _: None, on_pass=passes.append)
+        try:
+            done = sync.sync_once()
+        finally:
+            source.close()
+            destination.close()
         assert passes == [done]  # what the flow's /metrics hears: the WRITE narrowed, User:*, the DENY
         left_out = done.left_out()
         assert left_out["narrowed"] >= 1 and left_out["unmappable"] >= 1 and left_out["refused"] >= 1, left_out

@@ -37,3 +37,18 @@ def test_a_flows_pair_names_its_clusters_and_a_probe_answer_is_kept():
         assert (clusters.source.alias, clusters.destination.alias) == ("a", "b")
         clusters.source.reached(None)  # as `unreachable` records a probe that found no answer
         assert clusters.source.reachable_id() is None
+
+
+def test_a_client_asked_for_to_oneself_is_new_each_time_and_left_to_its_asker():
+    context = ClusterContext(CONFIG.source)
+    first, second = context.consumer("g"), context.consumer("g")
+    assert first is not second and not first.opened  # built without connecting
+    producer = context.producer({"linger.ms": 0})
+    groups = context.groups_client()
+    context.close()
+    assert len(producer) == 0  # closing the context closed none of them: each is still usable
+    producer.close()
+    groups.close()
+    for ask in (lambda: context.producer(), lambda: context.consumer("g"), lambda: context.groups_client()):
+        with pytest.raises(RuntimeError, match="cluster a: its context is closed"):
+            ask()

@@ -14,6 +14,7 @@ import pytest
 
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions.consumer_timestamps import (
     CONFIGS,
     UNKNOWN_TIMESTAMP,
@@ -50,7 +51,7 @@ def _stamped_topic(dc1, prefix: str, records: int) -> Iterator[tuple[str, Record
     try:
         produce(dc1.bootstrap, topic, ({"value": b"v", "partition": i % 2, "timestamp": 1_000_000 + i}
                                        for i in range(records)))
-        stamps = RecordTimestamps(ClusterConfig("dc1", dc1.bootstrap))
+        stamps = RecordTimestamps(ClusterContext(ClusterConfig("dc1", dc1.bootstrap)))
         try:
             yield topic, stamps
         finally:

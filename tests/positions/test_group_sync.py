@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets import Committed
 from dr_stream.kafka.group_offsets.consumer_groups import delete_group
 from dr_stream.positions.group_sync import GroupsRead, GroupSync, decide, sync_translations
@@ -131,7 +132,7 @@ class _InMemory:
 
 
 def in_memory_sync(offsets=None) -> tuple[GroupSync, _InMemory]:
-    sync, destination = GroupSync(ClusterConfig("dst", "localhost:1"), "f"), _InMemory(offsets)
+    sync, destination = GroupSync(ClusterContext(ClusterConfig("dst", "localhost:1")), "f"), _InMemory(offsets)
     sync._offsets = destination
     return sync, destination
 
@@ -171,7 +172,7 @@ def test_a_round_writes_empty_and_absent_groups_leaves_a_consumed_one_and_never_
     create_topic(dc1.bootstrap, topic, partitions=1)
     commit_groups(dc1.bootstrap, {empty: {(topic, 0): 1}, ahead: {(topic, 0): 50}})
     consumer = Consumer({"bootstrap.servers": dc1.bootstrap, "group.id": consumed})
-    sync = GroupSync(dc1.config, "f", batched=batched)
+    sync = GroupSync(ClusterContext(dc1.config), "f", batched=batched)
     try:
         consumer.subscribe([topic])
         assert wait_until(lambda: consumer.poll(0.2) is None and bool(consumer.assignment()), 30)

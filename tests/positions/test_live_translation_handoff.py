@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, TopicPartition
 from dr_stream.core.config import ClusterConfig
 from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC
 from dr_stream.core.policy import GroupFilter, TopicFilter
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.kafka.group_offsets import Committed
 from dr_stream.positions.consumer_timestamps import GroupCommit, ensure_topic
 from dr_stream.positions.live_translation import LiveTranslation
@@ -101,7 +102,7 @@ def test_the_poller_hands_over_each_moved_position_stamped_and_writes_the_same_t
     try:
         produce(dc1.bootstrap, topic, ({"key": b"k", "value": b"v", "partition": 0} for _ in range(10)))
         ensure_topic(admin(dc1.bootstrap))
-        cluster = ClusterConfig("dc1", dc1.bootstrap)
+        cluster = ClusterContext(ClusterConfig("dc1", dc1.bootstrap))
         handed: list[list[GroupCommit]] = []
         poller = CommittedOffsetPoller(cluster, GroupFilter(), TopicFilter((topic,)), log=lambda line: None,
                                        on_stamped=handed.append)

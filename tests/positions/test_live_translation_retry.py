@@ -16,6 +16,7 @@ import pytest
 
 from dr_stream.core.policy import GroupFilter, TopicFilter
 from dr_stream.dev.clusters import LocalCluster
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions import live_translation
 from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, decide
@@ -155,7 +156,8 @@ def fresh(cluster_home):
 def test_a_sync_refused_by_a_fresh_clusters_coordinator_lands_once_it_comes_up_without_a_new_commit(fresh):
     create_topic(fresh.bootstrap, "orders", partitions=1)
     lines: list[str] = []
-    translate = LiveTranslation(_Translator(), _Log(), GroupSync(fresh.config, "retry-test", timeout_s=2.0),
+    sync = GroupSync(ClusterContext(fresh.config), "retry-test", timeout_s=2.0)
+    translate = LiveTranslation(_Translator(), _Log(), sync,
                                 GroupFilter(), TopicFilter((".*",)), log=lines.append, retry_s=0.5, backing=None)
     translate.take_batch([commit(40)])  # the one commit the group ever makes
     assert len(lines) == 1 and lines[0].startswith("group app: offsets not synced: "), lines

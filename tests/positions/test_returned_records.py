@@ -10,6 +10,7 @@ import time
 import pytest
 
 from dr_stream.core.config import ClusterConfig
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions.returned_records import ReturnedRecords
 from tests.kafka_tools import create_topic, delete_topics, produce, unique
 
@@ -49,8 +50,8 @@ def test_a_rounds_look_ups_are_read_in_one_wave_per_offset_of_a_partition_and_ea
     create_topic(dc2.bootstrap, back, partitions=3)
     produce(dc2.bootstrap, back, (_original(p, o) for p in range(3) for o in range(5)))
     produce(dc1.bootstrap, topic, (_record(p, o, back, dc2.cluster_id()) for p in range(3) for o in range(7)))
-    returned = _CountedWaves(ClusterConfig("dc1", dc1.bootstrap), H, dc2.cluster_id(),
-                             destination=ClusterConfig("dc2", dc2.bootstrap))
+    returned = _CountedWaves(ClusterContext(ClusterConfig("dc1", dc1.bootstrap)), H, dc2.cluster_id(),
+                             destination=ClusterContext(ClusterConfig("dc2", dc2.bootstrap)))
     try:
         looks = {(topic, p, o, back) for p in range(3) for o in (0, 3, 5, 6, 7)} | {(topic, 0, 1, "elsewhere")}
         found = returned.originals(looks, {(topic, p): 7 for p in range(3)})
@@ -89,8 +90,8 @@ def test_a_provenance_claim_the_destination_does_not_confirm_moves_no_position_a
         claiming(3, {**_original(0, 3), "timestamp": 5}),  # 3: same key and value, another producer time
     ])
     said: list[tuple[str, str]] = []
-    returned = ReturnedRecords(ClusterConfig("dc1", dc1.bootstrap), H, dc2.cluster_id(),
-                               destination=ClusterConfig("dc2", dc2.bootstrap),
+    returned = ReturnedRecords(ClusterContext(ClusterConfig("dc1", dc1.bootstrap)), H, dc2.cluster_id(),
+                               destination=ClusterContext(ClusterConfig("dc2", dc2.bootstrap)),
                                on_unconfirmed=lambda t, line: said.append((t, line)))
     try:
         found = returned.originals({(topic, 0, o, back) for o in range(4)}, {(topic, 0): 4})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dr_stream.core.config import parse_flow
 from dr_stream.index.run_store import RunStore
 from dr_stream.index.runs_topic import RunsReader
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.positions.consumer_timestamps import RecordTimestamps
 from dr_stream.positions.group_sync import GroupSync
 from dr_stream.positions.offset_translator import OffsetTranslator
@@ -32,13 +33,13 @@ def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state
 
 
 def test_the_offsets_parts_open_their_clients_only_at_first_use(spark):
-    translator = OffsetTranslator(RunStore().locate, NOWHERE.renamer, NOWHERE.destination,
-                                  source=NOWHERE.source, returned=ReturnedRecords(NOWHERE.source, "h", "id",
-                                                                           destination=NOWHERE.destination))
-    reader = RunsReader(NOWHERE.destination, "__dr_stream_runs.x")
-    sync = GroupSync(NOWHERE.destination, NOWHERE.name)
-    stamps = RecordTimestamps(NOWHERE.source)
-    assert translator._admins == {} and not translator._dest_consumer.opened
+    source, destination = ClusterContext(NOWHERE.source), ClusterContext(NOWHERE.destination)
+    translator = OffsetTranslator(RunStore().locate, NOWHERE.renamer, destination,
+                                  source=source, returned=ReturnedRecords(source, "h", "id", destination=destination))
+    reader = RunsReader(destination, "__dr_stream_runs.x")
+    sync = GroupSync(destination, NOWHERE.name)
+    stamps = RecordTimestamps(source)
+    assert source._admin is None and destination._admin is None and not translator._dest_consumer.opened
     assert not translator.returned._consumer.opened and not stamps._consumer.opened and sync._offsets is None
     assert not translator.returned._dest_consumer.opened
     assert not reader._consumer.opened

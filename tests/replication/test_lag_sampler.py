@@ -7,11 +7,12 @@ import time
 import pytest
 
 from dr_stream.core.contracts import lag_topic
+from dr_stream.kafka.cluster_context import ClusterContext
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.lag_history import read_samples
 from dr_stream.replication.lag_sampler import LagSampler, StuckQueue
 from tests.flows import flow_config
-from tests.kafka_tools import admin, unique
+from tests.kafka_tools import unique
 
 
 def test_a_queue_that_never_empties_while_the_destination_answers_is_stuck_after_the_limit():
@@ -43,7 +44,7 @@ def test_a_healthy_producer_is_never_taken_for_a_stuck_one_and_every_sample_land
                          metrics={"sample_interval": "1s"})
     topics.append(lag_topic(config.name))
     lines: list[str] = []
-    source, destination = admin(dc1.bootstrap), admin(dc2.bootstrap)
+    source, destination = ClusterContext(config.source), ClusterContext(config.destination)
     sampler = LagSampler(config, source, destination, dict, FlowMetrics(config.name, "replicate"), log=lines.append,
                          stuck_after_s=2.0)
     sampler.prepare()
@@ -54,4 +55,6 @@ def test_a_healthy_producer_is_never_taken_for_a_stuck_one_and_every_sample_land
     stop.set()
     thread.join(30)
     assert lines == [], lines
-    assert len(read_samples(config.destination, config.name, 0)) >= 4
+    assert len(read_samples(destination, config.name, 0)) >= 4
+    source.close()
+    destination.close()
