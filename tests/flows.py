@@ -75,9 +75,9 @@ def one_topic_flow_file(directory: Path, name: str, source: str, destination: st
 def running_flow(spark, config: FlowConfig, log: Callable[[str], None] | None = None):
     """Runs a flow's replication query in this process until the block ends (its lines to `log`
     when given)."""
-    from dr_stream.replication.flow import ReplicationFlow
+    from dr_stream.replication.flow import build_flow
     from dr_stream.replication.supervisor import running_in_background
 
-    flow = ReplicationFlow(config, spark, log=log)
+    flow = build_flow(config, spark, log=log)
     with running_in_background(flow):
         yield flow

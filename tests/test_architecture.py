@@ -223,7 +223,24 @@ def test_outside_the_kafka_wing_and_the_dev_tools_clients_come_only_from_a_clust
     assert builders == set()
 
 
-COMMAND_MODULES = ["dr_stream.cli", "dr_stream.operations.report_commands", "dr_stream.operations.held_records"]
+def test_a_flow_is_made_at_one_site_and_everything_that_runs_one_goes_through_it():
+    """The CLI, failback, the demo, the bench and the tests all call `build_flow`; only it calls
+    the class, so a flow is wired one way wherever it runs."""
+    root = PACKAGE.parent
+    makers = set()
+    for path in sorted([*root.glob("dr_stream/**/*.py"), *root.glob("tests/**/*.py"), *root.glob("bench/**/*.py"),
+                        *root.glob("jobs/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ReplicationFlow":
+                makers.add(str(path.relative_to(root)))
+    assert makers == {"dr_stream/replication/flow.py"}
+    users = {path.relative_to(root).as_posix() for path in root.glob("dr_stream/**/*.py")
+             if "build_flow(" in path.read_text()}
+    assert {"dr_stream/cli/flow_commands.py", "dr_stream/operations/failback.py", "dr_stream/dev/demo.py"} <= users
+
+
+COMMAND_MODULES = ["dr_stream.cli", "dr_stream.cli.flow_commands", "dr_stream.cli.group_commands",
+                   "dr_stream.cli.report_commands", "dr_stream.cli.held_commands"]
 
 
 @pytest.mark.parametrize("module", COMMAND_MODULES)

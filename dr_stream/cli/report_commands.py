@@ -1,6 +1,6 @@
 """The commands that report on a flow and change nothing: `status`, `drill` and `losses`.
 
-Each reads the flow's tables without a JVM where it can (`tables_of`), prints a table or JSON
+Each reads the flow's tables without a JVM where it can (`CommandContext.tables`), prints a table or JSON
 on stdout and its findings one per line on stderr, and exits 0 when all is well, 2 when a limit
 is passed or a loss is on record, 3 when a cluster does not answer.
 """
@@ -13,37 +13,16 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from dr_stream.core.config import load_flow
+from dr_stream.cli.command_context import CommandContext, say
 from dr_stream.core.config_def import DURATION, milliseconds
 from dr_stream.exit_codes import ExitCode
-from dr_stream.kafka.cluster_context import ClusterContext, FlowClusters
+from dr_stream.kafka.cluster_context import ClusterContext
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from dr_stream.core.config import FlowConfig
-    from dr_stream.operations.flow_tables import FlowTables
 
 
-
-def spark_for(config: FlowConfig) -> SparkSession:
-    from dr_stream.runtime.session import command_spark
-
-    return command_spark(config)
-
-
-def tables_of(config: FlowConfig) -> FlowTables:
-    """The flow's tables, read without a JVM; Spark only where `deltalake` cannot open them."""
-    from dr_stream.operations.flow_tables import FlowTables
-
-    return FlowTables.of(config, lambda: spark_for(config), to_stderr)
-
-
-def to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def _status(args: argparse.Namespace) -> int:
+def _status(ctx: CommandContext) -> ExitCode:
     from dr_stream.operations.report import format_status, json_document
     from dr_stream.operations.status import (
         Thresholds,
@@ -53,12 +32,12 @@ def _status(args: argparse.Namespace) -> int:
         translation_ages,
     )
 
-    config = load_flow(args.config)
+    args, config = ctx.args, ctx.config
     if args.plot:
         return _plot(config, args.plot, args.since)
-    with FlowClusters.of(config) as clusters:
+    with ctx.clusters() as clusters:
         down = clusters.unreachable()
-        tables = tables_of(config)
+        tables = ctx.tables
         lags = replication_lag(config, tables, clusters, source_up=config.source.alias not in down,
                                destination_up=config.destination.alias not in down)
         ages = translation_ages(tables)
@@ -81,13 +60,13 @@ def _status(args: argparse.Namespace) -> int:
     return ExitCode.UNREACHABLE if down else ExitCode.ATTENTION if over or held else ExitCode.OK
 
 
-def _drill(args: argparse.Namespace) -> int:
+def _drill(ctx: CommandContext) -> ExitCode:
     from dataclasses import replace
 
     from dr_stream.operations.drill import drill
     from dr_stream.operations.report import format_drill
 
-    config = load_flow(args.config)
+    args, config = ctx.args, ctx.config
     since = None
     if args.losses_since is not None:
         if not DURATION.match(args.losses_since):
@@ -98,7 +77,7 @@ def _drill(args: argparse.Namespace) -> int:
                                                    ("max_translation_age_s", args.max_translation_age),
                                                    ("losses_since_s", since)) if v is not None}
     limits = replace(config.drill, **overrides)
-    verdict = drill(config, tables_of(config), limits, log=to_stderr)
+    verdict = drill(config, ctx.tables, limits, log=say)
     print(json.dumps(verdict.as_dict(), indent=2) if args.json else format_drill(verdict))
     for check in verdict.failures:
         print(f"dr-stream: drill: {check.line()}", file=sys.stderr)
@@ -107,9 +86,9 @@ def _drill(args: argparse.Namespace) -> int:
     return ExitCode.UNREACHABLE if any(c.area == "clusters" for c in verdict.failures) else ExitCode.ATTENTION
 
 
-def _losses(args: argparse.Namespace) -> int:
-    config = load_flow(args.config)
-    ledger = tables_of(config).losses
+def _losses(ctx: CommandContext) -> ExitCode:
+    args, config = ctx.args, ctx.config
+    ledger = ctx.tables.losses
     losses = ledger.read()
     if args.json:
         print(json.dumps({"losses": [x.as_dict() for x in losses]}, indent=2))
@@ -120,7 +99,7 @@ def _losses(args: argparse.Namespace) -> int:
     return ExitCode.ATTENTION if losses else ExitCode.OK
 
 
-def _plot(config: FlowConfig, path: str, minutes: float) -> int:
+def _plot(config: FlowConfig, path: str, minutes: float) -> ExitCode:
     import time
 
     from dr_stream.operations.lag_plot import draw_lag

@@ -17,11 +17,10 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +40,8 @@ from dr_stream.operations.failback import failback
 from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.report import format_failback, format_positions
-from dr_stream.replication.flow import ReplicationFlow
-from dr_stream.replication.supervisor import run_until_stopped
+from dr_stream.replication.flow import build_flow
+from dr_stream.replication.supervisor import running_in_background
 from dr_stream.runtime.paths import cache_dir, project_root
 from dr_stream.runtime.session import spark_session
 
@@ -90,9 +89,10 @@ def _counts(cluster: ClusterConfig) -> dict[str, int]:
         return out
 
 
-def _start_flows(spark: SparkSession, stop: threading.Event, clusters: list[LocalCluster],
+def _start_flows(spark: SparkSession, flows: ExitStack, clusters: list[LocalCluster],
                  work: Path) -> tuple[dict[str, FlowConfig], list[Background]]:
-    """Both directions in this Spark application, on `clusters`, with their state under `work`."""
+    """Both directions in this Spark application, on `clusters`, with their state under `work`,
+    each run in the background until `flows` closes."""
     shutil.rmtree(work, ignore_errors=True)
     at = {c.alias: c.bootstrap for c in clusters}
     configs: dict[str, FlowConfig] = {}
@@ -106,21 +106,20 @@ def _start_flows(spark: SparkSession, stop: threading.Event, clusters: list[Loca
             streaming=replace(config.streaming, checkpoint_dir=str(work / name / "checkpoints"),
                               offset_index=str(work / name / "offset-index"),
                               translations=str(work / name / "translations")))
-        flow = ReplicationFlow(config, spark)
-        threads.append(Background(f"flow {name}", partial(run_until_stopped, flow, stop)).start())
+        threads.append(flows.enter_context(running_in_background(build_flow(config, spark))))
     return configs, threads
 
 
-def _join_flows(flows: list[Background]) -> bool:
-    """Waits for the flows to stop; says each that failed (or did not stop) on stderr."""
-    ok = True
-    for flow in flows:
-        try:
-            flow.join(timeout=60)
-        except BackgroundFailed as exc:
+def _stop_flows(flows: ExitStack, said: bool = False) -> bool:
+    """Stops the flows and waits for them; says on stderr a flow that failed (or did not stop),
+    unless that was `said` already where it was found."""
+    try:
+        flows.close()
+    except BackgroundFailed as exc:
+        if not said:
             print(f"demo: {exc}", file=sys.stderr)
-            ok = False
-    return ok
+        return False
+    return True
 
 
 def _wait_converged(clusters: list[LocalCluster], flows: list[Background], timeout_s: float = 600.0) -> bool:
@@ -191,8 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{cluster.alias}: {'starting' if cluster in started else 'already running'} on {cluster.bootstrap}")
         cluster.start()
     spark = None
-    stop = threading.Event()
-    threads: list[Background] = []
+    flows, said = ExitStack(), False
     try:
         for cluster in clusters:
             _fresh_topics(cluster.config, {**TOPICS, SHIPMENTS: SHIPMENTS_PARTITIONS})
@@ -200,16 +198,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"produced {PER_TOPIC} records into each of {', '.join(TOPICS)} in both dc1 and dc2")
         spark = spark_session("dr-stream-demo")
         spark.sparkContext.setLogLevel("ERROR")
-        configs, threads = _start_flows(spark, stop, clusters, work)
+        configs, threads = _start_flows(spark, flows, clusters, work)
         if not _wait_converged(clusters, threads):
             return 1
-        return _failover_act(spark, configs, clusters, stop, threads)
+        return _failover_act(spark, configs, clusters, flows, threads)
     except Exception as exc:  # one line, as a command says it; the traceback to a file
         print(report("demo", exc).line, file=sys.stderr)
+        said = True
         return 1
     finally:
-        stop.set()
-        _join_flows([t for t in threads if t.alive])  # a failed one was said where it was found
+        _stop_flows(flows, said)
         if spark is not None:
             spark.stop()
         _restore(clusters, started)
@@ -308,7 +306,7 @@ def _wait_until(count: Callable[[], int], target: int, flows: list[Background], 
 
 
 def _failover_act(spark: SparkSession, configs: dict[str, FlowConfig], clusters: list[LocalCluster],
-                  stop: threading.Event, threads: list[Background]) -> int:
+                  flows: ExitStack, threads: list[Background]) -> int:
     dc1, dc2 = (c.config for c in clusters)
     print(f"\n== failover: {SHIPMENTS_RECORDS} records into {SHIPMENTS} on dc1 only; group {GROUP} reads "
           f"{CONSUMED_PER_PARTITION} of each partition's {SHIPMENTS_RECORDS // SHIPMENTS_PARTITIONS} and commits")
@@ -328,8 +326,7 @@ def _failover_act(spark: SparkSession, configs: dict[str, FlowConfig], clusters:
     print(f"dc2 holds every shipment and the group's positions there: {dict(sorted(_committed(dc2).items()))}")
 
     print("dc1 goes away (flows stopped, broker stopped); 2 late shipments reached dc1 after the last copy")
-    stop.set()
-    if not _join_flows(threads):
+    if not _stop_flows(flows):
         return 1
     _produce_shipments(dc1, [f"late shipment {i}" for i in range(LATE)], partition_of=lambda _: 0)
     clusters[0].stop()

@@ -40,7 +40,7 @@ from dr_stream.operations.failover import Positions, failover
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.operations.spark_checkpoint import CheckpointError, CheckpointMove, move_checkpoint
 from dr_stream.operations.unreplicated import UnreplicatedPartition, UnreplicatedRecords
-from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.flow import ReplicationFlow, build_flow
 from dr_stream.replication.left_out import forget_left_out
 from dr_stream.replication.supervisor import running_in_background
 
@@ -192,7 +192,7 @@ def _handle_unreplicated(config: FlowConfig, spark: SparkSession, clusters: Flow
 def _copy_back(config: FlowConfig, spark: SparkSession, clusters: FlowClusters, timeout_s: float | None,
                log: Callable[[str], None]) -> tuple[ReplicationFlow, float]:
     """Runs the flow until it has caught up; returns it (for its totals) and the seconds it took."""
-    flow = ReplicationFlow(config, spark, log=lambda line: log(f"[{config.name}] {line}"), clusters=clusters)
+    flow = build_flow(config, spark, log=lambda line: log(f"[{config.name}] {line}"), clusters=clusters)
     with running_in_background(flow, join_s=90) as runner:
         return flow, _wait_caught_up(flow, timeout_s, log, runner.check)
 

@@ -23,8 +23,10 @@ Each query restarts from its own checkpoint after a failure (`supervisor`), exce
 record the destination refuses holds its partition and the query goes on without it at once
 (`holds`); each thread reports errors and keeps going.
 
-Invariant: constructing a flow connects to nothing; `connect` meets both clusters, learns
-their cluster.ids and builds the queries, and `close` releases every client it opened.
+Invariants: a flow is made by `build_flow` alone, and making one connects to nothing; `connect`
+meets both clusters, learns their cluster.ids and builds every part, then subscribes each part to
+the ones it follows, so no part calls one that does not exist yet (the parts a config leaves out
+stay None for good); `close` releases every client it opened.
 """
 
 from __future__ import annotations
@@ -90,6 +92,28 @@ from dr_stream.runtime.unfinished_writes import drop_unfinished_writes
 Worker = tuple[str, Callable[[threading.Event], None]]
 
 
+def build_flow(config: FlowConfig, spark: SparkSession, *, log: Callable[[str], None] | None = None,
+               clock: PhaseClock | None = None, index_prefetch: Future[Any] | None = None,
+               clusters: FlowClusters | None = None) -> ReplicationFlow:
+    """The one way a flow is made: `dr-stream run`, failback's copy back, the demo and the tests
+    all come here, and run what it gives with `supervisor.run_until_stopped` (in the foreground)
+    or `supervisor.running_in_background`. `log`: where its lines go (a command running it among
+    its steps prefixes them), else the flow's logger; `clock`, `index_prefetch`: a start-up that
+    began before the Spark session (`dr-stream run`); `clusters`: a command's cluster contexts,
+    which it closes, else the flow's own. Connects to nothing until the flow starts."""
+    return ReplicationFlow(config, spark, log=log, clock=clock, index_prefetch=index_prefetch, clusters=clusters)
+
+
+def live_positions(loop: LiveTranslation) -> list[LivePosition]:
+    """The positions the groups hold (the translate loop's newest), each idle once it has not
+    moved for `IDLE_AFTER_S`: runs below the lowest active one may become spans, and idle ones pin
+    their runs (`spans`)."""
+    latest = dict(loop.latest)  # one copy under the GIL: the loop's thread writes it
+    still = loop.still_for()
+    return [LivePosition(c.topic, c.partition, c.offset, still.get(key, 0.0) >= IDLE_AFTER_S)
+            for key, c in latest.items()]
+
+
 class ReplicationFlow:
     def __init__(self, config: FlowConfig, spark: SparkSession, log: Callable[[str], None] | None = None,
                  clock: PhaseClock | None = None, index_prefetch: Future[Any] | None = None,
@@ -107,11 +131,9 @@ class ReplicationFlow:
         # repeated failure lines (`failure_notes.summarised`).
         self.log: Callable[[str], None] = log or flow_logger(config.name).info
         self.metrics = FlowMetrics(config.name, config.replicate_query,
-                                   (config.source.alias, config.destination.alias),
-                                   translation_ages=self._translation_ages)
+                                   (config.source.alias, config.destination.alias))
         self.progress = ProgressPrinter(config.name, config.replicate_query, self.metrics, log=self.log,
-                                        on_batch=self._on_replicated, runs_published=config.provenance.enabled,
-                                        on_cost=self._on_cost)
+                                        runs_published=config.provenance.enabled, on_cost=self._on_cost)
         self.translate_progress = QueryProgress(config.translate_query, self.metrics)
         streaming = config.streaming
         self.trigger = TriggerWidth(round(streaming.trigger_s * 1000), round(streaming.max_trigger_s * 1000),
@@ -194,14 +216,40 @@ class ReplicationFlow:
                                             forward_except=self.destination_cluster_id if config.provenance.forward
                                             else None) \
             if self.translate_loop else None
-        self.lag_sampler = LagSampler(config, self.clusters.source, self.clusters.destination, self._next_offsets,
+        read_through = self._read_through
+        self.lag_sampler = LagSampler(config, self.clusters.source, self.clusters.destination,
+                                      feed.next_to_handle if feed else lambda: dict(read_through),
                                       self.metrics, log=self.log)
         self.lag_sampler.prepare()
         self.losses = LossWatch(self.spark, config, self.ledger, self._source_admin, self._dest_admin, self.metrics,
                                 self.log, self.feed)
         self.topic_watch = TopicWatch(self.topic_sync, self.metrics, self.losses, self.holds, self.feed,
                                       config.streaming.realtime, self.request_restart, self.log)
+        self._subscribe()
         self.connected = True
+
+    def _subscribe(self) -> None:
+        """Every part is built: each now hears the parts it follows. The copy's batches reach the
+        holds, the lag sampler and the index feed; the feed and the translation follow each other
+        (the feed tells the translation the index moved, and asks it where the groups stand), the
+        translation tells the poller which positions it forgot, and the metrics ask the translation
+        how long each group has waited."""
+        self.progress.on_batch = self._on_replicated
+        loop, poller, metrics = self.translate_loop, self.poller, self.metrics
+        if loop is None:
+            return
+        metrics.translation_ages = loop.untranslated_ages
+        if self.feed is not None:
+            self.feed.on_advanced = loop.on_index_advanced
+            self.feed.live_positions = partial(live_positions, loop)
+        if poller is not None:
+            def forgotten(positions: set[tuple[str, str, int]]) -> None:
+                """Positions gone from the source: counted, and their records in
+                `__consumer_timestamps` deleted by the poller (the source's writer of that topic)."""
+                metrics.positions_forgotten(len(positions))
+                poller.forget(positions)
+
+            loop.on_forgotten = forgotten
 
     def close(self) -> None:
         """Releases the clients the translate loop and the feed opened (the poller closes its own),
@@ -233,8 +281,8 @@ class ReplicationFlow:
             scan_timeout_s=self.config.streaming.resume_scan_timeout_s,
             store=RunStore(life_starts=self.ledger.life_starts(self.config.renamer.format_remote_topic),
                            rewinds=self.ledger.rewinds(self.config.renamer.format_remote_topic)),
-            on_runs=self.metrics.runs_published, on_advanced=self._index_advanced,
-            on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"), live_positions=self._live_positions,
+            on_runs=self.metrics.runs_published,
+            on_upkeep=partial(self.metrics.loop_round, "offset-index-upkeep"),
             trim=runs_trim(self._dest_admin, self.runs_topic, self.config.destination, self.log),
             dest_topics=lambda: partition_counts(self._dest_admin), on_kept=self._keep_ledger,
         )
@@ -268,44 +316,17 @@ class ReplicationFlow:
             self.log(f"state under {self.config.streaming.checkpoint_dir} is written by dr-stream {now.version}, "
                      f"state format {now.state_format}, from now on{was}: recorded in {record.releases.path}")
 
-    def _live_positions(self) -> list[LivePosition]:
-        """The positions the groups hold (the translate loop's newest), each idle once it has not
-        moved for `IDLE_AFTER_S`: runs below the lowest active one may become spans, and idle ones
-        pin their runs (`spans`)."""
-        if self.translate_loop is None:
-            return []
-        latest = dict(self.translate_loop.latest)  # one copy under the GIL: the loop's thread writes it
-        still = self.translate_loop.still_for()
-        return [LivePosition(c.topic, c.partition, c.offset, still.get(key, 0.0) >= IDLE_AFTER_S)
-                for key, c in latest.items()]
-
     def _acls_synced(self, done: AclPass) -> None:
         self.metrics.acls_synced(len(done.created), len(done.removed), done.left_out())
-
-    def _index_advanced(self) -> None:
-        """The live index moved: positions waiting for it may translate now."""
-        if self.translate_loop is not None:
-            self.translate_loop.on_index_advanced()
-
-    def _translation_ages(self) -> dict[str, float]:
-        return self.translate_loop.untranslated_ages() if self.translate_loop is not None else {}
-
-    def _next_offsets(self) -> dict[tuple[str, int], int]:
-        """The next origin offset to handle per source partition: the index's (with the batches
-        that skipped every record), or, without provenance, the last batch's end offsets."""
-        if self.feed is not None:
-            return self.feed.next_to_handle()
-        return dict(self._read_through)
 
     def _on_replicated(self, batch: BatchRead) -> None:
         ends = batch.ends
         if self._held:  # a held partition's batches read past its refused record without copying it
             ends = clamped(ends, self._held)
             batch = batch.without(self._held)
-        self._read_through.update(ends)
+        self._read_through.update(ends)  # without an index, the lag sampler's next offsets
         self.holds.batch_committed(ends)
-        if self.connected:
-            self.lag_sampler.nudge()
+        self.lag_sampler.nudge()
         if self.feed is not None:
             self.feed.replicated(ends, (batch.starts, batch.ends) if batch.may_have_gaps else None)
 
@@ -331,19 +352,11 @@ class ReplicationFlow:
                                   on_synced=self.metrics.groups_synced,
                                   on_round=partial(self.metrics.loop_round, "translate"),
                                   on_upkeep=partial(self.metrics.loop_round, "translation-log-upkeep"),
-                                  on_forgotten=self._forgotten,
                                   on_unconfirmed=self.metrics.provenance_unconfirmed,
                                   on_unbacked=self.metrics.positions_unbacked,
                                   on_unbacked_dropped=self.metrics.positions_unbacked_dropped)
         query.resume()
         return query
-
-    def _forgotten(self, positions: set[tuple[str, str, int]]) -> None:
-        """Positions gone from the source: counted, and their records in `__consumer_timestamps`
-        deleted by the poller (the source's writer of that topic)."""
-        self.metrics.positions_forgotten(len(positions))
-        if self.poller is not None:
-            self.poller.forget(positions)
 
     def _settle(self, topic: str, cluster: str, settle: Callable[[], dict[str, str]], until: str) -> None:
         """A topic of the flow's that an older release made gets this one's configs (`settle`); a

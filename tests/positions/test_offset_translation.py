@@ -574,7 +574,7 @@ class TestCommandLine:
         import sys
 
         from dr_stream.core.config import load_flow
-        from dr_stream.replication.flow import ReplicationFlow
+        from dr_stream.replication.flow import build_flow
         from dr_stream.runtime.recorded_clusters import RecordedClusters, WrongCluster
 
         scenario = copied(flow, dc1, dc2, "wrongcluster", 100, {0: 40}, helper=False)
@@ -618,7 +618,7 @@ class TestCommandLine:
         assert committed(dc3.bootstrap, group, topic, 1) == {}, "a refused failover committed on dc3"
 
         with pytest.raises(WrongCluster, match=dc3.cluster_id()):
-            wrong = ReplicationFlow(load_flow(wrong_destination), spark)
+            wrong = build_flow(load_flow(wrong_destination), spark)
             try:
                 wrong.connect()
             finally:

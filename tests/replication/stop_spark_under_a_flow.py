@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from dr_stream.core.config import load_flow
-from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.flow import build_flow
 from dr_stream.replication.supervisor import SparkStopped, run_until_stopped
 from dr_stream.runtime.session import spark_session
 
@@ -31,7 +31,7 @@ def main(path: str) -> int:
 
     threading.Thread(target=stop_spark_when_told, daemon=True).start()
     try:
-        run_until_stopped(ReplicationFlow(load_flow(path), spark), stop)
+        run_until_stopped(build_flow(load_flow(path), spark), stop)
     except SparkStopped:
         return 3
     return 0

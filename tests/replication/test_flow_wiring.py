@@ -10,7 +10,7 @@ from dr_stream.positions.consumer_timestamps import RecordTimestamps
 from dr_stream.positions.group_sync import GroupSync
 from dr_stream.positions.offset_translator import OffsetTranslator
 from dr_stream.positions.returned_records import ReturnedRecords
-from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.flow import build_flow
 
 # Nothing listens on port 1: a part that connected while being built would fail or hang here.
 NOWHERE = parse_flow({
@@ -21,7 +21,7 @@ NOWHERE = parse_flow({
 
 
 def test_constructing_a_flow_connects_to_nothing_and_names_its_queries_and_state(spark):
-    flow = ReplicationFlow(NOWHERE, spark)
+    flow = build_flow(NOWHERE, spark)
     assert not flow.connected
     assert (flow.translate_loop, flow.feed, flow.poller) == (None, None, None)
     assert flow.index.path == "s3a://b/flows/x/offset-index"

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from dr_stream.core.config import ConfigError
-from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.flow import build_flow
 from tests.flows import flow_config, running_flow
 from tests.index.test_write_path_index import GroupWatch, commit_at, dest_offset_of, records
 from tests.kafka_tools import (
@@ -40,7 +40,7 @@ def test_realtime_flow_refuses_to_start_without_a_task_slot_per_partition(spark,
     create_topic(dc1.bootstrap, topic, 4)  # 4 partitions + 1 > the session's 4 slots
     config = flow_config(dc1, dc2, tmp_path, name="rt-wide", topics={"include": [topic.replace(".", "\\.")]},
                          streaming=REALTIME)
-    flow = ReplicationFlow(config, spark)
+    flow = build_flow(config, spark)
     try:
         with pytest.raises(ConfigError, match=r"needs 5 task slots \(4 source partitions.*has 4 \(master local\[4\]\)"):
             flow.start()

@@ -19,7 +19,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from dr_stream.background import Background
 from dr_stream.log_format import JsonFormatter
-from dr_stream.replication.flow import ReplicationFlow
+from dr_stream.replication.flow import build_flow
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.query_start import QueryStart
 from dr_stream.replication.supervisor import SparkStopped, _Supervised, _Supervisor, run_until_stopped, spark_running
@@ -189,7 +189,7 @@ def test_a_start_that_does_not_return_is_not_waited_for_and_the_query_spark_runs
     spark.streams.addListener(held)
     lines: list[str] = []
     stop = threading.Event()
-    flow = ReplicationFlow(config, spark, log=lines.append)
+    flow = build_flow(config, spark, log=lines.append)
     runner = Background("held flow", lambda: run_until_stopped(flow, stop, start_wait_s=2)).start()
     try:
         assert wait_until(lambda: any("supervised from Spark's own state" in line for line in lines), 90), lines
