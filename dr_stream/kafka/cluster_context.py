@@ -13,9 +13,8 @@ groups goes to the group-offsets face's one helper JVM instead (`consumer_groups
 A part that needs a client to itself (a loop's producer, a consumer tailing a topic on the
 loop's own thread, where the shared reader would be lent to two threads at once; a loop's own
 groups client) asks the context for one (`producer`, `consumer`, `consuming`, `groups_client`,
-`java_groups`):
-product code outside the kafka wing builds no client of its own, so how a cluster is reached
-and which client stack serves it are decided here and in `clients`.
+`java_groups`): product code outside the kafka wing builds no client of its own, so how a
+cluster is reached and which client stack serves it are decided here and in `clients`.
 
 Invariants: constructing a context connects to nothing; each shared client is built at first
 use and at most once; a client asked for to oneself is its asker's to close; `close` closes the
@@ -126,29 +125,25 @@ class ClusterContext:
     def reader(self) -> clients.LentConsumer:
         """The cluster's one record reader, lent to a step: it assigns what it reads, and its
         `close` leaves the reader to the context."""
-        with self._lock:
-            self._open()
+        self._still_open()
         return clients.LentConsumer(self._reader)
 
     def producer(self, settings: clients.Settings | None = None) -> Producer:
         """A producer of the asker's own (it flushes and closes it): an idempotent one
         (`clients.producer`), with `settings` over the cluster's."""
-        with self._lock:
-            self._open()
+        self._still_open()
         return clients.producer(self.config, settings)
 
     def consumer(self, group: str, settings: clients.Settings | None = None) -> clients.OnDemandConsumer:
         """A consumer of the asker's own, opened at its first use (so a part holding one can be built
         without connecting) and closed by the asker: for a loop that reads on a thread of its own."""
-        with self._lock:
-            self._open()
+        self._still_open()
         return clients.OnDemandConsumer(self.config, group, settings)
 
     @contextmanager
     def consuming(self, group: str, settings: clients.Settings | None = None) -> Iterator[Consumer]:
         """A consumer of the asker's own for one block, closed when the block ends."""
-        with self._lock:
-            self._open()
+        self._still_open()
         with clients.consuming(self.config, group, settings) as consumer:
             yield consumer
 
@@ -156,15 +151,13 @@ class ClusterContext:
         """A groups client of the asker's own, which it closes: `batched`, the Java admin client in
         this process's Spark driver (one request per coordinator however many groups: a loop's),
         else librdkafka (`group_offsets.stacks`)."""
-        with self._lock:
-            self._open()
+        self._still_open()
         return group_offsets_stack(self.config, timeout_s, batched)
 
     def java_groups(self, timeout_s: float = 15.0) -> GroupOffsets:
         """The Java admin client in this process's Spark driver, the asker's to close: for a loop
         that also lists groups and fetches only what changed (`positions.committed_positions`)."""
-        with self._lock:
-            self._open()
+        self._still_open()
         return clients.group_offsets(self.config, timeout_s)
 
     def discard(self, admin: AdminClient | None) -> None:
@@ -173,6 +166,11 @@ class ClusterContext:
         with self._lock:
             if admin is None or admin is self._admin:
                 self._admin = None
+
+    def _still_open(self) -> None:
+        """Refuses a closed context, for an ask that takes no shared client."""
+        with self._lock:
+            self._open()
 
     def _open(self) -> None:
         if self._closed:
