@@ -1,5 +1,5 @@
-"""The commands that run a flow or make ready for one: `dev`, `run`, `check-config`, `reset-flow`
-and `setup-jars`."""
+"""The commands that run a flow or make ready for one: `dev`, `run`, `check-config`, `adopt`,
+`reset-flow` and `setup-jars`."""
 
 from __future__ import annotations
 
@@ -101,6 +101,24 @@ def _reset_flow(ctx: CommandContext) -> ExitCode:
     return ExitCode.OK
 
 
+def _adopt(ctx: CommandContext) -> ExitCode:
+    import json
+
+    from dr_stream.operations.adopt import AdoptRefused, adopt
+
+    args = ctx.args
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
+    try:
+        adoption = adopt(ctx.config, ctx.spark, args.from_, dry_run=args.dry_run, say=say)
+    except AdoptRefused as exc:
+        print(f"dr-stream: adopt: {exc}", file=sys.stderr)
+        return ExitCode.FAILED
+    if args.json:
+        print(json.dumps(adoption.as_dict(), indent=2))
+    # Copies left unpaired are no error, but someone should look before the groups move.
+    return ExitCode.OK if adoption.exact else ExitCode.ATTENTION
+
+
 def _setup(_: CommandContext) -> ExitCode:
     from dr_stream.runtime.jvm import setup_jars
 
@@ -144,6 +162,19 @@ def add_state_commands(sub: argparse._SubParsersAction[Any]) -> None:
                                                     "(after its source was restored from scratch)")
     reset_state.add_argument("--config", required=True, help="the flow's YAML file")
     reset_state.set_defaults(func=_reset_flow)
+
+    adopt = sub.add_parser("adopt", help="once, before a flow's first run: index what MirrorMaker 2 or Replicator "
+                                         "already copied, take over the groups it synced, and resume copying "
+                                         "after it (stop the other replicator first)")
+    adopt.add_argument("--config", required=True, help="the flow's YAML file; topics.rename must give the names the "
+                                                      "other replicator wrote (MirrorMaker 2: \"<alias>.${topic}\")")
+    adopt.add_argument("--from", dest="from_", choices=["mirrormaker2", "replicator"], default="mirrormaker2",
+                       help="the replicator that made the copies (default mirrormaker2)")
+    adopt.add_argument("--dry-run", action="store_true", help="pair the copies and say what would be adopted; "
+                                                             "write nothing, move no group")
+    adopt.add_argument("--json", action="store_true", help="the result per partition and group as JSON on stdout "
+                                                          "(progress lines go to stderr)")
+    adopt.set_defaults(func=_adopt)
 
 
 def add_setup_commands(sub: argparse._SubParsersAction[Any]) -> None:

@@ -490,6 +490,11 @@ class FlowConfig:
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/releases"
 
     @property
+    def adopted_record(self) -> str:
+        """Where `adopt` recorded what it took over from another replicator and where copying resumes."""
+        return f"{self.streaming.checkpoint_dir.rstrip('/')}/adopted.json"
+
+    @property
     def replicate_checkpoint(self) -> str:
         """Where the replication query keeps its Spark checkpoint."""
         return f"{self.streaming.checkpoint_dir.rstrip('/')}/replicate"

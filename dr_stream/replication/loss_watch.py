@@ -43,6 +43,7 @@ from pyspark.sql import SparkSession
 from dr_stream.core.config import FlowConfig
 from dr_stream.kafka.admin import log_bounds, topic_ids
 from dr_stream.kafka.record_reads import read_records
+from dr_stream.replication.adoption import adopted_start, resume_offsets
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.losses import Loss, LossLedger, record_found, retention_losses, skipped_losses
@@ -177,6 +178,8 @@ class LossWatch:
             if recreated or resume_at or rewound:
                 self._start_anew(replicated, positions, recreated, now, "recreated" if recreated
                                  else "rewound" if rewound else "released")
+            elif not read:
+                self._starting = self._adopted_start(replicated)
             record_found(self.ledger, self.spark, found, self.log,
                          lambda loss: self.metrics.records_lost(loss.topic, loss.cause, loss.records))
             # A topic missing right now (deleted, not created again yet) keeps its old id, so its
@@ -190,6 +193,17 @@ class LossWatch:
         # where it was cut back, no mark of what was copied before may skip one.
         return marks if self._starting is None else {k: o for k, o in marks.items()
                                                      if k[0] not in recreated and k not in rewound_now}
+
+    def _adopted_start(self, replicated: dict[str, int]) -> str | None:
+        """A first query's start past what `adopt` took over: without it the query would read
+        every adopted record again only to skip it."""
+        resume = resume_offsets(read_text(self.spark, self.config.adopted_record))
+        start = adopted_start(replicated, resume, self.config.streaming.starting_offsets == "earliest")
+        if start is not None:
+            adopted = {k: o for k, o in resume.items() if k[0] in replicated}
+            self.log(f"the replicate query's first start: {len(adopted)} partitions read from where the adopted copies "
+                     f"end ({self.config.adopted_record}), the rest from {self.config.streaming.starting_offsets}")
+        return start
 
     def _log_starts(self, positions: dict[Partition, int]) -> dict[Partition, int]:
         return {k: start for k, (start, _) in log_bounds(self.source_admin, sorted(positions)).items()}
