@@ -66,3 +66,34 @@ def test_a_small_tables_rows_appended_through_spark_read_back_and_without_a_sess
     assert rows == [(4, 40), (5, None)]
     with pytest.raises(RuntimeError, match=r"small: written through Spark here; no session given"):
         through_spark(None, path, SCHEMA, [(6, None, None)])
+
+
+def test_an_append_that_loses_every_commit_race_goes_through_spark_once_and_the_next_tries_the_driver_again(
+        tmp_path, monkeypatch):
+    import deltalake
+    from deltalake.exceptions import CommitFailedError
+
+    from dr_stream.runtime import delta_appends
+
+    calls: list[int] = []
+
+    def racing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) <= delta_appends.COMMIT_ATTEMPTS:  # every commit of the first append loses
+            raise CommitFailedError("a concurrent transaction deleted data this operation read")
+
+    monkeypatch.setattr(deltalake, "write_deltalake", racing)
+    monkeypatch.setattr("time.sleep", lambda s: None)  # the waits between commits
+    lines: list[str] = []
+    through: list[int] = []
+    appends = DeltaAppends(log=lines.append)
+    path = str(tmp_path / "raced")
+
+    appends.append(path, SCHEMA, [(1, None, None)], lambda: through.append(1))
+    appends.append(path, SCHEMA, [(2, None, None)], lambda: through.append(2))
+    appends.append(path, SCHEMA, [(3, None, None)], lambda: through.append(3))
+
+    assert through == [1]
+    assert len(calls) == delta_appends.COMMIT_ATTEMPTS + 2
+    assert appends.fell_back == {}
+    assert len(lines) == 1 and "commits lost to other writers'" in lines[0]

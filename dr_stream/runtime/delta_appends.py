@@ -13,7 +13,8 @@ feature it does not know), that append and the table's later ones go through Spa
 per table, and each such append counted (`counted`: the flow's
 `dr_stream_delta_appends_through_spark_total`). A commit that lost a race with another writer
 (the table's upkeep, `delta_upkeep`) is not such a failure: it is written again on the newer
-version.
+version, and a commit that keeps losing (upkeep after upkeep) goes through Spark that once, whose
+blind append does not conflict with a rewrite, while the table's next appends try delta-rs again.
 
 Rows are tuples in the schema's field order; a timestamp column takes epoch milliseconds.
 """
@@ -40,6 +41,8 @@ class DeltaAppends:
     counted: Callable[[str], None] = lambda path: None
     # tables delta-rs could not write, with why: they are appended to through Spark from then on
     fell_back: dict[str, str] = field(default_factory=dict)
+    # tables an append of which lost every commit race, said once each
+    raced: set[str] = field(default_factory=set)
 
     def append(self, path: str, schema: StructType, rows: Sequence[Row], through_spark: Callable[[], None],
                merge_schema: bool = False) -> None:
@@ -52,6 +55,10 @@ class DeltaAppends:
             try:
                 _write(path, schema, rows, merge_schema)
                 return
+            except LostRaces as exc:
+                if path not in self.raced:
+                    self.raced.add(path)
+                    self.log(f"appending to {path}: {exc}; this append goes through Spark (said once per table)")
             except Exception as exc:  # a scheme or a table feature delta-rs does not know
                 why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 self.fell_back[path] = why
@@ -73,11 +80,17 @@ def through_spark(spark: Callable[[], SparkSession] | None, path: str, schema: S
 
 
 # A commit that lost a race with another writer of the table (the flow's own upkeep rewriting it)
-# is written again on the version that won: this many times, a moment apart.
-COMMIT_ATTEMPTS = 5
+# is written again on the version that won: this many times, a little longer apart each time
+# (about 4 s in all, more than an upkeep's rewrite of a table this size takes).
+COMMIT_ATTEMPTS = 12
+
+
+class LostRaces(RuntimeError):
+    """Every commit of an append lost to another writer's."""
 
 
 def _write(path: str, schema: StructType, rows: Sequence[Row], merge_schema: bool) -> None:
+    import random
     import time
 
     from deltalake import write_deltalake
@@ -88,10 +101,11 @@ def _write(path: str, schema: StructType, rows: Sequence[Row], merge_schema: boo
         try:
             write_deltalake(path, data, mode="append", schema_mode="merge" if merge_schema else None)
             return
-        except CommitFailedError:
+        except CommitFailedError as exc:
             if attempt == COMMIT_ATTEMPTS:
-                raise
-            time.sleep(0.05 * attempt)
+                raise LostRaces(f"{COMMIT_ATTEMPTS} commits lost to other writers' "
+                                f"({str(exc).splitlines()[0] if str(exc) else 'CommitFailedError'})") from exc
+            time.sleep(0.05 * attempt * (0.5 + random.random()))
 
 
 def arrow_table(schema: StructType, rows: Sequence[Row]) -> Any:
