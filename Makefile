@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: profile setup jars bytecode dist test test-jvm test-yarn test-k8s test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak aging down clean
+.PHONY: profile setup jars bytecode dist test test-jvm test-yarn test-k8s test-upgrade test-pressure unit lint demo demo-yarn bench bench-poller bench-batch bench-trickle bench-held bench-idle bench-scale soak aging down clean
 
 setup: $(STAMP) jars bytecode
 
@@ -59,6 +59,12 @@ test-yarn: setup dist
 # of `make test`.
 test-k8s: setup dist
 	$(PY) -m pytest -q -m kube tests/kube
+
+# A flow run by the previous release (its code from git history: needs a clone with history) stopped
+# and resumed by this code, exactly once, groups translated across (about 2 min). Not part of
+# `make test`, which is over its 30 minutes already.
+test-upgrade: setup
+	$(PY) -m pytest -q -m upgrade tests/upgrade
 
 # The demo, failover, failback and restarting-cluster tests with one core held busy, three times
 # in a row (tools/cpu_pressure.py; about 40 min). `PRESSURE_ARGS=--share-core` pins them to the busy

@@ -1,3 +1,3 @@
 """dr-stream: disaster-recovery replication for Apache Kafka on Spark Structured Streaming."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

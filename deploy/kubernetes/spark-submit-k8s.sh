@@ -16,7 +16,7 @@ exec "$here/spark-submit.sh" "$flow" \
   --master "k8s://${K8S_API:?set K8S_API to the API server URL}" \
   --deploy-mode cluster \
   --conf spark.kubernetes.namespace=dr-stream \
-  --conf spark.kubernetes.container.image="${IMAGE:-registry.example.com/dr-stream:0.1.0}" \
+  --conf spark.kubernetes.container.image="${IMAGE:-registry.example.com/dr-stream:0.2.0}" \
   --conf spark.kubernetes.authenticate.driver.serviceAccountName=dr-stream \
   --conf spark.kubernetes.file.upload.path=s3a://dr-stream-dc2/uploads \
   --conf spark.kubernetes.driver.secretKeyRef.DC1_PASSWORD=$secret:DC1_PASSWORD \
