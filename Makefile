@@ -55,8 +55,10 @@ test-yarn: setup dist
 
 # The dev Kubernetes end to end (`dr-stream dev k8s`): Kubernetes and CoreDNS built from the Go
 # module proxy, containerd from Debian's packages, dr-stream's image from debootstrap, a Spark
-# application in cluster mode (the first build about 15 min, cached; then about 2 min). Not part
-# of `make test`.
+# application in cluster mode, and the Helm chart installed, upgraded and uninstalled with helm
+# built from the Go module proxy. Kubernetes and helm are built once into ~/.cache/dr-stream, outside
+# the checkout (the first build about 30 min; then a fresh clone's run takes minutes). Not part of
+# `make test`.
 test-k8s: setup dist
 	$(PY) -m pytest -q -m kube tests/kube
 

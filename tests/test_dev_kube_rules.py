@@ -200,3 +200,21 @@ def test_the_relay_carries_the_ports_a_connection_to_loopback_finds_listening() 
                                 "00000000000000000000000001000000:4E22",  # [::1]:20002, IPv6 loopback only
                             ]))
     assert loopback_listeners([tcp, tcp6]) == {21108, 22, 20000, 20001}
+
+
+def test_the_charts_dev_values_drop_what_only_a_real_cluster_has_and_keep_its_other_defaults() -> None:
+    import yaml
+
+    from dr_stream.dev.kube_configs import IMAGE, dev_helm_values
+    from dr_stream.runtime.paths import project_root
+
+    shipped = yaml.safe_load((project_root() / "deploy" / "helm" / "dr-stream" / "values.yaml").read_text())
+    dev = dev_helm_values(shipped, "https://127.0.0.1:16443")
+    assert f"{dev['image']['repository']}:{dev['image']['tag']}" == IMAGE and dev["image"]["pullPolicy"] == "Never"
+    # Helm removes a default given null: the object store's keys and the truststore are not here
+    dropped = {k for k, v in dev["sparkConf"].items() if v is None}
+    assert dropped == {k for k in shipped["sparkConf"] if "secret" in k or "s3a" in k}
+    assert dev["sparkConf"]["spark.executor.instances"] == "1"
+    assert (dev["secrets"]["env"], dev["secrets"]["tls"]) == ("", "")
+    assert dev["secrets"]["kubernetes"] == shipped["secrets"]["kubernetes"]  # Spark's RPC secret stays
+    assert dev["flow"] == shipped["flow"] and dev["metrics"] == shipped["metrics"]

@@ -50,6 +50,7 @@ from dr_stream.dev.kube_configs import (
     SPARK_ACCOUNT,
     containerd_config,
     dev_flow_manifest,
+    dev_helm_values,
     kubelet_config,
     spark_settings,
 )
@@ -73,6 +74,7 @@ DEBIAN_PACKAGES = {"containerd": "/usr/bin/containerd", "runc": "/usr/sbin/runc"
                    "containernetworking-plugins": "/usr/lib/cni/bridge"}
 CERT_DAYS = 30
 SHIPPED_FLOW_MANIFEST = "deploy/kubernetes/flow-statefulset.yaml"
+SHIPPED_HELM_VALUES = "deploy/helm/dr-stream/values.yaml"
 
 Say = Callable[[str], None]
 
@@ -118,6 +120,11 @@ class LocalKube:
     def flow_manifest(self) -> Path:
         """The shipped flow StatefulSet as it runs here (`kube_configs.dev_flow_manifest`)."""
         return self.home / "flow-statefulset.yaml"
+
+    @property
+    def helm_values(self) -> Path:
+        """The Helm chart's values as they run here (`kube_configs.dev_helm_values`)."""
+        return self.home / "helm-values.yaml"
 
     @property
     def server(self) -> str:
@@ -285,6 +292,8 @@ class LocalKube:
         (conf / "spark-defaults.conf").write_text("".join(f"{key} {value}\n" for key, value in settings.items()))
         shipped = list(yaml.safe_load_all((project_root() / SHIPPED_FLOW_MANIFEST).read_text()))
         self.flow_manifest.write_text(yaml.safe_dump_all(dev_flow_manifest(shipped, self.server), sort_keys=False))
+        values = yaml.safe_load((project_root() / SHIPPED_HELM_VALUES).read_text())
+        self.helm_values.write_text(yaml.safe_dump(dev_helm_values(values, self.server), sort_keys=False))
 
     def _link_kubectl(self, kube: KubeBinaries) -> None:
         link = self.kubectl_dir / "kubectl"

@@ -8,7 +8,7 @@ module here requires it and maps every staging module to the published version t
 it (v0.X.Y for Kubernetes v1.X.Y), read from Kubernetes' own `go.mod`. CoreDNS, the cluster's
 DNS, installs as it is published.
 
-Invariant: a build lands in `<cache>/kube/bin/<kubernetes version>-<etcd version>/` only whole
+Invariant: a build lands in `<tools cache>/kube/bin/<kubernetes version>-<etcd version>/` only whole
 (into a staging directory, then renamed), so a directory that exists holds every binary; the
 first build takes 20-30 minutes on 2 cores, every later `up` finds it there.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dr_stream.dev.commands import run
-from dr_stream.runtime.paths import cache_dir
+from dr_stream.runtime.paths import tools_cache
 
 # 1.34: the last minor whose kubelet runs on cgroup v1 without being told to (1.35 refuses it).
 KUBERNETES_VERSION = "v1.34.4"
@@ -55,7 +55,7 @@ class KubeBinaries:
 
 
 def binaries(root: Path | None = None) -> KubeBinaries:
-    return KubeBinaries((root or cache_dir() / "kube") / "bin" / f"{KUBERNETES_VERSION}-{ETCD_VERSION}-{BUILD}")
+    return KubeBinaries((root or tools_cache() / "kube") / "bin" / f"{KUBERNETES_VERSION}-{ETCD_VERSION}-{BUILD}")
 
 
 def staging_version(kubernetes_version: str) -> str:

@@ -174,3 +174,25 @@ def dev_flow_manifest(shipped: list[dict[str, Any]], server: str) -> list[dict[s
                 kept += [option, value]
         driver["args"] = kept + [x for key, value in dev.items() for x in ("--conf", f"{key}={value}")]
     return documents
+
+
+def dev_helm_values(shipped: dict[str, Any], server: str) -> dict[str, Any]:
+    """The Helm chart's values (deploy/helm/dr-stream/values.yaml) as they run on this cluster: the
+    same changes `dev_flow_manifest` makes to the shipped StatefulSet, so the chart installed with
+    them renders what that applies (a test keeps the two equal)."""
+    repository, tag = IMAGE.rsplit(":", 1)
+    dev = {**POD_SETTINGS, "spark.executor.instances": "1"}
+    dev.pop("spark.kubernetes.container.image")  # the chart's `image`
+    # Helm merges these over the chart's defaults: a default this cluster has no use for is
+    # removed by giving it null.
+    conf = {key: None if any(mark in f"{key}={value}" for mark in _CLUSTER_ONLY) else value
+            for key, value in shipped["sparkConf"].items() if key not in dev}
+    return {
+        **shipped,
+        "image": {"repository": repository, "tag": tag, "pullPolicy": "Never"},
+        "secrets": {**shipped["secrets"], "env": "", "tls": ""},
+        "sparkConf": {**conf, **dev},
+        "driver": {**shipped["driver"], "extraEnv": [{"name": "DR_STREAM_KUBERNETES_API", "value": server}],
+                   "resources": {"requests": {"cpu": "500m", "memory": "3Gi"}, "limits": {"memory": "3Gi"}}},
+        "podSpec": POD_TEMPLATE["spec"],
+    }
