@@ -33,7 +33,7 @@ from dr_stream.dev.commands import ensure_debian_packages, run
 from dr_stream.dev.kube_configs import IMAGE, PAUSE_IMAGE
 from dr_stream.runtime.dist import dist_dir
 from dr_stream.runtime.jvm import JvmPins
-from dr_stream.runtime.paths import cache_dir, project_root
+from dr_stream.runtime.paths import cache_dir, project_root, tools_cache
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -175,10 +175,14 @@ def _base_layer(rootfs: Path, path: Path, say: Say) -> oci_image.Layer:
     return layer
 
 
-def build_image(work: Path | None = None, dist: Path | None = None, say: Say = print) -> Path:
+def build_image(work: Path | None = None, dist: Path | None = None, say: Say = print,
+                shared: Path | None = None) -> Path:
     """The image archive for `IMAGE` (`oci_image.write_archive`), built unless one for these
-    inputs is there; `make dist` must have run."""
+    inputs is there; `make dist` must have run. What no checkout changes (the Debian root, its
+    layer, the wheel house, each named by the digest of what made it) is kept in `shared`, the
+    tools cache outside the checkout, so a fresh clone builds dr-stream's own layer only."""
     work = work or cache_dir() / "kube" / "image"
+    shared = shared or tools_cache() / "kube" / "image"
     dist = dist or dist_dir()
     if not (dist / "requirements.txt").exists():
         raise RuntimeError(f"image: no {dist / 'requirements.txt'}: run `make dist` first")
@@ -189,9 +193,9 @@ def build_image(work: Path | None = None, dist: Path | None = None, say: Say = p
     archive = work / f"dr-stream-{_digest(*inputs, *PACKAGES, pins.spark, str(BUILD))}.tar"
     if archive.exists():
         return archive
-    rootfs = base_rootfs(work, say)
-    base_layer = _base_layer(rootfs, work / f"{rootfs.name}.layer.tar.gz", say)
-    wheels = wheel_house(work, dist, pins, say)
+    rootfs = base_rootfs(shared, say)
+    base_layer = _base_layer(rootfs, shared / f"{rootfs.name}.layer.tar.gz", say)
+    wheels = wheel_house(shared, dist, pins, say)
     shutil.copy2(dist / "requirements.txt", wheels / "requirements.txt")
     shutil.copy2(dist / "requirements-no-deps.txt", wheels / "requirements-no-deps.txt")
     build = work / "build"
