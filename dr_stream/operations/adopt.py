@@ -40,6 +40,7 @@ from dr_stream.replication.adoption import (
 )
 from dr_stream.replication.checkpoint_positions import next_to_read
 from dr_stream.runtime.jvm_classes import jvm_class
+from dr_stream.runtime.recorded_clusters import RecordedClusters
 from dr_stream.runtime.state_paths import read_text, write_text
 
 
@@ -86,7 +87,7 @@ def adopt(config: FlowConfig, spark: SparkSession, replicator: str, dry_run: boo
                            "runs: adopt comes once, before a flow's first run")
     out = Adoption()
     with FlowClusters.of(config, lambda: spark) as clusters:
-        source_id = clusters.source.cluster_id()
+        source_id, destination_id = clusters.distinct_ids()
         sources = {t: n for t, n in partition_counts(clusters.source.admin).items() if config.topic_filter.matches(t)}
         there = partition_counts(clusters.destination.admin)
         remote = config.renamer.format_remote_topic
@@ -106,6 +107,12 @@ def adopt(config: FlowConfig, spark: SparkSession, replicator: str, dry_run: boo
                                f"adopt read {'it' if len(grew) == 1 else 'them'}: stop {who.name} first; nothing "
                                "was written")
         if not dry_run:
+            # The state now holds these clusters' records, as a flow's start would make it.
+            record = RecordedClusters.of(config, lambda: spark, say)
+            record.record({"source": (config.source.alias, source_id),
+                           "destination": (config.destination.alias, destination_id)})
+            if record.releases is not None:
+                record.releases.record()
             runs: list[tuple[Run, int | None]] = [(run, None) for w in out.walks for run in w.index_runs(source_id)]
             if runs:
                 from dr_stream.index import OffsetIndex

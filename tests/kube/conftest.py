@@ -1,4 +1,5 @@
-"""The dev Kubernetes for one test module: started in a directory of its own, stopped after."""
+"""The dev Kubernetes for one test module, and an HDFS for the flows in its pods: each started in
+a directory of its own, stopped after."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from dr_stream.dev.hadoop import LocalHadoop
 from dr_stream.dev.kube import LocalKube
 
 
@@ -17,3 +19,13 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKube]:
         yield cluster
     finally:
         cluster.down(say=print)
+
+
+@pytest.fixture(scope="module")
+def hadoop(cluster_home, request: pytest.FixtureRequest) -> Iterator[LocalHadoop]:
+    cluster = LocalHadoop(cluster_home / f"hadoop-{request.module.__name__.rsplit('.', 1)[-1]}", 21800)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,16 +36,6 @@ STATEFULSET = "dr-stream-dc1-to-dc2"
 DRIVER = f"{STATEFULSET}-0"
 README = project_root() / "README.md"
 FLOW = "conf/dc1-to-dc2-k8s.yaml"
-
-
-@pytest.fixture(scope="module")
-def hadoop(cluster_home: Path) -> Iterator[LocalHadoop]:
-    cluster = LocalHadoop(cluster_home / "hadoop-k8s", 21800)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def readme_commands() -> list[str]:

@@ -9,7 +9,6 @@ import json
 import secrets
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +32,6 @@ DRIVER = f"{RELEASE}-0"
 @pytest.fixture(scope="module")
 def helm() -> Path:
     return build_helm()
-
-
-@pytest.fixture(scope="module")
-def hadoop(cluster_home: Path) -> Iterator[LocalHadoop]:
-    cluster = LocalHadoop(cluster_home / "hadoop-helm", 21800)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def run_helm(helm: Path, *args: str, kube: LocalKube | None = None, timeout: float = 300) -> str:
@@ -151,3 +140,8 @@ def test_a_flow_installed_with_helm_survives_an_upgrade_and_is_uninstalled_exact
     for kind, name in rendered(helm, "-f", values):
         assert kube.kubectl("get", kind.lower(), name, "--ignore-not-found", "-o", "name").strip() == "", (kind, name)
     assert_copied_exactly_once(dc2.bootstrap, topic, total)
+
+
+def test_a_pod_annotation_given_as_a_number_is_rendered_as_the_string_kubernetes_takes(helm):
+    template = rendered(helm, "--set", "podAnnotations.change-id=2")[("StatefulSet", RELEASE)]["spec"]["template"]
+    assert template["metadata"]["annotations"]["change-id"] == "2"
