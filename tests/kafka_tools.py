@@ -117,6 +117,14 @@ def count(bootstrap: str, topic: str) -> int:
     return sum(high - low for low, high in end_offsets(bootstrap, topic).values())
 
 
+def count_once_created(bootstrap: str, topic: str) -> int:
+    """`count`, or 0 while the topic does not exist yet (a replicator about to create it)."""
+    try:
+        return count(bootstrap, topic)
+    except Exception:
+        return 0
+
+
 def consume_all(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[Record]:
     marks = end_offsets(bootstrap, topic)
     return read_range(bootstrap, topic, {p: low for p, (low, _) in marks.items()}, marks, isolation)

@@ -39,7 +39,7 @@ from dr_stream.replication.adoption import (
     walk_line,
 )
 from dr_stream.replication.checkpoint_positions import next_to_read
-from dr_stream.runtime.jvm_classes import jvm_class
+from dr_stream.runtime.jvm_classes import java_map, jvm_class, jvm_view
 from dr_stream.runtime.recorded_clusters import RecordedClusters
 from dr_stream.runtime.state_paths import read_text, write_text
 
@@ -130,12 +130,11 @@ def adopt(config: FlowConfig, spark: SparkSession, replicator: str, dry_run: boo
 def _walks(config: FlowConfig, spark: SparkSession, tasks: list[tuple[str, int]], ignored: tuple[str, ...],
            say: Callable[[str], None]) -> list[PartitionWalk]:
     """Each partition walked in the driver's JVM, two at a time, each said as it ends."""
-    gateway = spark.sparkContext._gateway
-    assert gateway is not None
-    walker = jvm_class(spark.sparkContext, "io.drstream.kafka.AdoptedCopies")
-    source = _java_map(gateway, java_client(config.source))
-    destination = _java_map(gateway, java_client(config.destination))
-    headers = gateway.jvm.java.util.ArrayList()
+    context = spark.sparkContext
+    walker = jvm_class(context, "io.drstream.kafka.AdoptedCopies")
+    source = java_map(java_client(config.source), context)
+    destination = java_map(java_client(config.destination), context)
+    headers = jvm_view(context).java.util.ArrayList()
     for h in ignored:
         headers.add(h)
     remote = config.renamer.format_remote_topic
@@ -152,13 +151,6 @@ def _walks(config: FlowConfig, spark: SparkSession, tasks: list[tuple[str, int]]
 
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="adopt") as pool:
         return list(pool.map(walk, tasks))
-
-
-def _java_map(gateway: object, entries: dict[str, str]) -> object:
-    java = gateway.jvm.java.util.HashMap()  # type: ignore[attr-defined]
-    for key, value in entries.items():
-        java.put(key, value)
-    return java
 
 
 def _take_over_groups(config: FlowConfig, clusters: FlowClusters, adopted: set[tuple[str, int]], out: Adoption,

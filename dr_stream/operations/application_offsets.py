@@ -25,8 +25,8 @@ from dr_stream.kafka.cluster_context import FlowClusters
 from dr_stream.operations.failover import SourcePositions, translate_source_positions
 from dr_stream.operations.flow_tables import FlowTables
 from dr_stream.positions import GroupCommit, RecordTimestamps, Translation, stamped
+from dr_stream.replication.checkpoint_positions import EARLIEST, LATEST
 
-EARLIEST, LATEST = -2, -1  # Spark's startingOffsets sentinels
 SENTINELS = {EARLIEST: "earliest", LATEST: "latest"}
 # the methods that resume a reader with nothing read twice and nothing skipped
 EXACT_METHODS = frozenset({"exact", "next", "returned", *SENTINELS.values()})

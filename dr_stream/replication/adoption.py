@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dr_stream.index import Run
+from dr_stream.replication.checkpoint_positions import EARLIEST, LATEST, specific_offsets
 
 Partition = tuple[str, int]
 
@@ -148,6 +149,4 @@ def adopted_start(replicated: Mapping[str, int], resume: Mapping[Partition, int]
     (`streaming.starting_offsets`) for the rest; None when no replicated partition was adopted."""
     if not any(k[0] in replicated for k in resume):
         return None
-    default = -2 if earliest else -1  # Spark's earliest / latest
-    return json.dumps({t: {str(p): resume.get((t, p), default) for p in range(n)}
-                       for t, n in sorted(replicated.items())}, sort_keys=True)
+    return specific_offsets(replicated, resume, EARLIEST if earliest else LATEST)

@@ -13,6 +13,8 @@ checkpoint through Hadoop's FileSystem, so it works on any state URI.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from dr_stream.core.offset_log import Partition, newest_batch, parse
@@ -20,6 +22,16 @@ from dr_stream.runtime.state_paths import qualified, read_text
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+EARLIEST, LATEST = -2, -1  # Spark's specific-offsets markers for a partition's first record and its end
+
+
+def specific_offsets(topics: Mapping[str, int], positions: Mapping[Partition, int], default: int) -> str:
+    """A new checkpoint's startingOffsets in Spark's specific-offsets shape: every partition of
+    `topics` (topic -> partitions) named, as Spark asks, at its position or else at `default`."""
+    return json.dumps({t: {str(p): positions.get((t, p), default) for p in range(n)}
+                       for t, n in sorted(topics.items())}, sort_keys=True)
 
 
 def offset_log_positions(text: str) -> dict[Partition, int]:

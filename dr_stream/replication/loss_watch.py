@@ -44,7 +44,7 @@ from dr_stream.core.config import FlowConfig
 from dr_stream.kafka.admin import log_bounds, topic_ids
 from dr_stream.kafka.record_reads import read_records
 from dr_stream.replication.adoption import adopted_start, resume_offsets
-from dr_stream.replication.checkpoint_positions import next_to_read
+from dr_stream.replication.checkpoint_positions import EARLIEST, next_to_read, specific_offsets
 from dr_stream.replication.flow_metrics import FlowMetrics
 from dr_stream.replication.losses import Loss, LossLedger, record_found, retention_losses, skipped_losses
 from dr_stream.runtime.state_paths import move_aside, read_text, write_text
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
     from dr_stream.index import IndexFeed
 
 Partition = tuple[str, int]
-EARLIEST = -2  # Spark's specific-offsets marker for a partition's first record
 # The longest a deletion the running query is still crossing is held back before it is recorded.
 SETTLE_S = 60.0
 # why the replicate query starts on a new checkpoint: the old one's name, and the words said
@@ -117,8 +116,7 @@ def rewind_losses(rewound: Mapping[Partition, tuple[int, int]], dest_ends: Mappi
 def starting_offsets(replicated: dict[str, int], positions: dict[Partition, int], recreated: list[str]) -> str:
     """The new checkpoint's start, as Spark's specific offsets (every partition named): a
     recreated topic from its first record, every other partition where the flow was."""
-    return json.dumps({t: {str(p): EARLIEST if t in recreated else positions.get((t, p), EARLIEST) for p in range(n)}
-                       for t, n in sorted(replicated.items())}, sort_keys=True)
+    return specific_offsets(replicated, {k: o for k, o in positions.items() if k[0] not in recreated}, EARLIEST)
 
 
 class LossWatch:

@@ -12,6 +12,7 @@ of each caller failing on `None`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from py4j.java_gateway import JavaClass, JavaGateway
@@ -51,3 +52,12 @@ def jvm_class(context: SparkContext | None, name: str) -> JavaClass:
     for its static members and constructors; an unknown name fails at the first call, as py4j's
     own lookup would."""
     return JavaClass(name, gateway(context)._gateway_client)
+
+
+def java_map(entries: Mapping[str, str], context: SparkContext | None = None) -> Any:
+    """`entries` as a `java.util.HashMap` of `context`'s JVM (the running context's by default):
+    what a Java constructor or method taking client settings is given."""
+    java = jvm_view(context).java.util.HashMap()
+    for key, value in entries.items():
+        java.put(key, value)
+    return java

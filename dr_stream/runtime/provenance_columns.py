@@ -22,7 +22,7 @@ from pyspark.sql.classic.column import Column as JvmColumn
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
 from dr_stream.core.config import FilterOverride
-from dr_stream.runtime.jvm_classes import gateway, jvm_class, jvm_view
+from dr_stream.runtime.jvm_classes import gateway, java_map, jvm_class, jvm_view
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
@@ -76,20 +76,13 @@ def written_copies(client_config: Mapping[str, str], wait_ms: int = CLAIM_WAIT_M
     """The Java `io.drstream.kafka.WrittenCopies.Source` of the source cluster (its Java client
     settings, `spark_options.java_client`): where the record path reads the runs dr-stream flows
     published there (`__dr_stream_runs.*`), to hold a cycle claim to them."""
-    return jvm_view().io.drstream.kafka.WrittenCopies.Source(_java_map(client_config), wait_ms)
+    return jvm_view().io.drstream.kafka.WrittenCopies.Source(java_map(client_config), wait_ms)
 
 
 def destination_originals(client_config: Mapping[str, str]) -> Any:
     """The Java `io.drstream.kafka.DestinationOriginals.Source` of the destination (its Java client
     settings): where the record path reads the original a cycle claim names."""
-    return jvm_view().io.drstream.kafka.DestinationOriginals.Source(_java_map(client_config))
-
-
-def _java_map(entries: Mapping[str, str]) -> Any:
-    java = jvm_view().java.util.HashMap()
-    for key, value in entries.items():
-        java.put(key, value)
-    return java
+    return jvm_view().io.drstream.kafka.DestinationOriginals.Source(java_map(client_config))
 
 
 def cycle_flags(header: str, destination_cluster_id: str, destination_topic: Column,

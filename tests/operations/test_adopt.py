@@ -21,7 +21,7 @@ from tests.kafka_tools import (
     committed,
     consume_all,
     consume_and_commit,
-    count,
+    count_once_created,
     create_topic,
     delete_groups,
     delete_topics,
@@ -87,13 +87,6 @@ def groups_of(bootstrap: str) -> set[str]:
     return set(list_groups(admin(bootstrap), timeout=30))
 
 
-def copied_by_mm2(dc2, remote: str) -> int:
-    try:
-        return count(dc2.bootstrap, remote)
-    except Exception:  # not created yet
-        return 0
-
-
 @pytest.fixture
 def mm2_copy(dc1, dc2, tmp_path):
     """A topic MirrorMaker 2 copied to dc2 as `dc1.<topic>`, killed once before it committed where it
@@ -110,7 +103,7 @@ def mm2_copy(dc1, dc2, tmp_path):
     mm2 = mirror_maker(properties, log, heap="512M")
     try:
         mm2.start()
-        assert wait_until(lambda: copied_by_mm2(dc2, remote) >= FIRST * PARTITIONS, 180, interval=0.5), (
+        assert wait_until(lambda: count_once_created(dc2.bootstrap, remote) >= FIRST * PARTITIONS, 180, interval=0.5), (
             f"MirrorMaker 2 did not copy the first {FIRST} records per partition in 180 s; see {log}")
         mm2.kill9()
         mm2 = mirror_maker(properties, log, heap="512M")

@@ -29,6 +29,7 @@ from tests.kafka_tools import (
     consume_all,
     consume_and_commit,
     count,
+    count_once_created,
     create_topic,
     end_offsets,
     forget_prefixed,
@@ -145,7 +146,7 @@ def test_a_flow_the_previous_release_ran_resumes_on_this_one_exactly_once_with_g
     try:
         old = previous_release.start(flow, old_log)
         running.append(old)
-        assert wait_until(lambda: count_or_zero(dc2, remote) >= PER_PARTITION * PARTITIONS, 240, 1), (
+        assert wait_until(lambda: count_once_created(dc2.bootstrap, remote) >= PER_PARTITION * PARTITIONS, 240, 1), (
             f"release {PREVIOUS[0]} copied nothing; see {old_log}")
         consume_and_commit(dc1.bootstrap, topic, group, dict.fromkeys(range(PARTITIONS), 500), helper=False)
         assert wait_until(lambda: len(committed(dc2.bootstrap, group, remote, PARTITIONS)) == PARTITIONS, 120, 1), (
@@ -159,7 +160,7 @@ def test_a_flow_the_previous_release_ran_resumes_on_this_one_exactly_once_with_g
         new = current().start(flow, new_log)
         running.append(new)
         total = 3 * PER_PARTITION
-        assert wait_until(lambda: count_or_zero(dc2, remote) >= total * PARTITIONS, 240, 1), (
+        assert wait_until(lambda: count_once_created(dc2.bootstrap, remote) >= total * PARTITIONS, 240, 1), (
             f"this release did not copy what followed; see {new_log}")
         consume_and_commit(dc1.bootstrap, topic, group, dict.fromkeys(range(PARTITIONS), 2_500), helper=False)
         moved_on = copy_offsets(dc2, remote, 2_500)
@@ -198,13 +199,6 @@ def test_a_flow_the_previous_release_ran_resumes_on_this_one_exactly_once_with_g
     assert len(lines) == 1 and "written by dr-stream 9.0.0" in lines[0], refused.stderr[-2000:]
     forget_prefixed(dc1.bootstrap, topic, group)
     forget_prefixed(dc2.bootstrap, topic, group)
-
-
-def count_or_zero(cluster, topic: str) -> int:
-    try:
-        return count(cluster.bootstrap, topic)
-    except Exception:  # not created yet
-        return 0
 
 
 def copy_offsets(dc2, topic: str, origin: int) -> dict[int, int]:
