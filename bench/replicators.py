@@ -126,6 +126,8 @@ class Replicator:
     command: list[str]
     env: dict[str, str]
     log_file: Path
+    # The CPUs the process tree may run on (every child inherits them); None: the whole machine.
+    cpus: frozenset[int] | None = None
     started_at: float = 0.0
     _proc: subprocess.Popen[bytes] | None = None
     _cost: CostSampler | None = None
@@ -146,10 +148,12 @@ class Replicator:
 
     def start(self) -> None:
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        cpus = self.cpus
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus is not None else None
         with open(self.log_file, "ab") as log:
             self._proc = subprocess.Popen(self.command, env={**os.environ, **self.env}, stdout=log,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True, cwd=project_root())
+                                          start_new_session=True, cwd=project_root(), preexec_fn=pin)
         self.started_at = time.monotonic()
         self._cost = CostSampler(self._proc.pid).start()
 

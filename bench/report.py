@@ -196,7 +196,9 @@ def _table(first_column: str, body: list[list[str]]) -> list[str]:
 
 
 def markdown(runs: Runs, size: Size, when: str, machine: str, png: str,
-             long: dict[str, ToolResult] | None = None) -> str:
+             long: dict[str, ToolResult] | None = None, constrained: Runs | None = None,
+             constrained_cores: str = "") -> str:
+    """The report; `constrained`: the same rounds with every replicator on `constrained_cores`."""
     repeats = max((len(v) for v in runs.values()), default=0)
     lines = [
         f"# dr-stream vs plain Spark vs MirrorMaker 2: {when}",
@@ -229,14 +231,23 @@ def markdown(runs: Runs, size: Size, when: str, machine: str, png: str,
                   "JIT compilers) is a small part of the copy, as it is for a flow that runs for days. CPU-seconds "
                   "are the process tree's from the first record copied to the last.", "",
                   *_table("long catch-up", long_rows(long))]
+    if constrained:
+        repeats = max((len(v) for v in constrained.values()), default=0)
+        lines += ["", f"## Constrained: each replicator on {constrained_cores}", "",
+                  f"The same rounds, {repeats} times in alternation, with every process of the replicator's (its "
+                  "JVMs, dr-stream's Python driver) allowed onto those cores only, as when the machine is busy "
+                  "with something else; the brokers and the load keep every core. A JVM sizes its thread pools "
+                  "and picks its collector from the CPUs it may use, so each replicator runs as it would in a "
+                  "container of that size. The rows are the ones above: the ratios show how each degrades.", "",
+                  *_table("constrained", rows(constrained, size))]
     lines += ["", f"![latency CDF and throughput]({png})", "", "Settings:", ""]
     lines += [f"- {tool}: {runs[tool][0].settings}" for tool in TOOLS if runs.get(tool)]
     return "\n".join([*lines, ""])
 
 
-def plot(runs: Runs, path: Path) -> None:
-    """Latency CDF per replicator (every run's records pooled) and catch-up throughput (median,
-    min-max as the error bar)."""
+def plot(runs: Runs, path: Path, constrained: Runs | None = None) -> None:
+    """Latency CDF per replicator (every run's records pooled; the constrained arm's dashed) and
+    catch-up throughput (median, min-max as the error bar)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -244,12 +255,13 @@ def plot(runs: Runs, path: Path) -> None:
 
     fig, (cdf, bars) = plt.subplots(1, 2, figsize=(13, 4.8))
     tools = [t for t in TOOLS if runs.get(t)]
-    for tool in tools:
-        ordered = sorted(v for r in runs[tool] for v in r.latencies)
-        if ordered:
-            n = len(ordered)
-            cdf.plot(ordered, [(i + 1) / n for i in range(n)], color=COLORS[tool],
-                     label=f"{tool} ({len(runs[tool])} runs pooled)")
+    for arm, style, suffix in ((runs, "-", ""), (constrained or {}, "--", ", constrained")):
+        for tool in [t for t in TOOLS if arm.get(t)]:
+            ordered = sorted(v for r in arm[tool] for v in r.latencies)
+            if ordered:
+                n = len(ordered)
+                cdf.plot(ordered, [(i + 1) / n for i in range(n)], color=COLORS[tool], linestyle=style,
+                         label=f"{tool}{suffix} ({len(arm[tool])} runs pooled)")
     cdf.set_xscale("log")
     cdf.set_xlabel("end-to-end latency (ms, log scale)")
     cdf.set_ylabel("fraction of records")

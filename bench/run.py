@@ -24,13 +24,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import workloads
 from bench.cpu_profile import JFR_OPTIONS, Profiler
 from bench.failover_time import FailoverTimes, failover_times, index_bytes_per_million
 from bench.replicators import Replicator, dr_stream, mirror_maker, plain_spark
-from bench.report import DR, DR_RT, MM2, PLAIN, TOOLS, ToolResult, markdown, plot
+from bench.report import DR, DR_RT, MM2, PLAIN, TOOLS, Runs, ToolResult, markdown, plot
 from bench.workloads import Size
 from dr_stream.background import Background
 from dr_stream.dev.clusters import LocalCluster
@@ -78,16 +79,19 @@ def _mm2_properties(work: Path, source: str, target: str, topics: list[str]) -> 
 
 def _run_tool(replicator: Replicator, result: ToolResult, source: LocalCluster, target: LocalCluster,
               names: dict[str, str], size: Size, megabytes: float, log: Log,
-              profiler: Profiler | None = None, translates: bool = True, catch_up_only: bool = False) -> ToolResult:
-    """With a `profiler`, each phase (start-up, catch-up, the wait for the lag topic, steady) is
-    marked as it begins, and the recording written out before the replicator stops. A replicator
-    that does not `translate` group offsets (the plain Spark copy) copies the failover topic but
-    has no groups to measure. `catch_up_only`: stops once the catch-up is copied (the long
+              profiler: Profiler | None = None, translates: bool = True, catch_up_only: bool = False,
+              cpus: frozenset[int] | None = None) -> ToolResult:
+    """`cpus`: the only CPUs the replicator's processes may run on (the constrained arm). With a
+    `profiler`, each phase (start-up, catch-up, the wait for the lag topic, steady) is marked as it
+    begins, and the recording written out before the replicator stops. A replicator that does not
+    `translate` group offsets (the plain Spark copy) copies the failover topic but has no groups
+    to measure. `catch_up_only`: stops once the catch-up is copied (the long
     catch-up)."""
     mark = profiler.mark if profiler else (lambda _: None)
     workloads.recreate_topic(source.bootstrap, names["steady"], size.partitions)
     log(f"== {result.name}: starting ({' '.join(replicator.command[:3])} ...)")
     steal_at = _host_steal_s()
+    replicator.cpus = cpus
     replicator.start()
     if profiler:
         profiler.started(replicator)
@@ -159,9 +163,11 @@ def trigger(tool: str) -> str:
     return os.environ.get("BENCH_TRIGGER", DR_TRIGGER[tool]) if tool != DR_RT else DR_TRIGGER[tool]
 
 
-def _cores() -> str:
-    # Every replicator runs alone on the whole machine, so each gets the same cores.
-    return f"all {os.cpu_count()} cores"
+def _cores(cpus: frozenset[int] | None) -> str:
+    # Every replicator runs alone, on the whole machine or on the same cores of it, so each gets the same CPU.
+    if cpus is None:
+        return f"all {os.cpu_count()} cores"
+    return f"{len(cpus)} of the {os.cpu_count()} cores (CPU {', '.join(map(str, sorted(cpus)))})"
 
 
 def _slots(tool: str, size: Size) -> int:
@@ -170,18 +176,19 @@ def _slots(tool: str, size: Size) -> int:
 
 
 def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
-               megabytes: float, log: Log, profiler: Profiler | None = None, catch_up_only: bool = False) -> ToolResult:
+               megabytes: float, log: Log, profiler: Profiler | None = None, catch_up_only: bool = False,
+               cpus: frozenset[int] | None = None) -> ToolResult:
     slots = _slots(tool, size)
     env = _dr_env(work, source, target, tool, slots, jfr=profiler is not None)
     settings = (f"bench/flow.yaml: mode {env['BENCH_MODE']}, trigger {trigger(tool)}"
                 + (", max_records_per_batch 500000" if tool == DR else "")
-                + f"; {_cores()}, local[{slots}] task slots"
+                + f"; {_cores(cpus)}, local[{slots}] task slots"
                 + (" (real-time mode holds one per source partition)" if tool == DR_RT else "")
                 + f", driver {DR_DRIVER_MEMORY}; sink acks=all, idempotent, linger 5 ms, batch 256 KiB")
     names = {"catchup": "bench.catchup", "steady": "bench.drs.steady", "steady_dest": "bench.drs.steady",
              "lag": "bench.drs.lag", "lag_dest": "bench.drs.lag", "tool": "drs"}
     result = _run_tool(dr_stream(HERE / "flow.yaml", env, log_file), ToolResult(tool, settings=settings),
-                       source, target, names, size, megabytes, log, profiler, catch_up_only=catch_up_only)
+                       source, target, names, size, megabytes, log, profiler, catch_up_only=catch_up_only, cpus=cpus)
     if not catch_up_only:
         result.index_bytes_per_million = index_bytes_per_million(work, log)
     return result
@@ -189,13 +196,13 @@ def _dr_stream(tool: str, work: Path, log_file: Path, source: LocalCluster, targ
 
 def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
                   megabytes: float, log: Log, profiler: Profiler | None = None, catch_up_only: bool = False,
-                  compat: bool = False) -> ToolResult:
+                  compat: bool = False, cpus: frozenset[int] | None = None) -> ToolResult:
     """MirrorMaker 2 at the brokers' version; `compat`: at the compatibility brokers' 3.x version."""
     work.mkdir(parents=True, exist_ok=True)
     properties = _mm2_properties(work, source.bootstrap, target.bootstrap, [r"bench\.catchup", r"bench\.mm2\..*"])
     pins = JvmPins.load()
     version = pins.kafka_broker_compat if compat else pins.kafka_broker
-    settings = (f"Kafka {version}; bench/mm2.properties: dedicated mode, {_cores()}, tasks.max=2, heap 2G; "
+    settings = (f"Kafka {version}; bench/mm2.properties: dedicated mode, {_cores(cpus)}, tasks.max=2, heap 2G; "
                 "group offset sync, checkpoints and heartbeats every 1 s, dst.offset.flush.interval.ms=1000, "
                 "offset.lag.max at its default (100); "
                 "source consumer fetch.max.wait.ms=50; producer acks=all, idempotent, linger 5 ms, batch 256 KiB")
@@ -204,16 +211,16 @@ def _mirror_maker(tool: str, work: Path, log_file: Path, source: LocalCluster, t
     jvm_options = JFR_OPTIONS.split() if profiler else []
     return _run_tool(mirror_maker(properties, log_file, jvm_options=jvm_options, compat=compat),
                      ToolResult(tool, settings=settings), source, target, names, size, megabytes, log, profiler,
-                     catch_up_only=catch_up_only)
+                     catch_up_only=catch_up_only, cpus=cpus)
 
 
 def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, target: LocalCluster, size: Size,
                  megabytes: float, log: Log, profiler: Profiler | None = None,
-                 catch_up_only: bool = False) -> ToolResult:
+                 catch_up_only: bool = False, cpus: frozenset[int] | None = None) -> ToolResult:
     env = {**_dr_env(work, source, target, tool, 2, jfr=profiler is not None),
            "BENCH_TOPICS": r"bench\.catchup|bench\.plain\..*", "BENCH_WORK": str(work)}
     settings = (f"bench/plain_spark.py: Spark's Kafka source -> Spark's Kafka sink, nothing else; trigger "
-                f"{trigger(tool)}, maxOffsetsPerTrigger 500000; {_cores()}, local[2], driver {DR_DRIVER_MEMORY}, "
+                f"{trigger(tool)}, maxOffsetsPerTrigger 500000; {_cores(cpus)}, local[2], driver {DR_DRIVER_MEMORY}, "
                 "dr-stream's JVM options, one task per core, asynchronous progress tracking; sink acks=all, "
                 "idempotent, linger 5 ms, batch 256 KiB; no timestamp "
                 "carried, no provenance, no offset index, no translation")
@@ -223,7 +230,7 @@ def _plain_spark(tool: str, work: Path, log_file: Path, source: LocalCluster, ta
     workloads.create_topics(target.bootstrap, {"bench.catchup": size.partitions,
                                                "bench.plain.steady": size.partitions, "bench.plain.lag": 1})
     return _run_tool(plain_spark(env, log_file), ToolResult(tool, settings=settings), source, target, names, size,
-                     megabytes, log, profiler, translates=False, catch_up_only=catch_up_only)
+                     megabytes, log, profiler, translates=False, catch_up_only=catch_up_only, cpus=cpus)
 
 
 # Not in `make bench`: `make profile` runs it to see what MirrorMaker 2 at the brokers' version
@@ -306,39 +313,73 @@ def start_source(source: LocalCluster, size: Size, log: Log) -> float:
     return megabytes
 
 
+@dataclass(frozen=True)
+class Arm:
+    """How much of the machine every replicator of a round gets: the same for each, in turn."""
+
+    name: str
+    cpus: frozenset[int] | None  # None: the whole machine
+
+    @property
+    def slug(self) -> str:
+        return "" if self.cpus is None else f"{self.name}-"
+
+
+NORMAL = Arm("normal", None)
+# One core of the machine's, the last (the first takes the most interrupts): the machine is busy
+# with something else and the replicator gets what is left. The brokers and the load keep every core.
+CONSTRAINED = Arm("constrained", frozenset({(os.cpu_count() or 1) - 1}))
+ARMS = {arm.name: arm for arm in (NORMAL, CONSTRAINED)}
+
+
+def _rounds(arm: Arm, tools: list[str], repeat: int, work: Path, logs: Path, stamp: str, source: LocalCluster,
+            port: int, size: Size, megabytes: float, log: Log) -> Runs:
+    """Each replicator `repeat` times in alternation, each run alone against a new destination."""
+    runs: Runs = {tool: [] for tool in tools}
+    for r in range(repeat):
+        for tool in _order(r, tools):
+            log(f"-- {arm.name} arm, run {r + 1} of {repeat}: {tool} on {_cores(arm.cpus)}")
+            slug = arm.slug + tool.replace(" ", "-")
+            target = fresh_target(work, port, f"dst-{r}-{slug}")
+            try:
+                runs[tool].append(RUNNERS[tool](tool, work / f"{slug}-{r}", logs / f"{stamp}-{slug}-{r}.log",
+                                                source, target, size, megabytes, log, cpus=arm.cpus))
+            finally:
+                target.stop()
+                shutil.rmtree(work / f"dst-{r}-{slug}", ignore_errors=True)
+    return runs
+
+
 def run(size: Size, out: Path, ports: tuple[int, int] = (19392, 29392), log: Log = print,
-        only: str | None = None, repeat: int | None = None) -> Path | None:
+        only: str | None = None, repeat: int | None = None,
+        arms: tuple[Arm, ...] = (NORMAL, CONSTRAINED)) -> Path | None:
+    """The rounds of each arm, then (with the normal arm) the long catch-up and the failover timing."""
     repeat = repeat or int(os.environ.get("BENCH_REPEAT", "3"))
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = cache_dir() / "bench" / f"run-{stamp}"
     logs = cache_dir() / "bench" / "logs"  # kept after the run, unlike `work`
     source = LocalCluster("bench-src", ports[0], work / "src")
     tools = [only] if only else [t for t in TOOLS if not size.tools or t in size.tools]
-    runs: dict[str, list[ToolResult]] = {tool: [] for tool in tools}
+    constrained_tools = [only] if only else [t for t in tools
+                                             if not size.constrained_tools or t in size.constrained_tools]
     try:
         megabytes = start_source(source, size, log)
-        for r in range(repeat):
-            for tool in _order(r, tools):
-                log(f"-- run {r + 1} of {repeat}: {tool}")
-                slug = tool.replace(" ", "-")
-                target = fresh_target(work, ports[1], f"dst-{r}-{slug}")
-                try:
-                    runs[tool].append(RUNNERS[tool](tool, work / f"{slug}-{r}", logs / f"{stamp}-{slug}-{r}.log",
-                                                    source, target, size, megabytes, log))
-                finally:
-                    target.stop()
-                    shutil.rmtree(work / f"dst-{r}-{slug}", ignore_errors=True)
-        if only:
+        by_arm = {arm.name: _rounds(arm, constrained_tools if arm is CONSTRAINED else tools, repeat, work, logs,
+                                    stamp, source, ports[1], size, megabytes, log) for arm in arms}
+        if only or NORMAL.name not in by_arm:
             return None
+        runs = by_arm[NORMAL.name]
         # Before the failover timing, whose topic of 10 partitions a real-time flow would need slots for.
         long = _long_catch_up(work, source, ports[1], size, logs, stamp, log)
         runs[DR][0].failover = _failover_timing(work, source, ports[1], size, logs, stamp, log)
         out.mkdir(parents=True, exist_ok=True)
         png = out / f"{stamp}.png"
-        plot(runs, png)
+        constrained = by_arm.get(CONSTRAINED.name)
+        plot(runs, png, constrained)
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         report = out / f"{stamp}.md"
-        report.write_text(markdown(runs, size, when, _machine(), png.name, long))
+        report.write_text(markdown(runs, size, when, _machine(), png.name, long, constrained,
+                                   _cores(CONSTRAINED.cpus)))
         shutil.copyfile(png, out / "latest.png")
         (out / "latest.md").write_text(re.sub(re.escape(png.name), "latest.png", report.read_text()))
         log(f"results: {report} and {png} (also latest.md / latest.png)")
@@ -355,10 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=project_root() / "bench" / "results")
     parser.add_argument("--only", choices=list(TOOLS), help="tuning: run one replicator, print its numbers, "
                                                             "write no results")
+    parser.add_argument("--arms", default=",".join(ARMS), help="the arms to run, of: " + ", ".join(ARMS)
+                        + " (results are written only with the normal arm)")
     args = parser.parse_args(argv)
+    unknown = [a for a in args.arms.split(",") if a not in ARMS]
+    if unknown:
+        parser.error(f"--arms: no arm {', '.join(unknown)}; the arms are {', '.join(ARMS)}")
     began = time.monotonic()
     report = run(workloads.SMOKE if args.smoke else workloads.FULL, args.out,
-                 log=lambda line: print(line, flush=True), only=args.only)
+                 log=lambda line: print(line, flush=True), only=args.only,
+                 arms=tuple(ARMS[a] for a in args.arms.split(",")))
     if report is None:
         return 0
     print(report.read_text())

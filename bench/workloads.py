@@ -52,6 +52,8 @@ class Size:
     long_tools: tuple[str, ...] = ()
     # the replicators the rounds run (empty: every one)
     tools: tuple[str, ...] = ()
+    # the replicators of those the constrained arm's rounds run (empty: every one)
+    constrained_tools: tuple[str, ...] = ()
 
 
 FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 90, 1000, long_records=5_000_000)
@@ -62,9 +64,12 @@ FULL = Size(1_000_000, 1024, 6, 5000, 60, 110_000, (0, 1_000, 10_000, 100_000), 
 # above, the long run is the same runner for each (it stops at the catch-up), and each replicator
 # more took 20 s of the suite (a Spark one the most). Its rounds leave out
 # dr-stream's real-time mode (37 s of the suite): the harness runs it as it runs micro-batch,
-# from the same flow file with another mode, and the suite runs real-time flows on their own.
+# from the same flow file with another mode, and the suite runs real-time flows on their own. Its
+# constrained arm runs MirrorMaker 2 alone: the arm differs only in the CPUs every replicator's
+# processes are started on, and that is tested on its own (tests/test_replicator_costs.py).
 SMOKE = Size(6_000, 1024, 6, 200, 5, 2_000, (0, 1_000), 300, 5, settle_s=3, long_records=9_000,
-             long_tools=("MirrorMaker 2",), tools=("dr-stream", "plain Spark", "MirrorMaker 2"))
+             long_tools=("MirrorMaker 2",), tools=("dr-stream", "plain Spark", "MirrorMaker 2"),
+             constrained_tools=("MirrorMaker 2",))
 
 
 create_topics = workload.create_topics

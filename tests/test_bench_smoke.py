@@ -1,7 +1,8 @@
 """The bench harness at a tiny size, so `make bench` cannot rot: the replicators of its rounds
 (dr-stream in micro-batch mode, the plain Spark copy, MirrorMaker 2; not real-time mode, which
 differs only in the flow's mode) run through every workload on their own clusters and the
-report holds a number for each, and none for a replicator that did not run."""
+report holds a number for each, and none for a replicator that did not run; its constrained arm
+runs MirrorMaker 2 again, on one core."""
 
 from __future__ import annotations
 
@@ -52,5 +53,14 @@ def test_bench_runs_its_replicators_through_every_workload_and_reports_each_metr
     for metric in ("records/s while copying", "CPU-seconds, first record copied -> all copied"):
         assert [long[metric][i] != "-" for i in range(4)] == [i in ran for i in range(4)], long
     assert f"Long catch-up: {SMOKE.long_records:,} records" in report.read_text()
+    # The constrained arm: the replicators it runs have the same rows, on one core; the others none.
+    constrained = table(report.read_text(), "constrained")
+    arm = [i for i, tool in enumerate(("dr-stream", "dr-stream realtime", "MirrorMaker 2", "plain Spark"))
+           if tool in SMOKE.constrained_tools]
+    assert constrained.keys() == {m for m in rows if not m.startswith("failover with the source gone")}
+    assert constrained["steady: records received"] == tuple(sent if i in arm else "-" for i in range(4))
+    assert [constrained["catch-up: records copied per CPU-second"][i] != "-" for i in range(4)] == \
+        [i in arm for i in range(4)], constrained
+    assert "## Constrained: each replicator on 1 of the" in report.read_text()
     assert (tmp_path / "latest.png").stat().st_size > 10_000
     assert "latest.png" in (tmp_path / "latest.md").read_text()

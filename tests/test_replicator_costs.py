@@ -3,6 +3,7 @@ once, however its children were started."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -42,3 +43,26 @@ def test_a_process_that_forks_a_copy_of_itself_is_measured_at_its_own_size():
     finally:
         _kill(process_tree(proc.pid))
         proc.wait(10)
+
+
+def test_a_replicator_given_cpus_runs_its_whole_tree_on_them_and_one_given_none_on_every_cpu(tmp_path):
+    from bench.replicators import Replicator
+
+    # a parent that starts a child: the child must inherit the parent's CPUs
+    program = ("import subprocess, sys, time\n"
+               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\ntime.sleep(30)\n")
+    pinned = Replicator("pinned", [sys.executable, "-c", program], {}, tmp_path / "pinned.log", cpus=frozenset({0}))
+    free = Replicator("free", [sys.executable, "-c", "import time; time.sleep(30)"], {}, tmp_path / "free.log")
+    pinned.start()
+    free.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(process_tree(pinned.proc.pid)) < 2:
+            time.sleep(0.1)
+        tree = process_tree(pinned.proc.pid)
+        assert len(tree) == 2
+        assert [os.sched_getaffinity(pid) for pid in tree] == [{0}, {0}]
+        assert os.sched_getaffinity(free.proc.pid) == os.sched_getaffinity(0)
+    finally:
+        pinned.stop(timeout=5)
+        free.stop(timeout=5)
