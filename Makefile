@@ -85,7 +85,8 @@ demo-yarn: setup dist
 	$(PY) -m dr_stream.dev.demo_yarn
 
 # dr-stream, a plain Spark copy and MirrorMaker 2 on their own two clusters, 3 alternating runs
-# each, then the long catch-up (about 25 min); results in bench/results/.
+# each on the whole machine and 3 on one core (the constrained arm), then the long catch-up
+# (about 45 min); results in bench/results/.
 bench: setup
 	$(PY) -m bench.run
 
