@@ -54,6 +54,8 @@ class Adoption:
     groups_taken: list[str] = field(default_factory=list)
     groups_left: dict[str, str] = field(default_factory=dict)  # group -> why not taken over
     missing: list[str] = field(default_factory=list)  # source topics with no copy on the destination
+    # source partitions whose copy has no partition of that number: topic -> the first such partition
+    beyond: dict[str, int] = field(default_factory=dict)
 
     @property
     def exact(self) -> bool:
@@ -66,6 +68,7 @@ class Adoption:
                             "duplicates": w.duplicates, "unmatched": w.unmatched, "uncopied": w.uncopied}
                            for w in self.walks],
             "groups_taken_over": self.groups_taken, "groups_left": self.groups_left, "not_copied": self.missing,
+            "partitions_not_copied": [{"topic": t, "from_partition": first} for t, first in self.beyond.items()],
         }
 
 
@@ -98,6 +101,12 @@ def adopt(config: FlowConfig, spark: SparkSession, replicator: str, dry_run: boo
                 say(f"{topic}: no {remote(topic)} on {config.destination.alias}: the flow copies it from the start")
                 continue
             tasks += [(topic, p) for p in range(min(n, there[remote(topic)]))]
+            if n > there[remote(topic)]:
+                out.beyond[topic] = there[remote(topic)]
+                say(f"{topic}: partitions {there[remote(topic)]}-{n - 1} have none of their number in "
+                    f"{remote(topic)} on {config.destination.alias} ({there[remote(topic)]} partitions): the flow "
+                    "adds them there and copies them as partitions it never read "
+                    f"(streaming.starting_offsets: {config.streaming.starting_offsets})")
         say(f"adopting {len(tasks)} partitions {who.name} copied from {config.source.alias} to "
             f"{config.destination.alias} ({'dry run: nothing written' if dry_run else 'indexing them'})")
         out.walks = _walks(config, spark, tasks, who.added_headers, say)

@@ -17,6 +17,7 @@ from dr_stream.operations.failover import failover
 from dr_stream.operations.flow_tables import FlowTables
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import (
+    add_partitions,
     admin,
     committed,
     consume_all,
@@ -37,6 +38,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 3
 FIRST, UNDER_LOAD, AFTER = 6_000, 4_000, 1_000  # records per partition: before, while and after MirrorMaker 2 ran
 COPIED = FIRST + UNDER_LOAD
+GROWN = 100  # records of the partition the source topic gained after MirrorMaker 2 stopped
 
 
 def records(first: int, last: int):
@@ -90,9 +92,10 @@ def groups_of(bootstrap: str) -> set[str]:
 @pytest.fixture
 def mm2_copy(dc1, dc2, tmp_path):
     """A topic MirrorMaker 2 copied to dc2 as `dc1.<topic>`, killed once before it committed where it
-    was (so it copied the first round twice) and then stopped,
-    with group `<g>` committed on dc1 at 7,000 while it ran (and synced by it to dc2) and at 9,000
-    after; then 1,000 records per partition it never saw. Everything it made is deleted after."""
+    was (so it copied the first round twice) and then stopped, with group `<g>` committed on dc1 at
+    7,000 while it ran (and synced by it to dc2) and at 9,000 after; then 1,000 records per
+    partition it never saw, and a partition more with 100 records. Everything it made is deleted
+    after."""
     topic, group = unique("adopt.orders."), unique("adg-")
     remote = f"dc1.{topic}"
     before = {c.bootstrap: (topics_of(c.bootstrap), groups_of(c.bootstrap)) for c in (dc1, dc2)}
@@ -121,6 +124,9 @@ def mm2_copy(dc1, dc2, tmp_path):
         mm2.stop()
         consume_and_commit(dc1.bootstrap, topic, group, dict.fromkeys(range(PARTITIONS), 9_000), helper=False)
         produce(dc1.bootstrap, topic, records(COPIED, COPIED + AFTER))
+        add_partitions(dc1.bootstrap, topic, PARTITIONS + 1)
+        produce(dc1.bootstrap, topic, ({"key": b"k", "value": f"{PARTITIONS}:{i}".encode(), "partition": PARTITIONS}
+                                       for i in range(GROWN)))
         yield topic, remote, group
     finally:
         mm2.stop()
@@ -149,6 +155,9 @@ def test_a_mirror_maker_2_copy_is_taken_over_exactly_and_copying_resumes_after_i
     said: list[str] = []
     dry = adopt(config, spark, "mirrormaker2", dry_run=True, say=said.append)
     assert [w.kept for w in dry.walks] == [COPIED] * PARTITIONS
+    # the partition MirrorMaker 2 never saw has none of its number to adopt: said, and left to the flow
+    assert dry.beyond == {topic: PARTITIONS}, said
+    assert any(line.startswith(f"{topic}: partitions {PARTITIONS}-{PARTITIONS} have none") for line in said), said
     assert not FlowTables.of(config).index.runs(), "a dry run wrote to the offset index"
     assert committed(dc2.bootstrap, group, remote, PARTITIONS) == mm2_group, "a dry run moved a group"
 
@@ -179,6 +188,11 @@ def test_a_mirror_maker_2_copy_is_taken_over_exactly_and_copying_resumes_after_i
                                                           for i in range(COPIED, COPIED + AFTER))
         assert any("read from where the adopted copies end" in line for line in lines), \
             "the first start read the source from its start"
+        # the grown partition: added on dc2 and copied from its start by the flow
+        assert wait_until(lambda: flow.feed.last_copied().get((topic, PARTITIONS), -1) >= GROWN - 1, 120, 1), \
+            "the flow did not copy the partition adopt left to it"
+        grown = [r for r in consume_all(dc2.bootstrap, remote) if r.partition == PARTITIONS]
+        assert sorted(origin(r) for r in grown) == [(PARTITIONS, i) for i in range(GROWN)]
         failover_group = f"{group}-f"
         consume_and_commit(dc1.bootstrap, topic, failover_group, dict.fromkeys(range(PARTITIONS), 9_500), helper=False)
         moved = failover(config, FlowTables.of(config), failover_group)
