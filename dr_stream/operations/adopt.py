@@ -100,11 +100,12 @@ def adopt(config: FlowConfig, spark: SparkSession, replicator: str, dry_run: boo
                 out.missing.append(topic)
                 say(f"{topic}: no {remote(topic)} on {config.destination.alias}: the flow copies it from the start")
                 continue
-            tasks += [(topic, p) for p in range(min(n, there[remote(topic)]))]
-            if n > there[remote(topic)]:
-                out.beyond[topic] = there[remote(topic)]
-                say(f"{topic}: partitions {there[remote(topic)]}-{n - 1} have none of their number in "
-                    f"{remote(topic)} on {config.destination.alias} ({there[remote(topic)]} partitions): the flow "
+            copied = there[remote(topic)]
+            tasks += [(topic, p) for p in range(min(n, copied))]
+            if n > copied:
+                out.beyond[topic] = copied
+                say(f"{topic}: partitions {copied}-{n - 1} have none of their number in "
+                    f"{remote(topic)} on {config.destination.alias} ({copied} partitions): the flow "
                     "adds them there and copies them as partitions it never read "
                     f"(streaming.starting_offsets: {config.streaming.starting_offsets})")
         say(f"adopting {len(tasks)} partitions {who.name} copied from {config.source.alias} to "
