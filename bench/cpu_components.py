@@ -12,9 +12,8 @@ import re
 
 # JVM frames, "package.Class.method", most specific first within a stack's reading.
 _JVM_FRAMES: list[tuple[str, re.Pattern[str]]] = [
-    ("interceptor: stamp -> timestamp and provenance header",
-     re.compile(r"^io\.drstream\.kafka\.(OriginStamp\b|CopyInterceptor\.(stamped|withStamp)\b)")),
-    ("interceptor: copy runs", re.compile(r"^io\.drstream\.kafka\.(CopyInterceptor|CopyRuns)\b")),
+    ("sink: provenance header", re.compile(r"^io\.drstream\.kafka\.ProvenanceWriter\b")),
+    ("sink: copy runs", re.compile(r"^io\.drstream\.kafka\.(CopyRuns|RunPublisher|CopyProducer\$Sent)\b")),
     ("group offsets (Java admin, driver loops)", re.compile(r"^io\.drstream\.kafka\.GroupOffsets\b")),
     ("record path: JSON (provenance header)",
      re.compile(r"^(com\.fasterxml\.jackson\.|org\.apache\.spark\.sql\.catalyst\.json\.|"
@@ -23,8 +22,9 @@ _JVM_FRAMES: list[tuple[str, re.Pattern[str]]] = [
      re.compile(r"^org\.apache\.spark\.sql\.catalyst\.expressions\.(GeneratedClass|codegen\.|"
                 r"UnsafeProjection|InterpretedUnsafeProjection|Interpreted)")),
     ("row conversion: record -> row", re.compile(r"^org\.apache\.spark\.sql\.kafka010\.KafkaRecordToRowConverter\b")),
-    ("sink: row -> producer record", re.compile(r"^org\.apache\.spark\.sql\.kafka010\.(KafkaWriteTask|KafkaRowWriter|"
-                                                 r"KafkaDataWriter|KafkaWrite|KafkaStreamingWrite)\b")),
+    ("sink: row -> producer record", re.compile(r"^(org\.apache\.spark\.sql\.kafka010\.(KafkaWriteTask|KafkaRowWriter|"
+                                                 r"KafkaDataWriter|KafkaWrite|KafkaStreamingWrite)|"
+                                                 r"io\.drstream\.spark\.Copy|io\.drstream\.kafka\.CopyProducer)\b")),
     ("producer", re.compile(r"^org\.apache\.kafka\.clients\.producer\.")),
     ("Kafka source: consumer", re.compile(r"^(org\.apache\.kafka\.clients\.consumer\.|"
                                            r"org\.apache\.spark\.sql\.kafka010\.consumer\.)")),

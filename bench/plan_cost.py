@@ -4,12 +4,12 @@
 
 A micro-batch query is analyzed, optimized and planned again for every batch, so what its plan
 holds costs per batch, whatever the batch carries. This plans the replicate query's record path
-(`record_path.prepare` then `to_sink_rows`, a flow with provenance and no restart marks) and the
-plain Spark copy's projection over the same cached row in the Kafka source's columns
-(`bench.record_path_cost`'s rows: a cached relation, which the optimizer cannot fold away as it
-could literal rows), from the analyzed plan to the executed one, `--plans` times each after as
-many to warm the JIT up, in one local Spark session, and prints milliseconds per plan and the
-optimized plans.
+(`record_path.prepare`, a flow with provenance and no restart marks, whose rows dr-stream's sink
+reads as they are) and the plain Spark copy's projection over the same cached row in the Kafka
+source's columns (`bench.record_path_cost`'s rows: a cached relation, which the optimizer cannot
+fold away as it could literal rows), from the analyzed plan to the executed one, `--plans` times
+each after as many to warm the JIT up, in one local Spark session, and prints milliseconds per
+plan and the optimized plans.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from pyspark.sql import DataFrame
 
 from bench.record_path_cost import PLAN, SINK_COLUMNS, source_rows
-from dr_stream.replication.record_path import prepare, to_sink_rows
+from dr_stream.replication.record_path import prepare
 from dr_stream.runtime.session import spark_session
 
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.sparkContext.setLogLevel("ERROR")
         rows = source_rows(spark, 1)
         paths = {"plain Spark": rows.select(*SINK_COLUMNS),
-                 "dr-stream": rows.transform(prepare(PLAN)).transform(to_sink_rows(PLAN))}
+                 "dr-stream": rows.transform(prepare(PLAN))}
         for name, df in paths.items():
             print(f"{name}: {ms_per_plan(df, args.plans):.2f} ms per plan ({args.plans} plans)", flush=True)
             print(df._jdf.queryExecution().optimizedPlan().toString(), flush=True)

@@ -26,16 +26,19 @@ def golden(name: str) -> dict:
 def test_every_internal_name_is_the_one_the_fixture_states():
     names = golden("names.json")
     said = {
-        "provenance_header": contracts.PROVENANCE_HEADER, "timestamp_header": contracts.TIMESTAMP_HEADER,
+        "provenance_header": contracts.PROVENANCE_HEADER,
         "consumer_timestamps_topic": contracts.CONSUMER_TIMESTAMPS_TOPIC,
         "runs_topic_prefix": contracts.RUNS_TOPIC_PREFIX, "lag_topic_prefix": contracts.LAG_TOPIC_PREFIX,
         "left_out_group_prefix": contracts.LEFT_OUT_GROUP_PREFIX,
         "sync_metadata_prefix": contracts.SYNC_METADATA_PREFIX,
-        "copy_interceptor": contracts.COPY_INTERCEPTOR,
+        "copy_sink": contracts.COPY_SINK,
         "runs_topic_setting": contracts.RUNS_TOPIC_SETTING,
         "provenance_header_setting": contracts.PROVENANCE_HEADER_SETTING,
         "provenance_cluster_setting": contracts.PROVENANCE_CLUSTER_SETTING,
         "runs_hold_setting": contracts.RUNS_HOLD_SETTING,
+        "rename_prefix_setting": contracts.RENAME_PREFIX_SETTING,
+        "rename_suffix_setting": contracts.RENAME_SUFFIX_SETTING,
+        "preserve_partitions_setting": contracts.PRESERVE_PARTITIONS_SETTING,
     }
     assert said == {k: v for k, v in names.items() if k != "_"}
     assert contracts.runs_topic("a-to-b") == names["runs_topic_prefix"] + "a-to-b"

@@ -24,8 +24,11 @@ def test_the_frame_nearest_the_leaf_that_a_rule_knows_decides():
                     "com.fasterxml.jackson.core.json.WriterBasedJsonGenerator.writeString", "java.lang.String.length"]
     assert jvm_component(TASK, json_in_sink) == "record path: JSON (provenance header)"
     assert jvm_component(TASK, SINK) == "sink: row -> producer record"
-    assert jvm_component(TASK, [*SINK, "org.apache.kafka.clients.producer.KafkaProducer.send",
-                                "io.drstream.kafka.CopyInterceptor.onSend"]) == "interceptor: copy runs"
+    copy = ["java.lang.Thread.run", "io.drstream.spark.CopyWriter.write", "io.drstream.kafka.CopyProducer$Copying.send"]
+    assert jvm_component(TASK, copy) == "sink: row -> producer record"
+    assert jvm_component(TASK, [*copy, "io.drstream.kafka.ProvenanceWriter.provenance"]) == "sink: provenance header"
+    assert jvm_component(TASK, ["java.lang.Thread.run", "io.drstream.spark.CopyWriter.commit",
+                                "io.drstream.kafka.RunPublisher.publish"]) == "sink: copy runs"
 
 
 def test_a_producers_sender_thread_counts_as_the_producer_whatever_its_stack():

@@ -3,9 +3,9 @@ the records dr-stream writes for itself. MirrorMaker 2 keeps its names in its re
 for the same reason: applications, tools and the JVM side (jvm/) see these bytes, so each is
 stated once.
 
-The JVM side writes the runs record (`io.drstream.kafka.CopyRuns`), reads the provenance header
-(`io.drstream.kafka.ProvenanceEntry`) and the timestamp header (`CopyInterceptor`) and takes
-the interceptor settings below; the record path writes the provenance header from Spark columns.
+The JVM side writes the runs record (`io.drstream.kafka.CopyRuns`) and the provenance header
+(`io.drstream.kafka.ProvenanceWriter`, in the sink `io.drstream.spark.CopySink`), reads the
+provenance header (`io.drstream.kafka.ProvenanceEntry`) and takes the sink settings below.
 Golden fixtures under tests/contracts/ hold the bytes each side must write and read; the Python
 tests and jvm/src/test both read them, so a change on one side alone fails a test.
 
@@ -22,9 +22,6 @@ from typing import Any
 
 # Headers on replicated records.
 PROVENANCE_HEADER = "__replicator_id"  # the default of `provenance.header`; Confluent Replicator's key
-# Transient: set by the record path (epoch milliseconds, 8 bytes big-endian), moved into the record's
-# timestamp by the sink's interceptor.
-TIMESTAMP_HEADER = "__dr_stream_ts"
 # Internal topics.
 CONSUMER_TIMESTAMPS_TOPIC = "__consumer_timestamps"  # on the source cluster, one per cluster
 RUNS_TOPIC_PREFIX = "__dr_stream_runs."  # on the destination, one per flow
@@ -33,13 +30,18 @@ ACLS_TOPIC_PREFIX = "__dr_stream_acls."  # on the destination, one per flow: the
 # Groups and commit metadata.
 LEFT_OUT_GROUP_PREFIX = "dr-stream-left-out."  # on a failback's returning cluster
 SYNC_METADATA_PREFIX = "dr-stream:"  # metadata of every offset commit dr-stream makes
-# The sink's producer: its one interceptor (timestamps, runs) and its settings (Spark passes them
-# with a `kafka.` prefix).
-COPY_INTERCEPTOR = "io.drstream.kafka.CopyInterceptor"
+# The replicate query's sink (writes each copy, its provenance header, and its runs) and its
+# producer's settings (passed with a `kafka.` prefix, as the producer's own).
+COPY_SINK = "io.drstream.spark.CopySink"
 RUNS_TOPIC_SETTING = "dr.stream.runs.topic"
 PROVENANCE_HEADER_SETTING = "dr.stream.provenance.header"
 PROVENANCE_CLUSTER_SETTING = "dr.stream.provenance.cluster"
 RUNS_HOLD_SETTING = "dr.stream.runs.hold.ms"
+# The sink's own options: the destination topic's name around the source's, and whether a copy
+# keeps its partition number.
+RENAME_PREFIX_SETTING = "dr.stream.rename.prefix"
+RENAME_SUFFIX_SETTING = "dr.stream.rename.suffix"
+PRESERVE_PARTITIONS_SETTING = "dr.stream.preserve.partitions"
 
 # A position's timestamp when the last record the group read is not known.
 UNKNOWN_TIMESTAMP = -1

@@ -2,7 +2,7 @@
 
 A *run* says that origin offsets [origin_start, origin_end] of one source partition were
 copied to destination offsets [dest_start, dest_end] of one destination partition, one to
-one and in order. The sink's producer reports runs as it writes (`CopyInterceptor`), and
+one and in order. The sink reports runs as it writes (jvm/ `CopyProducer`), and
 a scan of the destination rebuilds the ones a crash kept from being reported.
 
 `RunStore` is the rule with no I/O (MirrorMaker 2's `OffsetSyncStore` plays the same part):

@@ -2,7 +2,8 @@
 
 Spark's connector runs Apache Kafka's Java clients, which take the flow's `kafka:` properties
 unchanged under a `kafka.` prefix. The maps for the replication and translate queries, the index's
-resume scan, the failback batch reads and the sink are all built here, from one `cluster_options`.
+resume scan, the failback batch reads and dr-stream's sink are all built here, from one
+`cluster_options`.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import json
 from dr_stream.core.config import ClusterConfig, FlowConfig
 from dr_stream.core.contracts import (
     CONSUMER_TIMESTAMPS_TOPIC,
-    COPY_INTERCEPTOR,
+    PRESERVE_PARTITIONS_SETTING,
     PROVENANCE_CLUSTER_SETTING,
     PROVENANCE_HEADER,
     PROVENANCE_HEADER_SETTING,
+    RENAME_PREFIX_SETTING,
+    RENAME_SUFFIX_SETTING,
     RUNS_TOPIC_SETTING,
 )
+from dr_stream.core.policy import TopicRenamer
 
 
 def cluster_options(cluster: ClusterConfig) -> dict[str, str]:
@@ -145,28 +149,27 @@ def outgrown(sized_for: int, largest_message_bytes: int) -> bool:
     return largest_message_bytes > max(sized_for, PRODUCER_MAX_REQUEST_SIZE)
 
 
-def sink(destination: ClusterConfig, runs_topic: str | None = None, header: str = PROVENANCE_HEADER,
-         largest_message_bytes: int = 0, provenance_cluster: str | None = None) -> dict[str, str]:
-    """The Kafka sink's producer: ordered, idempotent, writing provenance as `provenance_cluster`
-    (the source's cluster.id; None: none) and (with `runs_topic`) reporting its runs.
+def sink(destination: ClusterConfig, renamer: TopicRenamer, preserve_partitions: bool = True,
+         runs_topic: str | None = None, header: str = PROVENANCE_HEADER, largest_message_bytes: int = 0,
+         provenance_cluster: str | None = None) -> dict[str, str]:
+    """dr-stream's sink (jvm/ io.drstream.spark.CopySink, `format(COPY_SINK)`): writes each row of
+    Spark's Kafka source as its copy, renamed with `renamer`, to the same partition number with
+    `preserve_partitions`, with the source record's timestamp, this hop's provenance header under
+    `header` as `provenance_cluster` (the source's cluster.id; None: none) and, with `runs_topic`,
+    each run of copies reported there.
 
-    Spark's Kafka sink (through 4.2) cannot set a record's timestamp: the record path hands each
-    record over with a stamp of its source record in `TIMESTAMP_HEADER`, and dr-stream's one
-    interceptor (jvm/ CopyInterceptor) moves the timestamp into the record's and puts this hop's
-    provenance header under `header` in the stamp's place before the send; with `runs_topic` it
-    also reports each run of copied records to the flow's runs topic. It reads its settings from
-    the producer's own configuration and goes after any interceptor the flow's properties name.
-
-    `largest_message_bytes`: the largest `max.message.bytes` among the topics the flow syncs, so a
-    record the source topic accepts fits the sink's requests (`record_size_limits`); a
-    `max.request.size` or `buffer.memory` in the flow's properties wins."""
-    options = {**SINK_PRODUCER, **record_size_limits(largest_message_bytes), **cluster_options(destination)}
+    Its producer is ordered and idempotent (`SINK_PRODUCER`) and sized by `largest_message_bytes`,
+    the largest `max.message.bytes` among the topics the flow syncs, so a record the source topic
+    accepts fits its requests (`record_size_limits`); the destination's `kafka:` properties win
+    over both, an `interceptor.classes` of theirs included."""
+    prefix, suffix = renamer.affixes
+    options = {**SINK_PRODUCER, **record_size_limits(largest_message_bytes), **cluster_options(destination),
+               RENAME_PREFIX_SETTING: prefix, RENAME_SUFFIX_SETTING: suffix,
+               PRESERVE_PARTITIONS_SETTING: str(preserve_partitions).lower()}
     if runs_topic:
         options[f"kafka.{RUNS_TOPIC_SETTING}"] = runs_topic
     if runs_topic or provenance_cluster is not None:
         options[f"kafka.{PROVENANCE_HEADER_SETTING}"] = header
     if provenance_cluster is not None:
         options[f"kafka.{PROVENANCE_CLUSTER_SETTING}"] = provenance_cluster
-    interceptors = options.get("kafka.interceptor.classes", "")
-    options["kafka.interceptor.classes"] = ",".join(c for c in (interceptors, COPY_INTERCEPTOR) if c)
     return options

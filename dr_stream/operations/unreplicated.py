@@ -24,11 +24,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dr_stream.core.config import FlowConfig
+from dr_stream.core.contracts import COPY_SINK
 from dr_stream.core.policy import TopicRenamer
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.admin import log_bounds, matching_partitions
 from dr_stream.replication.left_out import mark_left_out
-from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
+from dr_stream.replication.record_path import ReplicationPlan, prepare
 from dr_stream.runtime.provenance_columns import CYCLE, cycle_flags, provenance_entries
 
 SHOWN_OFFSETS = 20
@@ -122,9 +123,9 @@ class UnreplicatedRecords:
         rows = self._frame.transform(prepare(forward)).persist()
         try:
             copied = rows.count()
-            rows.transform(to_sink_rows(forward)).write.format("kafka").options(
-                **spark_options.sink(self.config.source, header=self.header,
-                                     provenance_cluster=forward.provenance_cluster())).save()
+            rows.write.format(COPY_SINK).mode("append").options(
+                **spark_options.sink(self.config.source, forward.renamer, forward.preserve_partitions,
+                                     header=self.header, provenance_cluster=forward.provenance_cluster())).save()
         finally:
             rows.unpersist()
         return copied

@@ -2,11 +2,11 @@
 
 1. replicate (Spark query): Spark's Kafka source -> `record_path.prepare` (Column
    expressions) -> the crash-resume filter and the holds (`resume`, `holds`: fixed when the
-   query starts) ->
-   Spark's Kafka sink, whose producer reports each run it wrote to the flow's runs topic
-   (`CopyInterceptor`). No `foreachBatch`, so the same plan runs in micro-batch and in
-   real-time mode (`streaming.mode`). In micro-batch mode its trigger widens once batches run
-   back to back on a few records per partition (`trigger_width`).
+   query starts) -> dr-stream's sink (jvm/ `CopySink`), which writes each remaining source row as
+   its copy and reports each run it wrote to the flow's runs topic. No `foreachBatch`, so the
+   same plan runs in micro-batch and in real-time mode (`streaming.mode`). In micro-batch mode
+   its trigger widens once batches run back to back on a few records per partition
+   (`trigger_width`).
 2. topics (thread): creates and grows destination topics and follows their configs
    (`topic_sync`); restarts the query when it must subscribe to a new topic (`topic_watch`). Beside it, the
    lag sampler (thread, `lag_sampler`) measures lag and probes both clusters for the metrics, and
@@ -32,6 +32,7 @@ stay None for good); `close` releases every client it opened.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -42,7 +43,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from dr_stream.core.config import FlowConfig
-from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, runs_topic
+from dr_stream.core.contracts import CONSUMER_TIMESTAMPS_TOPIC, COPY_SINK, runs_topic
 from dr_stream.failure_notes import first_line
 from dr_stream.index import (
     IDLE_AFTER_S,
@@ -76,7 +77,7 @@ from dr_stream.replication.lag_sampler import LagSampler
 from dr_stream.replication.loss_watch import LossWatch
 from dr_stream.replication.losses import KEPT_S, LossLedger
 from dr_stream.replication.progress import BatchRead, ProgressPrinter, QueryProgress
-from dr_stream.replication.record_path import ReplicationPlan, prepare, to_sink_rows
+from dr_stream.replication.record_path import ReplicationPlan, prepare
 from dr_stream.replication.resume import Resume, marks_at_start, unwritten_at_start
 from dr_stream.replication.task_slots import require_slots
 from dr_stream.replication.topic_sync import TopicSync
@@ -397,7 +398,7 @@ class ReplicationFlow:
         """Starts the replicate query, its topics on the destination first.
 
         Both modes run the same plan: Spark's Kafka source, the record path, the crash-resume
-        filter fixed at this start, Spark's Kafka sink. Only the trigger differs. Says how long
+        filter fixed at this start, dr-stream's sink. Only the trigger differs. Says how long
         the start took, phase by phase."""
         if self._launches:
             self.clock = PhaseClock()
@@ -458,7 +459,7 @@ class ReplicationFlow:
         confirm = ((written_copies(spark_options.java_client(config.source)),
                     destination_originals(spark_options.java_client(config.destination)))
                    if self.plan.provenance_enabled else None)
-        stream = source.transform(prepare(self.plan, resume, counts, confirm)).transform(to_sink_rows(self.plan))
+        stream = source.transform(prepare(self.plan, resume, counts, confirm))
         checkpoint = config.replicate_checkpoint
         dropped = drop_unfinished_writes(self.spark, checkpoint)
         if dropped:
@@ -466,9 +467,10 @@ class ReplicationFlow:
                      f"({', '.join(dropped)}); no batch had completed, so the query starts as new and the resume "
                      "marks skip what was copied")
         writer = (
-            stream.writeStream.queryName(config.replicate_query).format("kafka")
-            .options(**spark_options.sink(config.destination, self.runs_topic if self.feed else None,
-                                          self.plan.header, message_bytes, self.plan.provenance_cluster()))
+            stream.writeStream.queryName(config.replicate_query).format(COPY_SINK)
+            .options(**spark_options.sink(config.destination, self.plan.renamer, self.plan.preserve_partitions,
+                                          self.runs_topic if self.feed else None, self.plan.header, message_bytes,
+                                          self.plan.provenance_cluster()))
             .option("checkpointLocation", checkpoint)
         )
         if config.streaming.realtime:
@@ -477,14 +479,23 @@ class ReplicationFlow:
             return writer.outputMode("update").trigger(  # type: ignore[call-overload,no-any-return]
                 realTime=config.streaming.trigger_interval).start()
         self.metrics.trigger_set(self.trigger.trigger_ms)
-        return (
+        writer = (
             writer.trigger(processingTime=self.trigger.interval)
             # Offsets and commits are logged beside the batches instead of before and after each:
             # two file writes less per batch. A crash then replays more, which the resume filter
             # drops (the sink is at-least-once either way).
             .option("asyncProgressTrackingEnabled", "true")
-            .start()
+            # Spark lets only its own Kafka sink track progress this way unless told: dr-stream's sink
+            # is at least once as that one is, and its restart filter is what drops the replay.
+            .option("_asyncProgressTrackingOverrideSinkSupportCheck", "true")
         )
+        if os.environ.get("DR_STREAM_WSCG") == "off":  # A/B probe, not to land
+            self.spark.conf.set("spark.sql.codegen.wholeStage", "false")
+            try:
+                return writer.start()
+            finally:
+                self.spark.conf.unset("spark.sql.codegen.wholeStage")
+        return writer.start()
 
     def request_restart(self, reason: str) -> None:
         if not self._restart_reason:

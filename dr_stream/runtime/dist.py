@@ -11,7 +11,7 @@
   `--archives pyenv.tar.gz#pyenv`; its `bin/python` links to the interpreter it was built
   with, so the cluster's nodes need Python at that path (the nodes share the OS image, as
   YARN deployments of Python applications generally assume).
-* `jars/`: the jars spark-submit ships (Kafka connector, Delta, dr-stream's interceptor) and
+* `jars/`: the jars spark-submit ships (Kafka connector, Delta, dr-stream's sink) and
   `jobs/replicate.py`, so a container image can be built from this directory alone.
 """
 

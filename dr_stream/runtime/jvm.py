@@ -185,12 +185,12 @@ def pyspark_jar(prefix: str) -> Path:
 
 
 def build_own_jar(pins: JvmPins) -> bool:
-    """Build jvm/ (interceptors, record path functions) into `.cache/jars/dr-stream`; False when up to date."""
+    """Build jvm/ (the sink, record path functions) into `.cache/jars/dr-stream`; False when up to date."""
     spark_jars_used = _spark_jars_used()
     # The tests run in `make test` (`run_own_tests`), not at every build.
     return _built(project_root() / "jvm", "dr-stream",
                   f"{pins.kafka} {pins.hadoop} {sorted(p.name for p in spark_jars_used.values())}",
-                  "jvm/ (interceptors, record path functions, connection check, dev Hadoop)",
+                  "jvm/ (the sink, record path functions, connection check, dev Hadoop)",
                   [*_maven(pins, spark_jars_used), "package", "-DskipTests"])
 
 
@@ -233,7 +233,8 @@ def _maven(pins: JvmPins, spark_jars_used: dict[str, Path]) -> list[str]:
 
 def _spark_jars_used() -> dict[str, Path]:
     return {"spark.sql.api.jar": pyspark_jar("spark-sql-api_"), "spark.common.jar": pyspark_jar("spark-common-utils_"),
-            "spark.core.jar": pyspark_jar("spark-core_"),
+            "spark.core.jar": pyspark_jar("spark-core_"), "spark.catalyst.jar": pyspark_jar("spark-catalyst_"),
+            "spark.unsafe.jar": pyspark_jar("spark-unsafe_"), "kryo.jar": pyspark_jar("kryo-shaded-"),
             "scala.library.jar": pyspark_jar("scala-library-"), "scala.reflect.jar": pyspark_jar("scala-reflect-"),
             "log4j.api.jar": pyspark_jar("log4j-api-"), "log4j.core.jar": pyspark_jar("log4j-core-")}
 
@@ -290,7 +291,7 @@ def _jars(*names: str) -> list[Path]:
 
 
 def spark_jars() -> list[Path]:
-    """Jars for Spark's classpath: the connector, Delta, dr-stream's interceptor (not its dev jar)."""
+    """Jars for Spark's classpath: the connector, Delta, dr-stream's own (not its dev jar)."""
     return [jar for jar in _jars("spark", "dr-stream") if not jar.name.endswith("-dev.jar")]
 
 

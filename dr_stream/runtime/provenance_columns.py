@@ -1,10 +1,9 @@
 """The provenance header as Spark columns, evaluated in the JVM (no Python UDF).
 
-The record path hands the sink a binary stamp of the source record (`origin_stamp`), from which
-the sink's interceptor writes each hop's value, and reads the record's own headers with
-dr-stream's Java rule (`io.drstream.spark.CycleRule`, `cycle_flags`), so the whole path
-compiles into one stage of generated code; the batch reads of a failback use the same rule and
-the same JVM reader (`cycle_flags`, `provenance_entries`). `core/contracts` states the header's
+The record path reads the record's own headers with dr-stream's Java rule
+(`io.drstream.spark.CycleRule`, `cycle_flags`); dr-stream's sink (jvm/ CopySink) writes each hop's
+value from the source record's columns. The batch reads of a failback use the same rule and the
+same JVM reader (`cycle_flags`, `provenance_entries`). `core/contracts` states the header's
 format; `core/provenance` reads it from single records in the driver.
 
 Invariant: a header value that is not provenance JSON counts as no provenance, in every form,
@@ -51,16 +50,6 @@ def provenance_entries(header: str) -> Column:
 def _record_path_columns() -> Any:
     """dr-stream's Java functions of the record path (jvm/: io.drstream.spark.RecordPathColumns)."""
     return jvm_class(None, "io.drstream.spark.RecordPathColumns")
-
-
-def origin_stamp(timestamp: Column) -> Column:
-    """The transient header's value the sink's interceptor reads (jvm/ OriginStamp): the source
-    record's timestamp (epoch milliseconds, 8 bytes), partition (4 bytes) and offset (8 bytes),
-    big-endian, then its topic's bytes. From it the sink sets the copy's timestamp, writes this
-    hop's provenance header and names the record for the offset index and for a refusal. A null
-    timestamp gives a null value, which the interceptor leaves to the producer's clock."""
-    return JvmColumn(_record_path_columns().originStamp(F.unix_millis(timestamp)._jc, F.col("topic").cast("binary")._jc,
-                                                        F.col("partition")._jc, F.col("offset")._jc))
 
 
 CYCLE = 1  # io.drstream.spark.CycleRule.CYCLE
@@ -131,11 +120,3 @@ def counted_drop(counts: Any, left_out: Column) -> Column:
     out at failback when `left_out`, else as already copied. Nondeterministic, so the generated
     code calls it only where the terms before it in a conjunction are true."""
     return JvmColumn(_record_path_columns().countedDrop(counts, left_out._jc))
-
-
-def append_headers(headers: Column, added: Sequence[tuple[str, Column]]) -> Column:
-    """`headers` (null as none) followed by `added`, in order: one new array per record."""
-    return F.concat(
-        headers_or_empty(headers),
-        F.array(*(F.struct(F.lit(key).alias("key"), value.alias("value")) for key, value in added)),
-    )

@@ -1,4 +1,4 @@
-"""The SparkSession dr-stream runs in: Kafka connector, Delta and the interceptor on the classpath."""
+"""The SparkSession dr-stream runs in: Kafka connector, Delta and dr-stream's sink on the classpath."""
 
 from __future__ import annotations
 
@@ -222,6 +222,10 @@ def _flow_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
         # many task slots the application has (real-time mode wants one per source partition).
         .config("spark.sql.leafNodeDefaultParallelism", "1")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        # Real-time mode runs only sinks on Spark's list unless told: the replicate query writes
+        # through dr-stream's own (io.drstream.spark.CopySink), which sends each row as it comes
+        # and commits nothing at the batch's end that a long batch would hold back.
+        .config("spark.sql.streaming.realTimeMode.allowlistCheck", "false")
         # The offset index and the translation log are small Delta tables written every second or
         # so: rebuilding their snapshot over Delta's default 50 partitions costs more than the data.
         # One partition, not two: the rebuild's tasks take task slots the replicate batch is

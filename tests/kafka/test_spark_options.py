@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dr_stream.core.config import parse_flow
-from dr_stream.core.contracts import COPY_INTERCEPTOR
 from dr_stream.kafka import spark_options
 from dr_stream.kafka.clients import client_properties
 
@@ -33,38 +32,48 @@ def test_the_replicate_source_reads_the_flow_s_topics_committed_only_with_header
     assert options["kafka.group.id"] == f"dr-stream-{FLOW.name}-replicate"
 
 
-def test_the_sink_is_idempotent_user_settings_win_and_its_one_interceptor_comes_last():
-    options = spark_options.sink(FLOW.destination)
+def test_the_sink_is_idempotent_and_the_flow_s_settings_win_its_interceptors_too():
+    options = spark_options.sink(FLOW.destination, FLOW.renamer)
     assert (options["kafka.acks"], options["kafka.enable.idempotence"]) == ("all", "true")
     assert options["kafka.linger.ms"] == "20"
-    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{COPY_INTERCEPTOR}"
+    assert options["kafka.interceptor.classes"] == "com.example.Audit"
     assert "kafka.dr.stream.runs.topic" not in options
 
 
-def test_with_a_runs_topic_the_interceptor_gets_its_settings_and_is_still_the_only_one_of_ours():
-    options = spark_options.sink(FLOW.destination, "__dr_stream_runs.f", "__hdr")
-    assert options["kafka.interceptor.classes"] == f"com.example.Audit,{COPY_INTERCEPTOR}"
+def test_the_sink_renames_around_the_source_topic_and_keeps_partitions_unless_told():
+    options = spark_options.sink(FLOW.destination, FLOW.renamer)
+    assert (options["dr.stream.rename.prefix"], options["dr.stream.rename.suffix"]) == ("dc1.", "")
+    assert options["dr.stream.preserve.partitions"] == "true"
+    assert spark_options.sink(FLOW.destination, FLOW.renamer, preserve_partitions=False)[
+        "dr.stream.preserve.partitions"] == "false"
+
+
+def test_with_a_runs_topic_the_sink_reports_runs_under_the_flow_s_header():
+    options = spark_options.sink(FLOW.destination, FLOW.renamer, runs_topic="__dr_stream_runs.f", header="__hdr")
     assert (options["kafka.dr.stream.runs.topic"], options["kafka.dr.stream.provenance.header"]) == (
         "__dr_stream_runs.f", "__hdr")
 
 
-def test_the_interceptor_writes_provenance_only_when_told_the_source_cluster():
-    assert "kafka.dr.stream.provenance.cluster" not in spark_options.sink(FLOW.destination)
-    options = spark_options.sink(FLOW.destination, header="__hdr", provenance_cluster="SRC-id")
+def test_the_sink_writes_provenance_only_when_told_the_source_cluster():
+    assert "kafka.dr.stream.provenance.cluster" not in spark_options.sink(FLOW.destination, FLOW.renamer)
+    options = spark_options.sink(FLOW.destination, FLOW.renamer, header="__hdr", provenance_cluster="SRC-id")
     assert (options["kafka.dr.stream.provenance.cluster"], options["kafka.dr.stream.provenance.header"]) == (
         "SRC-id", "__hdr")
     assert "kafka.dr.stream.runs.topic" not in options
 
 
 def test_the_sink_s_requests_grow_to_the_largest_max_message_bytes_the_flow_syncs():
-    assert "kafka.max.request.size" not in spark_options.sink(FLOW.destination, largest_message_bytes=1_000_000)
-    options = spark_options.sink(FLOW.destination, largest_message_bytes=3_000_000)
+    def sink(cluster, largest):
+        return spark_options.sink(cluster, FLOW.renamer, largest_message_bytes=largest)
+
+    assert "kafka.max.request.size" not in sink(FLOW.destination, 1_000_000)
+    options = sink(FLOW.destination, 3_000_000)
     assert (options["kafka.max.request.size"], options["kafka.buffer.memory"]) == ("3000000", "33554432")
-    assert spark_options.sink(FLOW.destination, largest_message_bytes=40_000_000)["kafka.buffer.memory"] == "80000000"
+    assert sink(FLOW.destination, 40_000_000)["kafka.buffer.memory"] == "80000000"
     own = parse_flow({"source": {"alias": "dc1", "bootstrap_servers": "a:1"},
                       "destination": {"alias": "dc2", "bootstrap_servers": "b:2",
                                       "kafka": {"max.request.size": "5000000"}}})
-    assert spark_options.sink(own.destination, largest_message_bytes=3_000_000)["kafka.max.request.size"] == "5000000"
+    assert sink(own.destination, 3_000_000)["kafka.max.request.size"] == "5000000"
     # A running sink is outgrown only by a limit above both its own size and the producer's default.
     assert not spark_options.outgrown(0, 1_000_000) and spark_options.outgrown(0, 2_000_000)
     assert not spark_options.outgrown(3_000_000, 3_000_000) and spark_options.outgrown(3_000_000, 3_000_001)

@@ -21,7 +21,6 @@ from pyspark.sql.types import (
 )
 
 from dr_stream.core.config import FilterOverride
-from dr_stream.core.policy import TopicRenamer
 from dr_stream.replication.record_counts import RecordCounts
 from dr_stream.replication.record_path import (
     CYCLE_COLUMN,
@@ -29,7 +28,6 @@ from dr_stream.replication.record_path import (
     cycle_bits,
     mark_cycles,
     prepare,
-    to_sink_rows,
 )
 from dr_stream.replication.resume import Resume
 from dr_stream.runtime.provenance_columns import HEADERS_TYPE, provenance_entries
@@ -79,12 +77,6 @@ def test_provenance_entries_keep_valid_entries_in_hop_order_and_the_rule_flags_t
         StructType([StructField("clusters", ArrayType(StringType())), StructField("malformed", BooleanType())]),
     )
     assert_df_equality(got, expected, ignore_nullable=True)
-
-
-def test_sink_rows_go_to_the_topic_the_rename_template_names(spark):
-    plan = ReplicationPlan("SRC", "DEST", renamer=TopicRenamer("dc1.${topic}"))
-    df = kafka_rows(spark, None).transform(to_sink_rows(plan))
-    assert [r["topic"] for r in df.collect()] == ["dc1.orders"]
 
 
 @pytest.mark.parametrize(
@@ -149,31 +141,21 @@ def test_a_record_with_one_entry_from_the_destination_among_several_hops_is_a_cy
     assert df.select(cycle_bits(plan)).first()[0] == 3
 
 
-def test_sink_rows_append_one_transient_binary_stamp_of_the_source_record(spark):
-    """The sink's interceptor turns it into the copy's timestamp and provenance header (jvm/
-    OriginStampTest): timestamp, partition and offset big-endian, then the topic's bytes."""
-    plan = ReplicationPlan("SRC", "DEST")
-    row = kafka_rows(spark, [("app", b"1")]).transform(to_sink_rows(plan)).select("headers").first()[0]
-    assert [h["key"] for h in row] == ["app", "__dr_stream_ts"]
-    assert bytes(row[1]["value"]) == (
-        (1262304000000).to_bytes(8, "big") + (1).to_bytes(4, "big") + (100).to_bytes(8, "big") + b"orders")
-
-
-def test_the_record_path_is_one_stage_of_generated_code_that_copies_each_record_once(spark):
-    """Only the sink rows' projection rewrites the row (and copies its value); the rules filter
-    the source's rows as they are, counting as they decide, and every filter and projection is
-    compiled into the same stage (marked `*(n)`): an operator Spark cannot compile would
-    materialise each row again and build its own projection for every task."""
+def test_the_record_path_is_one_filter_in_one_stage_of_generated_code_and_rewrites_no_row(spark):
+    """The rules filter the source's rows as they are, counting as they decide, in one filter
+    compiled into one stage (marked `*(n)`): an operator Spark cannot compile would build its own
+    projection for every task. No projection rewrites the row: dr-stream's sink reads each as the
+    Kafka source gave it."""
     plan = ReplicationPlan("SRC", "DEST")
     resume = Resume({("orders", 1): 101}, {("orders", 1): 50})
     counts = RecordCounts.register(spark, "one-stage")
-    df = (kafka_rows(spark, [prov("DEST")], None, [prov("THIRD")]).transform(prepare(plan, resume, counts))
-          .transform(to_sink_rows(plan)))
+    df = kafka_rows(spark, [prov("DEST")], None, [prov("THIRD")]).transform(prepare(plan, resume, counts))
     executed = df._jdf.queryExecution().executedPlan().toString().splitlines()
-    operators = [line.strip(" +-:") for line in executed if "Project [" in line or "Filter " in line]
-    assert len([o for o in operators if "Project [" in o]) == 1, executed
-    assert len({o.split(")")[0] for o in operators}) == 1 and all(o.startswith("*(") for o in operators), executed
+    assert not [line for line in executed if "Project [" in line], executed
+    filters = [line.strip(" +-:") for line in executed if "Filter " in line]
+    assert len(filters) == 1 and filters[0].startswith("*("), executed
     assert not [line for line in executed if "CollectMetrics" in line], executed
+    assert df.columns == [f.name for f in KAFKA_SCHEMA.fields]
     assert [r["value"] for r in df.collect()] == [b"v2"]
 
 
@@ -186,7 +168,7 @@ def test_the_record_path_is_compiled_once_not_once_per_micro_batch(spark, tmp_pa
         F.lit(0).alias("partition"), F.col("value").alias("offset"), F.col("timestamp"),
         F.lit(0).alias("timestampType"), F.lit(None).cast(HEADERS_TYPE).alias("headers"))
     plan = ReplicationPlan("SRC", "DEST")
-    query = (source.transform(prepare(plan)).transform(to_sink_rows(plan))
+    query = (source.transform(prepare(plan))
              .writeStream.format("noop").trigger(processingTime="100 milliseconds")
              .option("checkpointLocation", str(tmp_path)).start())
     try:
@@ -217,13 +199,3 @@ def test_prepare_drops_records_that_came_from_the_destination_and_keeps_the_rest
     plan = ReplicationPlan("SRC", "DEST")
     df = kafka_rows(spark, [prov("DEST")], None, [prov("THIRD")]).transform(prepare(plan))
     assert sorted(r["value"] for r in df.select("value").collect()) == [b"v1", b"v2"]
-
-
-@pytest.mark.parametrize("preserve", [True, False])
-def test_to_sink_rows_keeps_the_partition_only_when_asked(spark, preserve):
-    plan = ReplicationPlan("SRC", "DEST", preserve_partitions=preserve)
-    df = kafka_rows(spark, None).transform(prepare(plan)).transform(to_sink_rows(plan))
-    expected = ["topic", "key", "value", "headers"] + (["partition"] if preserve else [])
-    assert df.columns == expected
-    row = df.first()
-    assert (row["key"], row["value"], row["topic"]) == (b"k0", b"v0", "orders")

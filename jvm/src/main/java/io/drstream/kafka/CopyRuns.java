@@ -48,9 +48,9 @@ final class CopyRuns {
       this.changeKey = partitionKey(destTopic, destPartition) + "\u0000" + String.format("%020d", destStart);
     }
 
-    boolean continuedBy(Origin o, long destOffset) {
-      return o.cluster().equals(first.cluster()) && o.topic().equals(first.topic())
-          && o.partition() == first.partition() && o.offset() == originEnd + 1 && destOffset == destEnd + 1;
+    boolean continuedBy(String cluster, String topic, int partition, long offset, long destOffset) {
+      return offset == originEnd + 1 && destOffset == destEnd + 1 && partition == first.partition()
+          && topic.equals(first.topic()) && cluster.equals(first.cluster());
     }
 
     String key() {
@@ -82,15 +82,22 @@ final class CopyRuns {
   }
 
   synchronized void acked(String destTopic, int destPartition, Origin origin, long destOffset, long now) {
+    acked(destTopic, destPartition, origin.cluster(), origin.topic(), origin.partition(), origin.offset(),
+        origin.timestamp(), destOffset, now);
+  }
+
+  /** {@link #acked(String, int, Origin, long, long)} of the origin these fields name: no object made per record. */
+  synchronized void acked(String destTopic, int destPartition, String cluster, String topic, int partition,
+      long offset, long timestamp, long destOffset, long now) {
     Dest key = new Dest(destTopic, destPartition);
     Run run = open.get(key);
-    if (run != null && run.continuedBy(origin, destOffset)) {
-      run.originEnd = origin.offset();
+    if (run != null && run.continuedBy(cluster, topic, partition, offset, destOffset)) {
+      run.originEnd = offset;
       run.destEnd = destOffset;
-      run.lastTimestamp = origin.timestamp();
+      run.lastTimestamp = timestamp;
       run.copiedAt = now;
     } else {
-      run = new Run(destTopic, destPartition, origin, destOffset, now);
+      run = new Run(destTopic, destPartition, new Origin(cluster, topic, partition, offset, timestamp), destOffset, now);
       open.put(key, run);
     }
     if (!run.listed) {

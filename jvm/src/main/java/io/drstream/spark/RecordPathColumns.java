@@ -1,9 +1,6 @@
 package io.drstream.spark;
 
-import java.io.Serializable;
-import java.nio.ByteBuffer;
 import org.apache.spark.sql.Column;
-import org.apache.spark.sql.api.java.UDF4;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataTypes;
 
@@ -38,28 +35,5 @@ public final class RecordPathColumns {
   /** {@link ProvenanceEntries} of the record whose header keys and values these are. */
   public static Column provenanceEntries(String header, Column keys, Column values) {
     return functions.udf(new ProvenanceEntries(header), ProvenanceEntries.TYPE).apply(keys, values);
-  }
-
-  /**
-   * The stamp the sink's interceptor reads ({@code io.drstream.kafka.OriginStamp}): the source
-   * record's timestamp (epoch milliseconds, 8 bytes), partition (4 bytes) and offset (8 bytes),
-   * big-endian, then its topic's bytes. Fixed-width binary, so neither side formats or parses a
-   * number; the topic comes as bytes, so no string is decoded and encoded again per record.
-   */
-  public static Column originStamp(Column epochMillis, Column topicBytes, Column partition, Column offset) {
-    return functions.udf(new OriginStamp(), DataTypes.BinaryType).apply(epochMillis, topicBytes, partition, offset);
-  }
-
-  private static final class OriginStamp implements UDF4<Long, byte[], Integer, Long, byte[]>, Serializable {
-    private static final long serialVersionUID = 1L;
-
-    @java.lang.Override
-    public byte[] call(Long ms, byte[] topic, Integer partition, Long offset) {
-      if (ms == null || topic == null || partition == null || offset == null) {
-        return ms == null ? null : ByteBuffer.allocate(Long.BYTES).putLong(ms).array();
-      }
-      return ByteBuffer.allocate(Long.BYTES + Integer.BYTES + Long.BYTES + topic.length)
-          .putLong(ms).putInt(partition).putLong(offset).put(topic).array();
-    }
   }
 }

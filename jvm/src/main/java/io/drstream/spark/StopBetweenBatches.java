@@ -27,7 +27,7 @@ import org.apache.hadoop.util.ShutdownHookManager;
  * is, which the next start's resume filter makes safe; it is installed once per JVM, and a later
  * install only replaces the queries it watches and the grace.
  *
- * <p>Spark is reached by reflection, as in {@code TaskEnd}, so the jar builds without Spark's.
+ * <p>Spark's query engine (spark-sql, which jvm/ does not build against) is reached by reflection.
  */
 public final class StopBetweenBatches {
   /** Spark's hooks run at Hadoop priority 40 (FileSystem's 10 + 30); ours goes first. */
