@@ -32,7 +32,6 @@ stay None for good); `close` releases every client it opened.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -479,7 +478,7 @@ class ReplicationFlow:
             return writer.outputMode("update").trigger(  # type: ignore[call-overload,no-any-return]
                 realTime=config.streaming.trigger_interval).start()
         self.metrics.trigger_set(self.trigger.trigger_ms)
-        writer = (
+        return (
             writer.trigger(processingTime=self.trigger.interval)
             # Offsets and commits are logged beside the batches instead of before and after each:
             # two file writes less per batch. A crash then replays more, which the resume filter
@@ -488,14 +487,8 @@ class ReplicationFlow:
             # Spark lets only its own Kafka sink track progress this way unless told: dr-stream's sink
             # is at least once as that one is, and its restart filter is what drops the replay.
             .option("_asyncProgressTrackingOverrideSinkSupportCheck", "true")
+            .start()
         )
-        if os.environ.get("DR_STREAM_WSCG") == "off":  # A/B probe, not to land
-            self.spark.conf.set("spark.sql.codegen.wholeStage", "false")
-            try:
-                return writer.start()
-            finally:
-                self.spark.conf.unset("spark.sql.codegen.wholeStage")
-        return writer.start()
 
     def request_restart(self, reason: str) -> None:
         if not self._restart_reason:

@@ -115,12 +115,22 @@ public final class CopySink implements TableProvider {
    */
   private record UpdateAsAppend(CopyRows rows) implements SupportsStreamingUpdateAsAppend {
     @Override
+    public String toString() {
+      return rows.toString();
+    }
+
+    @Override
     public Write build() {
       CopyRows r = rows;
       return new Write() {
         @Override
         public String description() {
-          return "dr-stream copies";
+          return r.toString();
+        }
+
+        @Override
+        public String toString() {
+          return r.toString();
         }
 
         @Override
@@ -138,6 +148,11 @@ public final class CopySink implements TableProvider {
 
   /** A batch or a micro-batch of copies: its tasks write; nothing to do when it commits. */
   private record Writes(CopyRows rows) implements BatchWrite, StreamingWrite {
+    @Override
+    public String toString() {
+      return rows.toString();
+    }
+
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
       return new Writers(rows);
@@ -169,6 +184,11 @@ public final class CopySink implements TableProvider {
   /** Shipped to the executors: makes each task's writer. */
   private record Writers(CopyRows rows) implements DataWriterFactory, StreamingDataWriterFactory {
     @Override
+    public String toString() {
+      return rows.toString();
+    }
+
+    @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
       return new CopyWriter(rows);
     }
@@ -182,13 +202,35 @@ public final class CopySink implements TableProvider {
   /**
    * Where a row's columns are and what its copy becomes: the producer's settings, the rename, and
    * whether the partition number is kept. Checked once, on the driver, when the write is planned.
+   * Spark shows it (plans, the UI, the event log) by its text, which names the destination and
+   * never a setting: the settings carry the destination's credentials.
    */
   record CopyRows(Map<String, String> producer, String prefix, String suffix, boolean preservePartitions,
       int topic, int partition, int offset, int timestamp, int key, int value, int headers) implements Serializable {
 
+    @Override
+    public String toString() {
+      return "dr-stream copies to " + producer.get("bootstrap.servers") + " as " + prefix + "<topic>" + suffix
+          + (preservePartitions ? ", same partition" : ", partitioned by key");
+    }
+
     static CopyRows of(StructType schema, CaseInsensitiveStringMap options) {
+      return new CopyRows(producerSettings(options.asCaseSensitiveMap()), options.getOrDefault(RENAME_PREFIX, ""),
+          options.getOrDefault(RENAME_SUFFIX, ""), options.getBoolean(PRESERVE_PARTITIONS, true),
+          column(schema, "topic", DataTypes.StringType), column(schema, "partition", DataTypes.IntegerType),
+          column(schema, "offset", DataTypes.LongType), column(schema, "timestamp", DataTypes.TimestampType),
+          column(schema, "key", DataTypes.BinaryType), column(schema, "value", DataTypes.BinaryType),
+          schema.getFieldIndex("headers").isDefined() ? column(schema, "headers", HEADERS) : -1);
+    }
+
+    /**
+     * The producer's settings among the write's options: the {@code kafka.}-prefixed ones without
+     * the prefix, and {@link CopyProducer}'s own; refused without the destination's address or with
+     * a serializer, since copies are bytes written as they are.
+     */
+    static Map<String, String> producerSettings(Map<String, String> options) {
       Map<String, String> producer = new HashMap<>();
-      options.asCaseSensitiveMap().forEach((k, v) -> {
+      options.forEach((k, v) -> {
         String lower = k.toLowerCase(Locale.ROOT);
         if (lower.startsWith(PRODUCER_PREFIX)) {
           producer.put(k.substring(PRODUCER_PREFIX.length()), v);
@@ -206,12 +248,7 @@ public final class CopySink implements TableProvider {
               + " cannot be set");
         }
       }
-      return new CopyRows(producer, options.getOrDefault(RENAME_PREFIX, ""), options.getOrDefault(RENAME_SUFFIX, ""),
-          options.getBoolean(PRESERVE_PARTITIONS, true),
-          column(schema, "topic", DataTypes.StringType), column(schema, "partition", DataTypes.IntegerType),
-          column(schema, "offset", DataTypes.LongType), column(schema, "timestamp", DataTypes.TimestampType),
-          column(schema, "key", DataTypes.BinaryType), column(schema, "value", DataTypes.BinaryType),
-          schema.getFieldIndex("headers").isDefined() ? column(schema, "headers", HEADERS) : -1);
+      return producer;
     }
 
     private static int column(StructType schema, String name, DataType type) {
