@@ -326,7 +326,7 @@ class ReplicationFlow:
             batch = batch.without(self._held)
         self._read_through.update(ends)  # without an index, the lag sampler's next offsets
         self.holds.batch_committed(ends)
-        self.lag_sampler.nudge()
+        self.lag_sampler.batch_read(batch.log_ends)
         if self.feed is not None:
             self.feed.replicated(ends, (batch.starts, batch.ends) if batch.may_have_gaps else None)
 

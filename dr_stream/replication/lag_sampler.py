@@ -1,13 +1,22 @@
-"""A driver thread of the flow that measures lag and probes both clusters every few seconds.
+"""A driver thread of the flow that measures lag and probes both clusters.
 
-Lag comes from the source's log ends (one request for all partitions) and the next origin
-offset the flow has to handle (the offset index, plus batches that skipped every record);
-the age of the oldest waiting record from one read of all lagging partitions, repeated only
-for partitions whose oldest waiting record changed. Spark's own progress is not used: it says
-nothing while a batch is stuck (a destination that is away) and, in real-time mode, reports
-once per batch, minutes apart. A sample is taken every `metrics.sample_interval` and soon after
-each committed batch (at most one a second, and never sooner after the last than that one
-took: `LoopPace`). Each sample goes to the metrics and to the lag history topic.
+Lag comes from the source's log ends and the next origin offset the flow has to handle (the
+offset index, plus batches that skipped every record); the age of the oldest waiting record
+from one read of all lagging partitions, repeated only for partitions whose oldest waiting
+record changed.
+
+Two kinds of sample, so what a sample costs follows what moved rather than the clock:
+
+- a *full* sample every `metrics.sample_interval`: both clusters probed (the source's metadata
+  request is its probe), every replicated partition's log start and end asked of the source.
+  Spark's progress cannot stand in for it: it says nothing while a batch is stuck (a destination
+  that is away) and, in real-time mode, reports once per batch, minutes apart;
+- between them, soon after each committed batch (at most one a second, and never sooner after
+  the last than that one took: `LoopPace`), a sample from the log ends that batch itself saw
+  (Spark's `latestOffset`, `batch_read`): no request at all, but a timestamp read for a partition
+  whose oldest waiting record changed. A partition no full sample listed yet waits for the next.
+
+Each sample goes to the metrics and to the lag history topic.
 
 Invariant: a cluster that does not answer is reported and sampling goes on; the thread closes
 every client it opened when it stops. A producer whose samples stay queued while the
@@ -18,7 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -62,6 +71,14 @@ class StuckQueue:
         return True
 
 
+def moved_bounds(bounds: Mapping[Partition, tuple[int, int]],
+                 log_ends: Mapping[Partition, int]) -> dict[Partition, tuple[int, int]]:
+    """Each known partition's (log start, log end) with its end moved up to what a batch saw since
+    (never down: a batch planned before the last full sample saw less); a partition the bounds do
+    not know is left for the next full sample, whose log start it needs."""
+    return {key: (start, max(end, log_ends.get(key, end))) for key, (start, end) in bounds.items()}
+
+
 @dataclass
 class LagSampler:
     config: FlowConfig
@@ -71,7 +88,7 @@ class LagSampler:
     next_offsets: Callable[[], dict[Partition, int]]
     metrics: FlowMetrics
     log: Callable[[str], None] = print
-    # a sample at most this often, however often it is nudged
+    # a sample at most this often, however many batches commit
     min_spacing_s: float = 1.0
     # a producer holding samples this long while the destination answers is replaced
     stuck_after_s: float = 20.0
@@ -79,14 +96,22 @@ class LagSampler:
     _down: list[str] = field(default_factory=list)
     _wake: threading.Event = field(default_factory=threading.Event)
     _undelivered: str = ""
+    # each partition's (log start, log end) as last known: a full sample's, then the batches' ends
+    _bounds: dict[Partition, tuple[int, int]] = field(default_factory=dict)
+    # log ends committed batches saw since the last sample, guarded by `_seen_lock`
+    _seen: dict[Partition, int] = field(default_factory=dict)
+    _seen_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def prepare(self) -> None:
         """Creates the lag history topic at start-up, where the destination has to answer anyway:
         on the sampling thread a slow creation would hold back the clusters' next probe."""
         ensure_lag_topic(self.destination.admin, lag_topic(self.config.name))
 
-    def nudge(self) -> None:
-        """Samples soon (a batch just committed), not only at the next interval."""
+    def batch_read(self, log_ends: Mapping[Partition, int]) -> None:
+        """A batch committed, having seen these log ends of the source (Spark's `latestOffset`):
+        a sample soon, from them."""
+        with self._seen_lock:
+            self._seen.update(log_ends)
         self._wake.set()
 
     def sample(self, stamps: RecordTimestamps) -> list[PartitionLag]:
@@ -102,9 +127,24 @@ class LagSampler:
             self.log(f"clusters not answering: {', '.join(down)}" if down else "both clusters answer again")
             self._down = down
         bounds = log_bounds(self.source.admin, partitions, timeout) if partitions is not None else {}
+        with self._seen_lock:
+            self._seen.clear()
+        self._bounds = bounds
+        return self._lags(stamps)
+
+    def sample_moved(self, stamps: RecordTimestamps) -> list[PartitionLag]:
+        """A sample between full ones: the last known bounds moved to the log ends the batches saw
+        since (`moved_bounds`), asking the source for no offset."""
+        with self._seen_lock:
+            seen, self._seen = self._seen, {}
+        self._bounds = moved_bounds(self._bounds, seen)
+        return self._lags(stamps)
+
+    def _lags(self, stamps: RecordTimestamps) -> list[PartitionLag]:
         nxt = self.next_offsets()
-        lags = partition_lags(bounds, nxt, self._timestamps(stamps, first_waiting(bounds, nxt)), time.time() * 1000)
-        self.metrics.lag_sampled(lags, down)
+        lags = partition_lags(self._bounds, nxt, self._timestamps(stamps, first_waiting(self._bounds, nxt)),
+                              time.time() * 1000)
+        self.metrics.lag_sampled(lags, self._down)
         return lags
 
     def _delivered(self, error: KafkaError | None, _message: Message) -> None:
@@ -115,7 +155,7 @@ class LagSampler:
 
     def _timestamps(self, stamps: RecordTimestamps, waiting: dict[Partition, int]) -> dict[Partition, int]:
         wanted = {k: o for k, o in waiting.items() if self._stamps.get(k, (None,))[0] != o}
-        for key, ts in stamps.of_records(wanted, timeout=1.0).items():
+        for key, ts in (stamps.of_records(wanted, timeout=1.0) if wanted else {}).items():
             self._stamps[key] = (wanted[key], ts)
         self._stamps = {k: v for k, v in self._stamps.items() if k in waiting}
         return {k: ts for k, (o, ts) in self._stamps.items() if waiting.get(k) == o}
@@ -144,9 +184,11 @@ class LagSampler:
                 if now - ended < pace.wait_s() or (now < due and not self._wake.is_set()):
                     continue
                 self._wake.clear()
-                due = now + max(self.config.metrics.sample_interval_s, pace.wait_s())
+                full = now >= due
+                if full:
+                    due = now + max(self.config.metrics.sample_interval_s, pace.wait_s())
                 try:
-                    lags = self.sample(stamps)
+                    lags = self.sample(stamps) if full else self.sample_moved(stamps)
                     ended = time.monotonic()
                     pace.done(ended - now)
                     self.metrics.loop_round("lag", pace.last_round_s, len(lags), pace.period_s)

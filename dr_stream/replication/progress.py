@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from pyspark.sql import SparkSession
@@ -21,15 +21,18 @@ from dr_stream.runtime.jvm_classes import gateway
 class BatchRead:
     """What one committed batch of the replicate query read: per source partition the offsets
     [start, end) (a partition new to the query has no start), and how many records Spark's source
-    delivered from them."""
+    delivered from them; and the source's log ends the batch was planned with (`log_ends`, Spark's
+    `latestOffset`: beyond `ends` when the batch was bounded)."""
 
     starts: dict[Partition, int]
     ends: dict[Partition, int]
     records: int
+    log_ends: dict[Partition, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, source: Mapping[str, Any], records: int) -> BatchRead:
-        return cls(spark_offsets(source.get("startOffset")), spark_offsets(source.get("endOffset")), records)
+        return cls(spark_offsets(source.get("startOffset")), spark_offsets(source.get("endOffset")), records,
+                   spark_offsets(source.get("latestOffset")))
 
     @property
     def may_have_gaps(self) -> bool:
@@ -43,7 +46,7 @@ class BatchRead:
 
     def without(self, partitions: Mapping[Partition, int]) -> BatchRead:
         return BatchRead({k: o for k, o in self.starts.items() if k not in partitions},
-                         {k: o for k, o in self.ends.items() if k not in partitions}, self.records)
+                         {k: o for k, o in self.ends.items() if k not in partitions}, self.records, self.log_ends)
 
 
 def durations(parts: dict[str, int] | None) -> str:

@@ -3,7 +3,8 @@ from dr_stream.replication.progress import BatchRead, ProgressPrinter, durations
 from dr_stream.replication.trigger_width import BatchCost
 
 BATCH = {"startOffset": {"a": {"0": 5, "1": 7}, "b": {"0": 0}},
-         "endOffset": {"a": {"0": 9, "1": 7}, "b": {"0": 3}, "c": {"0": 4}}}
+         "endOffset": {"a": {"0": 9, "1": 7}, "b": {"0": 3}, "c": {"0": 4}},
+         "latestOffset": {"a": {"0": 12, "1": 7}, "b": {"0": 3}, "c": {"0": 4}}}
 
 
 def test_a_batch_reads_from_the_partitions_whose_end_moved_past_their_start():
@@ -53,7 +54,8 @@ def test_a_batchs_json_progress_is_counted_logged_and_passed_on():
     assert printer.totals == {"batches": 1, "read": 10, "copied": 7, "skipped_cycle": 3, "malformed_provenance": 0,
                               "unconfirmed_cycle": 0}
     assert ends == [BatchRead({("a", 0): 5, ("a", 1): 7, ("b", 0): 0},
-                              {("a", 0): 9, ("a", 1): 7, ("b", 0): 3, ("c", 0): 4}, 10)]
+                              {("a", 0): 9, ("a", 1): 7, ("b", 0): 3, ("c", 0): 4}, 10,
+                              {("a", 0): 12, ("a", 1): 7, ("b", 0): 3, ("c", 0): 4})]
     assert costs == [BatchCost(250, 10, 2)]
     assert lines[0].startswith("batch 7: 10 read, 7 copied, 3 skipped") and "0 rec/s" in lines[0]
 
