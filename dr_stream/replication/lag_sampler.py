@@ -115,6 +115,10 @@ class LagSampler:
         self._wake.set()
 
     def sample(self, stamps: RecordTimestamps) -> list[PartitionLag]:
+        # The ends batches saw before this sample's requests are no newer than its answers; those
+        # that arrive while it waits may be, and stay for the next sample between full ones.
+        with self._seen_lock:
+            self._seen.clear()
         timeout = min(3.0, self.config.metrics.sample_interval_s)
         try:  # the source's metadata request is its probe too
             partitions = matching_partitions(self.source.admin, self.config.topic_filter, timeout)
@@ -126,10 +130,7 @@ class LagSampler:
         if down != self._down:
             self.log(f"clusters not answering: {', '.join(down)}" if down else "both clusters answer again")
             self._down = down
-        bounds = log_bounds(self.source.admin, partitions, timeout) if partitions is not None else {}
-        with self._seen_lock:
-            self._seen.clear()
-        self._bounds = bounds
+        self._bounds = log_bounds(self.source.admin, partitions, timeout) if partitions is not None else {}
         return self._lags(stamps)
 
     def sample_moved(self, stamps: RecordTimestamps) -> list[PartitionLag]:
