@@ -7,12 +7,38 @@ from pathlib import Path
 
 from dr_stream.dev.clusters import LocalCluster
 
+# `make test` runs the suite's modules on parallel pytest-xdist workers, each with its own session
+# clusters. Every port a test starts something on goes through `worker_port`: the test ports are
+# all 92 mod 100 and a cluster spans at most 22 ports above its own (three nodes, 10 apart, each
+# with its controller next to it), so shifting each worker by 25 keeps every worker's ports apart
+# from every other's, for up to four workers, and below the ephemeral range that starts at 32768.
+WORKER_PORT_STEP = 25
+MAX_WORKERS = 4
+
+
+def worker_index() -> int:
+    """This pytest-xdist worker's number (gw0 is 0), 0 when the suite runs in one process."""
+    import os
+
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(name.removeprefix("gw"))
+    if index >= MAX_WORKERS:
+        raise RuntimeError(f"pytest-xdist worker {name}: the test ports are laid out for at most {MAX_WORKERS} "
+                           "workers (tests/clusters.py)")
+    return index
+
+
+def worker_port(port: int) -> int:
+    """`port`, moved into this worker's share of the test ports."""
+    return port + WORKER_PORT_STEP * worker_index()
+
 
 def started_cluster(home: Path, alias: str, port: int, compat: bool = False,
                     stops: list[Path] | None = None) -> Iterator[LocalCluster]:
-    """A plaintext cluster on the current Kafka (`compat`: on the last 3.x release). With `stops`
-    (the session's `cluster_stops`), it is stopped with the session's other clusters, not alone."""
-    cluster = LocalCluster(alias, port, home / alias, compat=compat)
+    """A plaintext cluster on the current Kafka (`compat`: on the last 3.x release), on `port` as
+    this worker moves it. With `stops` (the session's `cluster_stops`), it is stopped with the
+    session's other clusters, not alone."""
+    cluster = LocalCluster(alias, worker_port(port), home / alias, compat=compat)
     cluster.start()
     try:
         yield cluster
@@ -58,7 +84,8 @@ def started_secured(home: Path, alias: str, port: int, pki, extra_acls: Sequence
     from tests.kafka_tools import grant
 
     password = os.environ.setdefault(SEC_PASSWORD_VARIABLE, secrets.token_hex(12))
-    cluster = LocalCluster(alias, port, home / alias, Secured(pki, tuple((u, password) for u in SCRAM_USERS)))
+    users = tuple((u, password) for u in SCRAM_USERS)
+    cluster = LocalCluster(alias, worker_port(port), home / alias, Secured(pki, users))
     cluster.start()
     try:
         for principal in FLOW_PRINCIPALS:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.clusters import worker_port
+
 pytestmark = pytest.mark.integration
 
 
@@ -28,7 +30,7 @@ def test_bench_runs_its_replicators_through_every_workload_and_reports_each_metr
     from bench.run import run
     from bench.workloads import SMOKE
 
-    report = run(SMOKE, tmp_path, ports=(26092, 27092), repeat=1)
+    report = run(SMOKE, tmp_path, ports=(worker_port(26092), worker_port(27092)), repeat=1)
 
     rows = table(report.read_text())
     sent = f"{SMOKE.steady_rate * SMOKE.steady_seconds:,}"

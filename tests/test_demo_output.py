@@ -11,14 +11,16 @@ import sys
 import pytest
 
 from dr_stream.runtime.paths import project_root
+from tests.clusters import worker_port
 
 # Ports no other test cluster uses (tests/conftest.py), below Linux's ephemeral range.
-DEMO_PORTS = "32092,32192"
+DEMO_PORTS = (32092, 32192)
 
 
 @pytest.mark.integration
 def test_the_demo_prints_its_story_and_no_client_or_spark_start_up_noise(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "dr_stream.dev.demo", "--ports", DEMO_PORTS, "--home", str(tmp_path)],
+    ports = ",".join(str(worker_port(p)) for p in DEMO_PORTS)
+    done = subprocess.run([sys.executable, "-m", "dr_stream.dev.demo", "--ports", ports, "--home", str(tmp_path)],
                           capture_output=True, text=True, timeout=900, cwd=project_root())
     lines = (done.stdout + done.stderr).splitlines()
     assert done.returncode == 0, "\n".join(lines[-40:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -104,8 +105,12 @@ def _metrics_conf(builder: SparkSession.Builder) -> SparkSession.Builder:
 def scheduler_pools() -> str:
     path = cache_dir() / "spark" / "fairscheduler.xml"
     if not path.exists() or path.read_text() != _POOLS:
+        # Written aside and renamed: another process starting Spark at the same moment (the test
+        # suite's parallel workers) reads the old file or the whole new one, never half of it.
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_POOLS)
+        aside = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
+        aside.write_text(_POOLS)
+        aside.replace(path)
     return str(path)
 
 

@@ -22,6 +22,7 @@ from dr_stream.positions.consumer_timestamps import GroupCommit
 from dr_stream.positions.group_sync import GroupSync, decide
 from dr_stream.positions.live_translation import LiveTranslation
 from dr_stream.positions.translation_rule import Translation
+from tests.clusters import worker_port
 from tests.kafka_tools import committed, create_topic, wait_until
 
 
@@ -142,7 +143,7 @@ def fresh(cluster_home):
     file: stopping this one stops the restarted one too). Describes timed out before a restart
     are also what made librdkafka abort the whole process (issue 4605) until GroupSync dropped
     an admin client whose describe timed out."""
-    cluster = LocalCluster("fresh", 24592, cluster_home / "fresh",
+    cluster = LocalCluster("fresh", worker_port(24592), cluster_home / "fresh",
                            overrides=(("offsets.topic.replication.factor", "2"),))
     cluster.start()
     try:

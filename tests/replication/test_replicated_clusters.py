@@ -18,6 +18,7 @@ import pytest
 
 from dr_stream.dev.processes import stop_pids
 from dr_stream.dev.replicated_cluster import ReplicatedCluster
+from tests.clusters import worker_port
 from tests.flows import flow_config, running_flow
 from tests.kafka_tools import (
     admin,
@@ -42,8 +43,8 @@ AT_LEAST, AT_MOST, CHUNK, PAUSE_S = 24_000, 240_000, 800, 1.0
 
 @pytest.fixture(scope="module")
 def replicated(cluster_home):
-    clusters = [ReplicatedCluster("dc1", 17092, cluster_home / "replicated-dc1"),
-                ReplicatedCluster("dc2", 18092, cluster_home / "replicated-dc2")]
+    clusters = [ReplicatedCluster("dc1", worker_port(17092), cluster_home / "replicated-dc1"),
+                ReplicatedCluster("dc2", worker_port(18092), cluster_home / "replicated-dc2")]
     try:
         for cluster in clusters:  # all six nodes start side by side
             cluster.launch()
