@@ -7,13 +7,15 @@ from pathlib import Path
 
 from dr_stream.dev.clusters import LocalCluster
 
-# `make test` runs the suite's modules on parallel pytest-xdist workers, each with its own session
-# clusters. Every port a test starts something on goes through `worker_port`: the test ports are
-# all 92 mod 100 and a cluster spans at most 22 ports above its own (three nodes, 10 apart, each
-# with its controller next to it), so shifting each worker by 25 keeps every worker's ports apart
-# from every other's, for up to four workers, and below the ephemeral range that starts at 32768.
+# `make test TEST_WORKERS=N` runs the suite's modules on N pytest-xdist workers, each with its own
+# session clusters. Every port a test starts something on goes through `worker_port`: the test
+# ports are all 92 mod 100 and a cluster reaches at most CLUSTER_REACH ports above its own (three
+# nodes, 10 apart, each with its controller next to it), so shifting each worker by 25 keeps every
+# worker's ports apart from every other's, for up to four workers, and below the ephemeral range
+# that starts at 32768 (tests/test_worker_ports.py checks it).
 WORKER_PORT_STEP = 25
 MAX_WORKERS = 4
+CLUSTER_REACH = 21
 
 
 def worker_index() -> int:

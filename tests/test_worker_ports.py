@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.clusters import MAX_WORKERS, WORKER_PORT_STEP, worker_index, worker_port
+from tests.clusters import CLUSTER_REACH, MAX_WORKERS, WORKER_PORT_STEP, worker_index, worker_port
 
 TESTS = Path(__file__).resolve().parent
-# The most ports above its own a test cluster takes: three nodes 10 apart, each with its controller next to it.
-CLUSTER_REACH = 21
 EPHEMERAL_START = 32768
 
 
